@@ -1,0 +1,28 @@
+"""callbench: measure and improve how well LLMs write API calls.
+
+The public Python API mirrors the CLI: ``callbench.run(...)``, ``callbench.report(...)``,
+``callbench.fetch_data(...)``.
+"""
+
+from callbench.errors import CallbenchError
+
+__version__ = "0.1.0"
+
+__all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data"]
+
+
+def __getattr__(name: str):
+    # Lazy so that ``import callbench`` stays light (no V8, no model SDKs).
+    if name == "run":
+        from callbench.api import run
+
+        return run
+    if name == "report":
+        from callbench.api import report
+
+        return report
+    if name == "fetch_data":
+        from callbench.data.fetch import fetch_data
+
+        return fetch_data
+    raise AttributeError(name)

@@ -1,0 +1,206 @@
+"""The ``callbench`` command. Every subcommand is a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from callbench.errors import CallbenchError, ConfigError
+
+app = typer.Typer(
+    help="Measure and improve how well LLMs write API calls.\n\n"
+    "Typical use: 'callbench data fetch wapiibench', then 'callbench run webapi --model gold' "
+    "(a self-check that must score 100 %), then a real model, then 'callbench report runs/<id>'.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+data_app = typer.Typer(help="Download and locate datasets.", no_args_is_help=True)
+run_app = typer.Typer(help="Run a benchmark track against a model (resumable).", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+app.add_typer(run_app, name="run")
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+
+def _fail(exc: Exception) -> None:
+    err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _parse_model_args(items: list[str] | None) -> dict[str, object]:
+    opts: dict[str, object] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--model-arg '{item}': expected KEY=VALUE")
+        try:
+            opts[key] = json.loads(value)
+        except json.JSONDecodeError:
+            opts[key] = value
+    return opts
+
+
+class Setup(str, Enum):
+    full = "full"
+    args = "args"
+
+
+class Scoring(str, Enum):
+    strict = "strict"
+    compat = "compat"
+
+
+@data_app.command("fetch")
+def data_fetch(
+    name: Annotated[str, typer.Argument(help="Dataset: wapiibench.")],
+    data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
+    mirror: Annotated[
+        Path | None, typer.Option("--from", help="Copy from a local copy laid out as upstream instead of downloading.")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Re-download files that are already present and valid.")] = False,
+) -> None:
+    """Download a dataset from its upstream repository and verify every file's SHA-256."""
+    from rich.progress import Progress
+
+    from callbench.data.fetch import DATASETS, fetch_data
+
+    try:
+        total = len(DATASETS[name].files) if name in DATASETS else 0
+        with Progress(console=err_console) as progress:
+            task = progress.add_task(f"fetch {name}", total=total)
+
+            def on_file(path: str, state: str) -> None:
+                progress.advance(task)
+
+            dest = fetch_data(name, root=data, mirror=mirror, force=force, on_file=on_file)
+    except CallbenchError as exc:
+        _fail(exc)
+    out_console.print(f"{name}: ready in {dest}")
+
+
+@data_app.command("path")
+def data_path(
+    data: Annotated[Path | None, typer.Option("--data", help="Data dir override.")] = None,
+) -> None:
+    """Print the data directory in use."""
+    from callbench.data.paths import data_dir
+
+    out_console.print(str(data_dir(data)))
+
+
+@run_app.command("webapi")
+def run_webapi(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Backend spec: gold | replay:FILE | openai:MODEL@BASE_URL | llamacpp:PATH|default | hf:PATH.",
+        ),
+    ],
+    setup: Annotated[Setup, typer.Option(help="full: complete from 'axios.'; args: method and URL given.")] = Setup.full,
+    scoring: Annotated[
+        Scoring, typer.Option(help="strict (schema-aware values, case-insensitive headers) or compat (published scorer).")
+    ] = Scoring.strict,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks (after --api/--ids).")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated task ids, e.g. asana_0,slack_12.")] = None,
+    api: Annotated[str | None, typer.Option(help="Comma-separated APIs, e.g. slack,asana.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
+    max_tokens: Annotated[int, typer.Option(help="New tokens per sample.")] = 250,
+    temperature: Annotated[float, typer.Option(help="0 = greedy.")] = 0.0,
+    mode: Annotated[str | None, typer.Option(help="Backend mode: completion or chat (default: the backend's).")] = None,
+    model_arg: Annotated[
+        list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable), e.g. n_threads=1.")
+    ] = None,
+    tasks: Annotated[Path | None, typer.Option(help="Own task file (JSON list or JSONL) instead of WAPIIBench.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
+    out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
+    run_id: Annotated[str | None, typer.Option(help="Run directory name (default: derived from the settings).")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+) -> None:
+    """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
+
+    Re-running the same command resumes: finished samples are kept and skipped.
+    """
+    from callbench.api import make_track
+    from callbench.models.base import GenerationConfig
+    from callbench.models.registry import load_model
+    from callbench.report.table import print_summary
+    from callbench.runs.runner import RunOptions, run
+
+    try:
+        opts = _parse_model_args(model_arg)
+        if mode:
+            opts["mode"] = mode
+        track = make_track("webapi", setup=setup.value, data=str(data) if data else None, tasks_file=str(tasks) if tasks else None)
+        backend = load_model(model, **opts)
+        if backend.mode != "completion" and model.startswith("gold"):
+            raise ConfigError("gold answers in completion mode only")
+        gen = track.default_generation(backend.mode)
+        gen = GenerationConfig(max_tokens=max_tokens, temperature=temperature, stop=gen.stop)
+        if backend.identity.startswith("llamacpp") and getattr(backend, "note", None):
+            err_console.print(f"[yellow]{backend.note}[/yellow]")
+        outcome = run(
+            track,
+            backend,
+            RunOptions(
+                out_dir=out,
+                run_id=run_id,
+                limit=limit,
+                ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                groups=[a.strip() for a in api.split(",") if a.strip()] if api else None,
+                concurrency=concurrency,
+                scoring=scoring.value,
+                generation=gen,
+                progress=not no_progress,
+            ),
+            console=err_console,
+        )
+    except CallbenchError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted: finished samples are saved; run the same command to resume[/yellow]")
+        raise typer.Exit(130) from None
+    print_summary(outcome.summary, out_console)
+    out_console.print(f"run directory: {outcome.run_dir}  (summary.json, run.sqlite; 'callbench report {outcome.run_dir}')")
+
+
+@app.command("report")
+def report_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories; several are compared side by side.")],
+    html: Annotated[Path | None, typer.Option(help="HTML file (default: <first run>/report.html).")] = None,
+    scoring: Annotated[Scoring | None, typer.Option(help="Re-score in this mode (default: the run's).")] = None,
+) -> None:
+    """Print the paper-style table and write a self-contained HTML report with plots."""
+    from callbench.report.build import build_report
+
+    try:
+        rep = build_report(runs, html=html, scoring=scoring.value if scoring else None, console=out_console)
+    except CallbenchError as exc:
+        _fail(exc)
+    out_console.print(f"HTML report: {rep.html_path}")
+
+
+@app.command("models")
+def models_cmd() -> None:
+    """List the registered model backends."""
+    from callbench.models.registry import available_models
+
+    for name in available_models():
+        out_console.print(name)
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,90 @@
+"""The one async protocol every model backend implements.
+
+A track turns a sample into a :class:`ModelInput` carrying *both* a completion-style prompt and
+chat messages; the backend answers in the mode it supports (``ModelOutput.mode``) and the track's
+parser handles either. Backends declare capabilities instead of being chosen by model name.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["completion", "chat"]
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Decoding settings shared by all backends (greedy by default, as in the papers)."""
+
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+
+
+@dataclass
+class ModelInput:
+    """What a backend is asked to continue or answer.
+
+    ``prompt`` is the completion-model text (instructions + starter code); ``messages`` the same
+    request for chat models. ``reference`` is the gold answer in the form a completion model would
+    produce (the continuation of ``prompt``); only the ``gold`` backend reads it.
+    ``constraint`` is an optional track-built constraint object for steerable backends.
+    """
+
+    sample_id: str
+    prompt: str
+    messages: list[dict[str, str]]
+    reference: str | None = None
+    constraint: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModelOutput:
+    """A backend's answer plus what it cost."""
+
+    text: str
+    mode: Mode
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ModelBackend(abc.ABC):
+    """Base class for all backends.
+
+    ``modes`` lists what the backend can do; ``mode`` is the one it will use.
+    ``max_concurrency`` bounds in-flight requests (1 for in-process models).
+    ``steerable`` is True when the backend exposes logits (so constrained decoding can run in-process).
+    """
+
+    name: str = "base"
+    modes: tuple[Mode, ...] = ("completion",)
+    max_concurrency: int = 1
+    steerable: bool = False
+
+    def __init__(self, mode: Mode | None = None):
+        from callbench.errors import ConfigError
+
+        chosen = mode or self.modes[0]
+        if chosen not in self.modes:
+            raise ConfigError(f"model '{self.name}': mode '{chosen}' not supported (choose from {', '.join(self.modes)})")
+        self.mode: Mode = chosen
+
+    @property
+    def identity(self) -> str:
+        """A stable string that names this model and its settings (recorded in each run)."""
+        return self.name
+
+    @abc.abstractmethod
+    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        """Answer one input."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (HTTP clients, model weights)."""

@@ -1,0 +1,241 @@
+"""``openai:MODEL@BASE_URL`` — any server that speaks the OpenAI HTTP API.
+
+vLLM, llama.cpp's server, TGI, SGLang and OpenAI itself all accept ``/chat/completions`` and
+``/completions``, so one backend covers hosted and self-served models. Design choices:
+
+* The SDK's own retries are switched off (``max_retries=0``) and replaced by an explicit tenacity
+  policy (exponential backoff with full jitter on 429, 5xx, timeouts and connection errors), so the
+  behaviour is ours, visible in ``ModelOutput.extra["attempts"]`` and testable against a local server.
+  Other 4xx answers (bad model name, context too long, bad key) will not get better by waiting, so
+  they fail at once with a one-line :class:`ModelRequestError`.
+* The backend bounds its own in-flight requests with a semaphore of size ``max_concurrency`` even
+  though the runner does too: a backend shared by two runners, or called directly, must still not
+  overload a small local server.
+* The HTTP client and the semaphore belong to one event loop; tests and the CLI may call
+  ``asyncio.run`` several times, so both are (re)built lazily for whichever loop is running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from typing import Any
+
+from callbench.errors import CallbenchError, ConfigError, MissingExtraError
+from callbench.models._options import Opt, read_options
+from callbench.models.base import GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
+from callbench.models.registry import register_model
+
+OPTIONS: dict[str, Opt] = {
+    "mode": Opt(str, "chat"),
+    "timeout": Opt(float, 120.0),
+    "max_retries": Opt(int, 5),
+    "concurrency": Opt(int, 8),
+    "extra_body": Opt(dict, None),
+    "api_key": Opt(str, None),
+    # First backoff step and cap, in seconds (exposed so tests and impatient users can shrink them).
+    "backoff": Opt(float, 1.0),
+    "backoff_max": Opt(float, 30.0),
+}
+
+_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
+
+
+class ModelRequestError(CallbenchError):
+    """A request the server refused, or that kept failing after every retry (message is one line)."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1):
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+
+
+def parse_target(target: str) -> tuple[str, str | None]:
+    """Split ``MODEL@URL`` (the URL part optional); the model name may itself contain ``@``."""
+    target = target.strip()
+    if not target:
+        raise ConfigError("model 'openai': missing model name (expected openai:MODEL[@http://HOST:PORT/v1])")
+    match = _TARGET.match(target)
+    if match:
+        return match["model"], match["url"].rstrip("/")
+    if "@" in target and "://" in target.rsplit("@", 1)[1]:
+        raise ConfigError(f"model 'openai:{target}': base URL must start with http:// or https://")
+    return target, None
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class OpenAICompatBackend(ModelBackend):
+    """Talks to an OpenAI-compatible server with ``AsyncOpenAI``."""
+
+    name = "openai"
+    modes: tuple[Mode, ...] = ("chat", "completion")
+    steerable = False
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        mode: Mode | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 5,
+        concurrency: int = 8,
+        extra_body: dict[str, Any] | None = None,
+        api_key: str | None = None,
+        backoff: float = 1.0,
+        backoff_max: float = 30.0,
+    ):
+        super().__init__(mode)
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise MissingExtraError("openai", "openai") from exc
+        if concurrency < 1:
+            raise ConfigError(f"model 'openai:{model}': concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ConfigError(f"model 'openai:{model}': max_retries must be >= 0, got {max_retries}")
+        if timeout <= 0:
+            raise ConfigError(f"model 'openai:{model}': timeout must be > 0, got {timeout}")
+        self._openai = openai
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip("/")
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.max_concurrency = int(concurrency)
+        self.extra_body = dict(extra_body) if extra_body else None
+        self.backoff = float(backoff)
+        self.backoff_max = float(backoff_max)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    @property
+    def identity(self) -> str:
+        return f"openai:{self.model}@{self.base_url}"
+
+    def _bind_loop(self) -> tuple[Any, asyncio.Semaphore]:
+        """Client and semaphore for the running loop (a new loop gets fresh ones)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._client is None or self._semaphore is None:
+            self._loop = loop
+            self._client = self._openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key,
+                timeout=self.timeout,
+                max_retries=0,  # the retry policy below is the only one
+            )
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+        return self._client, self._semaphore
+
+    def _is_retryable(self, exc: BaseException) -> bool:
+        oa = self._openai
+        if isinstance(exc, (oa.APITimeoutError, oa.APIConnectionError)):
+            return True
+        if isinstance(exc, oa.APIStatusError):
+            return exc.status_code == 429 or exc.status_code >= 500
+        return False
+
+    def _describe(self, exc: BaseException) -> str:
+        oa = self._openai
+        if isinstance(exc, oa.APITimeoutError):
+            return f"timed out after {self.timeout:g} s"
+        if isinstance(exc, oa.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return f"cannot connect ({type(cause).__name__}: {_one_line(str(cause), 120)})"
+        if isinstance(exc, oa.APIStatusError):
+            detail: Any = exc.body
+            if isinstance(detail, dict):
+                err = detail.get("error", detail)
+                detail = err.get("message", err) if isinstance(err, dict) else err
+            if not detail:
+                detail = exc.message
+            return f"HTTP {exc.status_code}: {_one_line(str(detail))}"
+        return f"{type(exc).__name__}: {_one_line(str(exc))}"
+
+    def _request(self, client: Any, inp: ModelInput, config: GenerationConfig):
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": config.max_tokens,
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "seed": config.seed,
+        }
+        if config.stop:
+            params["stop"] = list(config.stop)
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        if self.mode == "chat":
+            return client.chat.completions.create(messages=inp.messages, **params)
+        return client.completions.create(prompt=inp.prompt, **params)
+
+    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+        client, semaphore = self._bind_loop()
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_random_exponential(multiplier=self.backoff, max=self.backoff_max),
+            retry=retry_if_exception(self._is_retryable),
+            reraise=True,
+        )
+        started = time.perf_counter()
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    async with semaphore:
+                        response = await self._request(client, inp, config)
+        except self._openai.APIError as exc:
+            status = getattr(exc, "status_code", None)
+            if self._is_retryable(exc):
+                msg = f"{self.identity}: gave up after {attempts} attempt(s): {self._describe(exc)}"
+            else:
+                msg = f"{self.identity}: request refused: {self._describe(exc)}"
+            raise ModelRequestError(msg, status=status, attempts=attempts) from exc
+        latency = time.perf_counter() - started
+
+        choice = response.choices[0] if response.choices else None
+        if choice is None:
+            text = ""
+        elif self.mode == "chat":
+            text = (choice.message.content if choice.message else None) or ""
+        else:
+            text = choice.text or ""
+        usage = getattr(response, "usage", None)
+        return ModelOutput(
+            text=text,
+            mode=self.mode,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            latency_s=latency,
+            finish_reason=getattr(choice, "finish_reason", None),
+            extra={"attempts": attempts, "served_model": getattr(response, "model", None)},
+        )
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                await client.close()
+            except RuntimeError:  # bound to a loop that is already closed: nothing left to release
+                pass
+
+
+@register_model("openai")
+def _factory(target: str, options: dict[str, Any]) -> OpenAICompatBackend:
+    try:
+        import openai  # noqa: F401 - only checking that the extra is installed
+    except ImportError as exc:
+        raise MissingExtraError("openai", "openai") from exc
+    opts = read_options("openai", options, OPTIONS)
+    model, base_url = parse_target(target)
+    return OpenAICompatBackend(model, base_url, **opts)

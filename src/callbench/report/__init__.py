@@ -1,0 +1,1 @@
+"""Terminal tables and a self-contained HTML report for one or several runs."""

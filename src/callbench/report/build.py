@@ -1,0 +1,100 @@
+"""Load run directories, re-aggregate if asked, print tables and write the HTML report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from callbench.errors import ConfigError
+from callbench.report.html import render_html
+from callbench.report.table import by_api_table, summary_table
+from callbench.runs.store import RunStore
+from callbench.tracks.base import Sample, get_track
+
+
+@dataclass
+class LoadedRun:
+    directory: Path
+    label: str
+    summary: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+
+@dataclass
+class Report:
+    runs: list[LoadedRun]
+    html_path: Path
+
+
+def _label(run_dir: Path, summary: dict[str, Any], others: list[Path]) -> str:
+    return run_dir.name if len(others) > 1 else str(summary.get("model", run_dir.name))
+
+
+def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
+    store = RunStore.open(run_dir)
+    try:
+        cfg = store.config()
+        ident = cfg.get("identity", {})
+        track_name = ident.get("track")
+        if not track_name:
+            raise ConfigError(f"{run_dir / 'config.json'}: identity.track missing")
+        track_cls = get_track(track_name)
+        rows = list(store.rows())
+        mode = scoring or _stored_scoring(run_dir) or track_cls.scoring_modes[0]
+        if mode not in track_cls.scoring_modes:
+            raise ConfigError(f"--scoring '{mode}': choose from {', '.join(track_cls.scoring_modes)}")
+        results = store.results()
+        samples = [Sample(id=r["id"], group=r["grp"], payload=None) for r in rows]
+        agg = track_cls.aggregate(samples, [results[s.id] for s in samples], mode)
+        summary = {
+            "track": track_name,
+            "model": ident.get("model"),
+            "setup": ident.get("setup"),
+            "scoring": mode,
+            "n": len(samples),
+            **agg,
+            "run_id": run_dir.name,
+        }
+    finally:
+        store.close()
+    return LoadedRun(directory=run_dir, label=run_dir.name, summary=summary, rows=rows)
+
+
+def _stored_scoring(run_dir: Path) -> str | None:
+    import json
+
+    p = run_dir / "summary.json"
+    if p.is_file():
+        try:
+            return json.loads(p.read_text(encoding="utf-8")).get("scoring")
+        except ValueError:
+            return None
+    return None
+
+
+def build_report(
+    run_dirs: list[Path], *, html: Path | None = None, scoring: str | None = None, console: Console | None = None
+) -> Report:
+    if not run_dirs:
+        raise ConfigError("report: give at least one run directory")
+    runs = [load_run(Path(d), scoring) for d in run_dirs]
+    tracks = {r.summary["track"] for r in runs}
+    if len(tracks) > 1:
+        raise ConfigError(f"report: runs of different tracks cannot be compared ({', '.join(sorted(tracks))})")
+    modes = {r.summary["scoring"] for r in runs}
+    if len(modes) > 1:
+        # Compare like with like: re-score every run in the first run's mode.
+        runs = [load_run(Path(d), runs[0].summary["scoring"]) for d in run_dirs]
+    if len(runs) == 1:
+        runs[0].label = str(runs[0].summary.get("model"))
+    if console is not None:
+        console.print(summary_table([r.summary for r in runs], [r.label for r in runs]))
+        for r in runs:
+            if r.summary.get("by_api"):
+                console.print(by_api_table(r.summary))
+    html_path = html or (runs[0].directory / "report.html")
+    html_path.write_text(render_html(runs), encoding="utf-8")
+    return Report(runs=runs, html_path=html_path)

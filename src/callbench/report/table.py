@@ -1,0 +1,85 @@
+"""Paper-style terminal tables (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from callbench.tracks.webapi.metrics import COUNT_ROWS, TABLE_ROWS
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{100 * value:.1f}"
+    return str(value)
+
+
+def relative_gain(base: float | None, new: float | None) -> str:
+    if base is None or new is None:
+        return "–"
+    if base == 0:
+        return "+∞" if new > 0 else "0%"
+    return f"{100 * (new - base) / base:+.0f}%"
+
+
+def summary_table(summaries: list[dict[str, Any]], labels: list[str]) -> Table:
+    """Metrics (rows) × runs (columns, t and e). Rates in %, counts as numbers.
+    With two runs, a relative-gain column compares the second with the first (on ``_t``)."""
+    first = summaries[0]
+    title = f"{first['track']} · scoring={first['scoring']}"
+    table = Table(title=title, show_lines=False)
+    table.add_column("metric (%)", style="bold")
+    for label in labels:
+        table.add_column(f"{label}\n_t", justify="right")
+        table.add_column(f"{label}\n_e", justify="right")
+    if len(summaries) == 2:
+        table.add_column("rel. gain\n(_t)", justify="right")
+    for name, key in TABLE_ROWS:
+        row = [name]
+        for s in summaries:
+            row += [fmt(s["metrics"].get(f"{key}_t")), fmt(s["metrics"].get(f"{key}_e"))]
+        if len(summaries) == 2:
+            row.append(relative_gain(summaries[0]["metrics"].get(f"{key}_t"), summaries[1]["metrics"].get(f"{key}_t")))
+        table.add_row(*row)
+    table.add_section()
+    for name, key in (("Samples", "n"), *COUNT_ROWS):
+        row = [name]
+        for s in summaries:
+            row += [fmt(s["metrics"].get(key)), ""]
+        if len(summaries) == 2:
+            row.append("")
+        table.add_row(*row)
+    return table
+
+
+def by_api_table(summary: dict[str, Any]) -> Table:
+    """Headline metrics per API for one run."""
+    table = Table(title=f"by API · {summary.get('model')} · setup={summary.get('setup')}")
+    table.add_column("API", style="bold")
+    cols = [
+        ("n", "n"),
+        ("correct_t", "correct_implementations_t"),
+        ("exec_t", "executable_implementations_t"),
+        ("illegal_t", "illegal_implementations_t"),
+        ("URL ok_t", "correct_urls_t"),
+        ("method ok_t", "correct_methods_t"),
+        ("arg names_t", "correct_argument_names_t"),
+        ("arg values_t", "correct_argument_values_t"),
+    ]
+    for label, _ in cols:
+        table.add_column(label, justify="right")
+    for api, m in summary.get("by_api", {}).items():
+        table.add_row(api, *[fmt(m.get(key)) for _, key in cols])
+    return table
+
+
+def print_summary(summary: dict[str, Any], console: Console) -> None:
+    console.print(summary_table([summary], [str(summary.get("model"))]))
+    if summary.get("by_api"):
+        console.print(by_api_table(summary))
+    if not summary.get("complete", True):
+        console.print(f"[yellow]partial: {summary['n']} of {summary['n_selected']} samples done[/yellow]")

@@ -1,0 +1,326 @@
+"""Reading spec files, deep-freezing them and resolving ``$ref``.
+
+Design (the cycle choice): refs are resolved *eagerly* into a graph of read-only objects.
+Mappings become :class:`types.MappingProxyType`, lists become tuples, and every ``$ref`` is
+replaced by the frozen object it points to. A target is frozen once (memoised by the identity of
+its raw node), so all refs to ``#/components/schemas/Node`` share one object, and a recursive
+schema becomes a *cyclic* graph: ``node["properties"]["children"]["items"] is node``. Building a
+cycle works because a MappingProxyType is a live view: the proxy is registered before its dict is
+filled. Consumers therefore never see ``$ref`` in resolved data, but must walk with a depth
+bound or a set of visited ids (see :mod:`callbench.specs.schema`).
+
+Values under data keywords (``example``, ``default``, ``enum``, ``const``, ``value``, ``x-*``)
+are frozen but never resolved: a ``$ref`` key inside an example is data, not a reference.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+from callbench.errors import SpecError
+
+# Keys whose children are user-chosen names (so a property called "example" is still a schema).
+_NAME_MAPS = frozenset(
+    {
+        "paths", "properties", "patternProperties", "schemas", "parameters", "responses",
+        "requestBodies", "headers", "securitySchemes", "links", "callbacks", "examples",
+        "content", "encoding", "definitions", "$defs", "dependentSchemas", "variables",
+        "pathItems", "webhooks", "scopes", "mapping",
+    }
+)
+# Keys whose values are literal data, never spec structure.
+_DATA_KEYS = frozenset({"example", "default", "enum", "const", "value"})
+# In OpenAPI 3.1 a Reference Object may carry these without becoming a schema with siblings.
+_REF_ANNOTATIONS = frozenset({"summary", "description"})
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _yaml_loader() -> type:
+    """A safe (C when available) loader that keeps dates as strings and accepts a bare '='.
+
+    OpenAPI is JSON-compatible, so ``2024-01-01`` must stay a string; PyYAML's safe loader
+    also has no constructor for the ``=`` value tag, which some real specs use as an enum value.
+    """
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = type("_SpecLoader", (base,), {})
+    loader.yaml_implicit_resolvers = {
+        ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for ch, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    loader.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_yaml_str)
+    return loader
+
+
+_LOADER = _yaml_loader()
+
+
+def read_document(path: Path, label: str | None = None) -> Any:
+    """Parse a YAML or JSON file; any failure becomes a one-line SpecError naming the file."""
+    name = label or path.name
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"{name}: file not found ({path})") from None
+    except OSError as exc:
+        raise SpecError(f"{name}: cannot read file: {exc.strerror or exc}") from None
+    if text[:1] in (b"{", b"[") or path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            if path.suffix.lower() == ".json":
+                raise SpecError(f"{name}: invalid JSON: {_one_line(str(exc))}") from None
+    try:
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = exc.problem or exc.context or "syntax error"
+        raise SpecError(f"{name}: {where}YAML syntax error: {_one_line(what)}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{name}: YAML error: {_one_line(str(exc))}") from None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def format_location(tokens: list[Any] | tuple[Any, ...]) -> str:
+    """``['paths', '/tasks', 'get', 'parameters', 2]`` -> ``paths./tasks.get.parameters[2]``."""
+    out = ""
+    for tok in tokens:
+        if isinstance(tok, int):
+            out += f"[{tok}]"
+        else:
+            out += ("." if out else "") + str(tok)
+    return out or "(document root)"
+
+
+def _key(k: Any) -> str:
+    """YAML may give int (``200:``) or bool keys; OpenAPI keys are strings."""
+    if isinstance(k, str):
+        return k
+    if isinstance(k, bool):
+        return "true" if k else "false"
+    return str(k)
+
+
+def freeze(value: Any) -> Any:
+    """Deep-freeze plain data (dict -> MappingProxyType, list -> tuple) without resolving refs."""
+    t = type(value)
+    if t is dict:
+        return MappingProxyType({_key(k): freeze(v) for k, v in value.items()})
+    if t is list or t is tuple:
+        return tuple(freeze(v) for v in value)
+    if t is MappingProxyType:
+        return value
+    if isinstance(value, Mapping):
+        return MappingProxyType({_key(k): freeze(v) for k, v in value.items()})
+    if isinstance(value, set | frozenset):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The inverse of :func:`freeze` for acyclic data: plain dicts and lists (JSON-ready)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+def split_pointer(fragment: str) -> list[str]:
+    """``/components/schemas/a~1b`` -> ``['components', 'schemas', 'a/b']`` (RFC 6901 + URI)."""
+    if fragment in ("", "/"):
+        return [] if fragment == "" else [""]
+    if not fragment.startswith("/"):
+        raise ValueError("JSON pointer must start with '/'")
+    return [unquote(t).replace("~1", "/").replace("~0", "~") for t in fragment[1:].split("/")]
+
+
+class Resolver:
+    """Turns raw parsed documents into the frozen, ref-free graph described in the module doc.
+
+    One resolver per loaded spec; it also loads relative external files on demand. A lock makes
+    the lazy :meth:`resolve_value` safe to call from several threads.
+    """
+
+    def __init__(self, root: Any, path: Path, label: str, openapi31: bool = False):
+        self.path = path.resolve()
+        self.label = label
+        self.openapi31 = openapi31
+        self.docs: dict[Path, Any] = {self.path: root}
+        self._memo: dict[int, Any] = {}
+        self._chain: set[int] = set()
+        self._loc: list[Any] = []
+        self._lock = threading.RLock()
+
+    # -- public -------------------------------------------------------------------------
+    def resolve_document(self) -> Any:
+        with self._lock:
+            return self._conv(self.docs[self.path], self.path, False, False)
+
+    def resolve_ref(self, ref: str) -> Any:
+        """Resolve a ``$ref`` string relative to the root document."""
+        with self._lock:
+            saved, self._loc = self._loc, ["$ref"]
+            try:
+                return self._follow({"$ref": ref}, self.path)
+            finally:
+                self._loc = saved
+
+    def resolve_value(self, value: Any) -> Any:
+        """Freeze and resolve an arbitrary raw value whose refs are relative to the root document."""
+        with self._lock:
+            saved, self._loc = self._loc, []
+            try:
+                return self._conv(value, self.path, False, False)
+            finally:
+                self._loc = saved
+
+    # -- internals ----------------------------------------------------------------------
+    def error(self, message: str, loc: list[Any] | None = None, doc: Path | None = None) -> SpecError:
+        where = format_location(self._loc if loc is None else loc)
+        label = self.label if doc is None or doc == self.path else doc.name
+        return SpecError(f"{label}: {where}: {message}")
+
+    def _conv(self, raw: Any, doc: Path, data: bool, names: bool) -> Any:
+        """Freeze ``raw``; ``data``: inside a literal value; ``names``: keys are user names."""
+        t = type(raw)
+        if t is dict:
+            if not data and not names and "$ref" in raw and isinstance(raw["$ref"], str):
+                return self._follow(raw, doc)
+            hit = self._memo.get(id(raw))
+            if hit is not None:
+                return hit
+            out: dict[str, Any] = {}
+            proxy = MappingProxyType(out)
+            self._memo[id(raw)] = proxy
+            loc = self._loc
+            for k, v in raw.items():
+                k = _key(k)
+                tv = type(v)
+                if tv is dict or tv is list:
+                    child_data = data or (not names and (k in _DATA_KEYS or k.startswith("x-")))
+                    child_names = not child_data and not names and k in _NAME_MAPS
+                    loc.append(k)
+                    out[k] = self._conv(v, doc, child_data, child_names)
+                    loc.pop()
+                else:
+                    out[k] = v
+            return proxy
+        if t is list:
+            hit = self._memo.get(id(raw))
+            if hit is not None:
+                return hit
+            if id(raw) in self._chain:
+                raise self.error("cyclic structure through an array cannot be frozen")
+            self._chain.add(id(raw))
+            loc = self._loc
+            items = []
+            for i, v in enumerate(raw):
+                loc.append(i)
+                items.append(self._conv(v, doc, data, False))
+                loc.pop()
+            self._chain.discard(id(raw))
+            result = tuple(items)
+            self._memo[id(raw)] = result
+            return result
+        if t is MappingProxyType:
+            return raw  # already frozen by us (or by the caller): nothing left to resolve
+        if isinstance(raw, Mapping):
+            return self._conv(dict(raw), doc, data, names)
+        if t is tuple:
+            return self._conv(list(raw), doc, data, names)
+        return raw
+
+    def _follow(self, node: dict[str, Any], doc: Path) -> Any:
+        ref = node["$ref"]
+        target_doc, tokens, target = self._lookup(ref, doc)
+        if isinstance(target, dict) and isinstance(target.get("$ref"), str):
+            # A ref to a ref: follow the chain, refusing loops like A -> B -> A.
+            if id(target) in self._chain:
+                raise self.error(f"$ref '{ref}' is part of a circular chain of references")
+            self._chain.add(id(target))
+            saved, self._loc = self._loc, list(tokens)
+            try:
+                result = self._follow(target, target_doc)
+            finally:
+                self._loc = saved
+                self._chain.discard(id(target))
+        else:
+            data, names = _context(tokens)
+            saved, self._loc = self._loc, list(tokens)
+            try:
+                result = self._conv(target, target_doc, data, names)
+            finally:
+                self._loc = saved
+        if self.openapi31 and len(node) > 1:
+            extra = {k: v for k, v in node.items() if k != "$ref" and k not in _REF_ANNOTATIONS}
+            if extra:
+                # 3.1: siblings of $ref apply together with the target, i.e. allOf semantics.
+                loc = self._loc
+                merged = {}
+                for k, v in extra.items():
+                    loc.append(k)
+                    merged[_key(k)] = self._conv(v, doc, k in _DATA_KEYS or k.startswith("x-"), k in _NAME_MAPS)
+                    loc.pop()
+                merged["allOf"] = (result,)
+                return MappingProxyType(merged)
+        return result
+
+    def _lookup(self, ref: str, doc: Path) -> tuple[Path, list[str], Any]:
+        file_part, _, fragment = ref.partition("#")
+        if file_part:
+            if "://" in file_part:
+                raise self.error(f"$ref '{ref}': remote references are not supported; download the file")
+            target_doc = (doc.parent / unquote(file_part)).resolve()
+            if target_doc not in self.docs:
+                if not target_doc.is_file():
+                    raise self.error(f"$ref '{ref}': external file not found ({target_doc})")
+                self.docs[target_doc] = read_document(target_doc)
+        else:
+            target_doc = doc
+        try:
+            tokens = split_pointer(fragment)
+        except ValueError:
+            raise self.error(f"$ref '{ref}': fragment is not a JSON pointer") from None
+        node = self.docs[target_doc]
+        for i, tok in enumerate(tokens):
+            if isinstance(node, dict):
+                if tok in node:
+                    node = node[tok]
+                    continue
+                # YAML may have turned an unquoted key such as 200 into an int.
+                alt = next((k for k in node if not isinstance(k, str) and _key(k) == tok), _MISSING)
+                if alt is not _MISSING:
+                    node = node[alt]
+                    continue
+            elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
+                node = node[int(tok)]
+                continue
+            where = format_location(tokens[:i]) if i else "the document root"
+            raise self.error(f"$ref '{ref}' does not resolve: no '{tok}' in {where}")
+        return target_doc, tokens, node
+
+
+_MISSING = object()
+
+
+def _context(tokens: list[str]) -> tuple[bool, bool]:
+    """Recompute the (data, names) flags of the node a pointer designates."""
+    data = names = False
+    for tok in tokens:
+        child_data = data or (not names and (tok in _DATA_KEYS or tok.startswith("x-")))
+        child_names = not child_data and not names and tok in _NAME_MAPS
+        data, names = child_data, child_names
+    return data, names

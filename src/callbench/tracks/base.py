@@ -1,0 +1,81 @@
+"""What a track provides to the shared runner.
+
+Data flows one way: samples -> model inputs -> model output -> ``evaluate`` (parse, execute in a
+sandbox, score) -> stored result -> ``aggregate`` into ``summary.json``. A track never touches
+concurrency, storage or resume: that keeps three tracks on one harness.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from callbench.errors import ConfigError
+from callbench.models.base import ModelInput, ModelOutput
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One benchmark item. ``group`` is the breakdown key (API for webapi, domain for nested)."""
+
+    id: str
+    group: str
+    payload: Any
+
+
+@dataclass
+class SampleResult:
+    """What evaluating one model output produced; everything here is stored per sample."""
+
+    status: str  # "ok" or an error class of the track
+    parsed: str | None = None  # extracted code / calls that were executed
+    execution: Any = None  # e.g. captured HTTP request
+    verdicts: dict[str, Any] = field(default_factory=dict)  # per scoring mode
+    error: str | None = None
+
+
+class Track(abc.ABC):
+    name: str = "base"
+    scoring_modes: tuple[str, ...] = ("strict",)
+
+    @abc.abstractmethod
+    def load_samples(self) -> list[Sample]:
+        """All samples of the configured data, validated."""
+
+    @abc.abstractmethod
+    def build_input(self, sample: Sample) -> ModelInput:
+        """Prompt + chat messages + gold reference for one sample."""
+
+    @abc.abstractmethod
+    def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
+        """Parse, execute (sandboxed) and score one output, in every scoring mode."""
+
+    @classmethod
+    @abc.abstractmethod
+    def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
+        """``{"metrics": {...}, "by_<group>": {...}}`` for ``summary.json``.
+
+        A classmethod: reports re-aggregate stored results without loading the data again."""
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Settings that change generations (prompt version, setup, data hash): part of the run id."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release sandboxes and the like."""
+
+
+_TRACKS = {"webapi": "callbench.tracks.webapi.track:WebApiTrack"}
+
+
+def available_tracks() -> list[str]:
+    return sorted(_TRACKS)
+
+
+def get_track(name: str) -> type[Track]:
+    if name not in _TRACKS:
+        raise ConfigError(f"unknown track '{name}' (available: {', '.join(available_tracks())})")
+    module, _, attr = _TRACKS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

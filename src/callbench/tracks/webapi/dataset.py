@@ -1,0 +1,161 @@
+"""Load and validate WAPIIBench-style task files.
+
+Accepted layouts: the upstream merged list (``data/synthetic/all/test_data_final.json``), the
+upstream per-API files (``{"api", "model", "samples": [...]}``), and a user's own JSON list or
+JSONL file. Rows may carry ``starter_code`` (with a ``// {task}`` line, ending at ``axios.``) and
+``definitions`` (variables in scope, injected into the sandbox). A bad row fails with the file, the
+row index and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from callbench.errors import DataError
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
+
+# Upstream API names -> display name used in prompts, and their spec files.
+KNOWN_APIS: dict[str, str] = {
+    "asana": "Asana",
+    "google_calendar_v3": "Google Calendar",
+    "google_sheet_v4": "Google Sheets",
+    "slack": "Slack Web",
+}
+DEFAULT_DATA_FILE = "wapiibench/data/synthetic/all/test_data_final.json"
+SPEC_DIR = "wapiibench/openapi/real_world_specs"
+
+
+class RequestConfig(BaseModel):
+    """An expected HTTP request as axios records it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    method: str
+    url: str = Field(min_length=1)
+    params: dict[str, Any] | None = None
+    headers: dict[str, Any] | None = None
+    data: Any = None
+
+    @field_validator("method")
+    @classmethod
+    def _method(cls, v: str) -> str:
+        v = v.lower()
+        if v not in HTTP_METHODS:
+            raise ValueError(f"'{v}' is not an HTTP method ({', '.join(HTTP_METHODS)})")
+        return v
+
+    def as_dict(self) -> dict[str, Any]:
+        """The config with absent fields dropped (as the stand-in records it)."""
+        out: dict[str, Any] = {"method": self.method, "url": self.url}
+        for key in ("params", "headers", "data"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class WebApiTask(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    index: int
+    api: str = Field(min_length=1)
+    task: str = Field(min_length=1)
+    config: RequestConfig
+    starter_code: str | None = None
+    definitions: dict[str, Any] | None = None
+    spec: str | None = None  # path to the spec, relative to the data file; default: known API specs
+    checks: str | None = None
+    vetted: bool | None = None
+
+    @field_validator("starter_code")
+    @classmethod
+    def _starter(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if "// {task}" not in v:
+            raise ValueError("must contain a '// {task}' line")
+        if not v.rstrip().endswith("axios."):
+            raise ValueError("must end at 'axios.'")
+        return v.rstrip()
+
+    @model_validator(mode="after")
+    def _ident(self) -> WebApiTask:
+        if self.definitions:
+            for name in self.definitions:
+                if not name.isidentifier():
+                    raise ValueError(f"definitions: '{name}' is not a JavaScript identifier")
+        return self
+
+    @property
+    def id(self) -> str:
+        return f"{self.api}_{self.index}"
+
+
+Layout = Literal["list", "per_api", "jsonl"]
+
+
+def _rows(path: Path) -> tuple[list[Any], str | None]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+    if path.suffix == ".jsonl":
+        rows = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        return rows, None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+    if isinstance(doc, list):
+        return doc, None
+    if isinstance(doc, dict) and isinstance(doc.get("samples"), list):
+        return doc["samples"], doc.get("api")
+    raise DataError(f"{path}: expected a list of tasks or an object with 'samples'")
+
+
+def load_tasks(path: str | Path) -> list[WebApiTask]:
+    """Validate every row of ``path``; the first bad row raises :class:`DataError`."""
+    path = Path(path)
+    rows, file_api = _rows(path)
+    tasks: list[WebApiTask] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: [{i}]: expected an object, got {type(row).__name__}")
+        row = dict(row)
+        if file_api is not None:
+            row.setdefault("api", file_api)
+        row.setdefault("index", i)
+        try:
+            task = WebApiTask.model_validate(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "(row)"
+            raise DataError(f"{path}: [{i}].{loc}: {err['msg']}") from None
+        if task.id in seen:
+            raise DataError(f"{path}: [{i}].index: duplicate id '{task.id}'")
+        seen.add(task.id)
+        tasks.append(task)
+    return tasks
+
+
+def spec_path_for(task: WebApiTask, data_file: Path, root: Path) -> Path:
+    """The OpenAPI spec of a task: its own ``spec`` field, else the upstream spec of its API."""
+    if task.spec:
+        p = Path(task.spec)
+        return p if p.is_absolute() else (data_file.parent / p)
+    if task.api in KNOWN_APIS:
+        return root / SPEC_DIR / f"{task.api}.yaml"
+    raise DataError(f"{data_file}: [{task.index}].spec: unknown API '{task.api}' and no 'spec' path given")

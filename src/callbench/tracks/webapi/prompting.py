@@ -1,0 +1,111 @@
+"""Build prompts for both setups of the WAPIIBench paper, for completion and chat models.
+
+* ``full``: the starter code ends at ``axios.`` — the model picks method, URL and arguments.
+* ``args``: the starter code ends at ``axios.<method>('<url>',`` — only the arguments are left.
+
+Templates are files under ``prompts/<version>/``; their hash is part of a run's fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from callbench.errors import ConfigError
+from callbench.tracks.webapi.dataset import KNOWN_APIS, WebApiTask
+
+Setup = Literal["full", "args"]
+SETUPS: tuple[str, ...] = ("full", "args")
+PROMPT_VERSION = "v1"
+_FILES = ("instructions.md", "full.js", "args.js", "chat_system.md", "chat_user.md")
+AXIOS_DEFAULT_ACCEPT = "application/json, text/plain, */*"
+
+
+@lru_cache(maxsize=4)
+def templates(version: str = PROMPT_VERSION) -> dict[str, str]:
+    base = resources.files("callbench.tracks.webapi.prompts").joinpath(version)
+    if not base.is_dir():
+        raise ConfigError(f"prompt version '{version}' not found")
+    return {name: base.joinpath(name).read_text(encoding="utf-8") for name in _FILES}
+
+
+def templates_hash(version: str = PROMPT_VERSION) -> str:
+    h = hashlib.sha256()
+    for name, text in sorted(templates(version).items()):
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    starter: str  # code the model continues (no trailing newline after 'axios.' / ',')
+    completion_prompt: str  # instructions + fence + starter (for completion models)
+    messages: list[dict[str, str]]  # same request for chat models
+
+
+def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION) -> str:
+    t = templates(version)
+    base = task.starter_code if task.starter_code else t["full.js"].rstrip("\n")
+    base = base.replace("{task}", task.task)
+    if setup == "full":
+        return base
+    if setup == "args":
+        # The row's own starter ends at 'axios.'; the args setup fixes the method and URL after it.
+        return f"{base}{task.config.method}('{task.config.url}',"
+    raise ConfigError(f"--setup '{setup}': choose from {', '.join(SETUPS)}")
+
+
+def build_prompt(task: WebApiTask, setup: Setup, *, version: str = PROMPT_VERSION) -> Prompt:
+    t = templates(version)
+    api = KNOWN_APIS.get(task.api, task.api)
+    instructions = t["instructions.md"].strip().format(
+        syntax="axios.method(url[, data][, config])", api=api, extra=""
+    )
+    starter = starter_code(task, setup, version)
+    completion_prompt = f"{instructions}\n\n```javascript\n{starter}"
+    user = t["chat_user.md"].strip().format(instructions=instructions, starter=starter)
+    messages = [
+        {"role": "system", "content": t["chat_system.md"].strip()},
+        {"role": "user", "content": user},
+    ]
+    return Prompt(starter=starter, completion_prompt=completion_prompt, messages=messages)
+
+
+def _js(value: Any) -> str:
+    """JSON is valid JavaScript for every value the dataset holds."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def reference_completion(task: WebApiTask, setup: Setup) -> str:
+    """The gold answer as the continuation of the starter code (what the ``gold`` model emits).
+
+    Headers axios adds by itself (its default ``Accept``, ``Content-Type: application/json`` for
+    object bodies) are left out, as a person would write the call.
+    """
+    cfg = task.config
+    headers = dict(cfg.headers or {})
+    if headers.get("Accept") == AXIOS_DEFAULT_ACCEPT:
+        del headers["Accept"]
+    if headers.get("Content-Type") == "application/json":
+        del headers["Content-Type"]
+    options: dict[str, Any] = {}
+    if cfg.params:
+        options["params"] = cfg.params
+    if headers:
+        options["headers"] = headers
+    args: list[str] = []
+    has_body = cfg.method in ("post", "put", "patch")
+    if has_body:
+        args.append(_js(cfg.data) if cfg.data is not None else "undefined")
+    elif cfg.data is not None:
+        options["data"] = cfg.data
+    if options:
+        args.append(_js(options))
+    if setup == "full":
+        inner = ", ".join([_js(cfg.url), *args])
+        return f"{cfg.method}({inner});\n"
+    return (" " + ", ".join(args) if args else "") + ");\n"

@@ -1,0 +1,318 @@
+"""Compare a captured request with the expected one and the API's spec.
+
+Two modes:
+
+``compat`` reproduces the published WAPIIBench scorer's definitions:
+  * URL verdict: *correct* if the expected path template is among the templates the actual URL
+    matches, *illegal* if the actual URL matches no template, else *wrong*. Method verdict:
+    *correct* if equal, *illegal* if no matched template has that method, else *wrong*.
+  * Arguments live in four locations: ``headers``, ``params`` (query), ``path_params`` (values
+    taken from the URL via the first matching template) and ``data`` (body). Expected arguments are
+    *correct*, *incorrect_value* or *missing*; extra ones are *unnecessary* if the spec allows them
+    for the **expected** endpoint, else *illegal*. The ``Accept`` and ``Content-Type`` headers are
+    ignored (matched case-sensitively). Values compare with Python ``==`` on decoded JSON
+    (so ``50 != "50"`` but ``True == 1``).
+  * A sample is *correct* if the endpoint is correct and every counted argument has the correct
+    value; *illegal* if the endpoint or any argument is illegal; otherwise *wrong*.
+
+``strict`` (default) keeps those definitions and fixes three things:
+  * values compare schema-aware: where the spec types a parameter as integer/number/boolean, a
+    string that spells the same value is equal (query strings and form bodies carry only strings);
+    booleans never equal numbers;
+  * header names compare case-insensitively (HTTP semantics), also for the ignored headers;
+  * extra arguments are judged legal or illegal against the spec of the **generated** endpoint
+    (falling back to the expected one when the generated endpoint does not exist).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from callbench.specs import ApiSpec, schema_type
+
+Scoring = Literal["strict", "compat"]
+SCORING_MODES: tuple[str, ...] = ("strict", "compat")
+LOCATIONS = ("headers", "params", "path_params", "data")
+_SPEC_LOCATION = {"headers": "header", "params": "query", "path_params": "path", "data": "body"}
+SPECIAL_HEADERS = ("Accept", "Content-Type")
+
+# Error verdicts of samples whose code produced no request to compare.
+ERROR_VERDICTS = ("timeout", "unsatisfiable", "no_request", "incomplete_request", "runtime_error")
+
+
+@dataclass
+class ArgumentVerdict:
+    location: str
+    name: str
+    verdict: str  # correct | incorrect_value | missing | unnecessary | illegal
+    expected: Any = None
+    actual: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "location": self.location,
+            "name": self.name,
+            "verdict": self.verdict,
+            "expected": self.expected,
+            "actual": self.actual,
+        }
+
+
+@dataclass
+class SampleVerdict:
+    """Everything the aggregate metrics need about one sample."""
+
+    error: str | None = None
+    url: str | None = None
+    method: str | None = None
+    endpoint: str | None = None
+    sample: str = "nonexecutable"
+    arguments: list[ArgumentVerdict] = field(default_factory=list)
+    # For non-executable samples: expected argument counts per location (WAPIIBench keeps these).
+    expected_counts: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "error": self.error,
+            "url": self.url,
+            "method": self.method,
+            "endpoint": self.endpoint,
+            "sample": self.sample,
+            "arguments": [a.as_dict() for a in self.arguments],
+            "expected_counts": self.expected_counts,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleVerdict:
+        return cls(
+            error=d.get("error"),
+            url=d.get("url"),
+            method=d.get("method"),
+            endpoint=d.get("endpoint"),
+            sample=d.get("sample", "nonexecutable"),
+            arguments=[ArgumentVerdict(**a) for a in d.get("arguments", [])],
+            expected_counts=dict(d.get("expected_counts", {})),
+        )
+
+
+def _is_special(name: str, mode: Scoring) -> bool:
+    if mode == "compat":
+        return name in SPECIAL_HEADERS
+    return name.lower() in ("accept", "content-type")
+
+
+def _with_path_params(config: dict[str, Any], spec: ApiSpec) -> tuple[dict[str, Any], list[Any]]:
+    """Copy of ``config`` with ``path_params`` from its first matching template, and all matches."""
+    out = dict(config)
+    matches = spec.match_paths(config.get("url", "")) if config.get("url") else []
+    if matches and matches[0].path_params:
+        out["path_params"] = dict(matches[0].path_params)
+    return out, matches
+
+
+def expected_argument_counts(expected: dict[str, Any], spec: ApiSpec, mode: Scoring) -> dict[str, int]:
+    """Argument counts per location, special headers excluded (used for non-executable samples)."""
+    exp, _ = _with_path_params(expected, spec)
+    counts: dict[str, int] = {}
+    for loc in LOCATIONS:
+        value = exp.get(loc)
+        if isinstance(value, dict):
+            n = len(value)
+            if loc == "headers":
+                n -= sum(1 for k in value if _is_special(k, mode))
+            counts[loc] = n
+    return counts
+
+
+def error_verdict(error: str, expected: dict[str, Any], spec: ApiSpec, mode: Scoring) -> SampleVerdict:
+    if error not in ERROR_VERDICTS:
+        raise ValueError(f"unknown error verdict {error!r}")
+    return SampleVerdict(error=error, expected_counts=expected_argument_counts(expected, spec, mode))
+
+
+# ---------------------------------------------------------------- value comparison
+
+
+def _strict_equal(a: Any, b: Any) -> bool:
+    """Deep equality that keeps booleans apart from numbers (Python's ``True == 1`` is a quirk)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _coerce(value: Any, schema: Any) -> Any:
+    """Read a string the way the spec's type says (query strings and form bodies are all strings)."""
+    if schema is None:
+        return value
+    types = schema_type(schema)
+    if isinstance(value, str):
+        if types & {"integer", "number"}:
+            try:
+                num = float(value)
+            except ValueError:
+                pass
+            else:
+                if "integer" in types and num.is_integer():
+                    return int(num)
+                if "number" in types:
+                    return num
+        if "boolean" in types and value in ("true", "false"):
+            return value == "true"
+    if isinstance(value, list) and "array" in types:
+        items = schema.get("items") if hasattr(schema, "get") else None
+        return [_coerce(v, items) for v in value]
+    if isinstance(value, dict) and "object" in types and hasattr(schema, "get"):
+        props = schema.get("properties") or {}
+        return {k: _coerce(v, props.get(k)) for k, v in value.items()}
+    return value
+
+
+def values_equal(expected: Any, actual: Any, schema: Any, mode: Scoring) -> bool:
+    if mode == "compat":
+        return expected == actual
+    return _strict_equal(_coerce(expected, schema), _coerce(actual, schema))
+
+
+def _param_schema(spec: ApiSpec, op: Any, location: str, name: str) -> Any:
+    if op is None:
+        return None
+    if location == "data":
+        props = op.body_properties()
+        return props.get(name)
+    param = op.parameter(_SPEC_LOCATION[location], name, case_insensitive=(location == "headers"))
+    return param.schema if param is not None else None
+
+
+# ---------------------------------------------------------------- legality
+
+
+def _compat_legal(spec: ApiSpec, op: Any, location: str, name: str, method: str) -> bool:
+    """The published rule: Accept always; Content-Type for put/post/patch; credentials of any
+    security scheme; otherwise the parameter (exact name) or body property of the expected op."""
+    if location == "headers" and name == "Accept":
+        return True
+    if location == "headers" and name == "Content-Type":
+        return method in ("put", "post", "patch")
+    if op is None:
+        return False
+    if location in ("headers", "params") and spec.is_credential(_SPEC_LOCATION[location], name):
+        return True
+    if location == "data":
+        return name in op.body_properties()
+    return op.parameter(_SPEC_LOCATION[location], name, case_insensitive=False) is not None
+
+
+def _strict_legal(spec: ApiSpec, op: Any, location: str, name: str) -> bool:
+    if op is None:
+        return False
+    return spec.is_legal_argument(op, _SPEC_LOCATION[location], name)
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def _find_key(d: dict[str, Any], name: str, case_insensitive: bool) -> str | None:
+    if name in d:
+        return name
+    if case_insensitive:
+        low = name.lower()
+        for k in d:
+            if k.lower() == low:
+                return k
+    return None
+
+
+def compare_requests(
+    expected: dict[str, Any], actual: dict[str, Any], spec: ApiSpec, mode: Scoring = "strict"
+) -> SampleVerdict:
+    """Verdicts for an executed sample whose code produced the request ``actual``."""
+    exp, exp_matches = _with_path_params(expected, spec)
+    act, act_matches = _with_path_params(actual, spec)
+    if not exp_matches:
+        raise ValueError(f"expected URL {expected.get('url')!r} matches no path of the spec {spec.source}")
+    exp_path = exp_matches[0]
+    exp_method = exp["method"]
+    exp_op = exp_path.operations.get(exp_method)
+    act_method = str(act.get("method", "get")).lower()
+
+    act_templates = [m.template for m in act_matches]
+    if exp_path.template in act_templates:
+        url = "correct"
+    elif not act_matches:
+        url = "illegal"
+    else:
+        url = "wrong"
+    if act_method == exp_method:
+        method = "correct"
+    elif not act_matches or all(act_method not in m.operations for m in act_matches):
+        method = "illegal"
+    else:
+        method = "wrong"
+    if url == "correct" and method == "correct":
+        endpoint = "correct"
+    elif url == "illegal" or method == "illegal":
+        endpoint = "illegal"
+    else:
+        endpoint = "wrong"
+
+    # The operation extra arguments are judged against.
+    act_op = None
+    for m in act_matches:
+        if act_method in m.operations:
+            act_op = m.operations[act_method]
+            break
+    judge_op = exp_op if mode == "compat" else (act_op or exp_op)
+
+    args: list[ArgumentVerdict] = []
+    for loc in LOCATIONS:
+        exp_values = exp.get(loc)
+        act_values = act.get(loc)
+        if exp_values is not None and not isinstance(exp_values, dict):
+            exp_values = {"(body)": exp_values}
+        if act_values is not None and not isinstance(act_values, dict):
+            # A non-object body (string, array) cannot be matched by name: one illegal argument.
+            act_values = {"(body)": act_values}
+        exp_values = exp_values or {}
+        act_values = act_values or {}
+        ci = loc == "headers" and mode == "strict"
+        matched: set[str] = set()
+        for name, exp_value in exp_values.items():
+            if loc == "headers" and _is_special(name, mode):
+                continue
+            key = _find_key(act_values, name, ci)
+            if key is None:
+                args.append(ArgumentVerdict(loc, name, "missing", exp_value, None))
+                continue
+            matched.add(key)
+            schema = _param_schema(spec, exp_op, loc, name)
+            ok = values_equal(exp_value, act_values[key], schema, mode)
+            args.append(ArgumentVerdict(loc, name, "correct" if ok else "incorrect_value", exp_value, act_values[key]))
+        for name, act_value in act_values.items():
+            if name in matched or (loc == "headers" and _is_special(name, mode)):
+                continue
+            if _find_key(exp_values, name, ci) is not None:
+                continue
+            if act_value is None and mode == "strict":
+                continue  # `key: null` sends nothing over the wire (axios drops it); compat counts it
+            if mode == "compat":
+                legal = _compat_legal(spec, judge_op, loc, name, exp_method)
+            else:
+                legal = _strict_legal(spec, judge_op, loc, name)
+            args.append(ArgumentVerdict(loc, name, "unnecessary" if legal else "illegal", None, act_value))
+
+    n_counted = len(args)
+    n_correct = sum(1 for a in args if a.verdict == "correct")
+    if endpoint == "correct" and n_correct == n_counted:
+        sample = "correct"
+    elif endpoint == "illegal" or any(a.verdict == "illegal" for a in args):
+        sample = "illegal"
+    else:
+        sample = "wrong"
+    return SampleVerdict(url=url, method=method, endpoint=endpoint, sample=sample, arguments=args)

@@ -1,0 +1,168 @@
+"""The web API invocation track wired to the shared runner."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from callbench.data.paths import data_dir
+from callbench.errors import ConfigError, DataError
+from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
+from callbench.specs import ApiSpec, load_spec
+from callbench.tracks.base import Sample, SampleResult, Track
+from callbench.tracks.webapi.dataset import DEFAULT_DATA_FILE, KNOWN_APIS, WebApiTask, load_tasks, spec_path_for
+from callbench.tracks.webapi.metrics import aggregate
+from callbench.tracks.webapi.parsing import assemble_program
+from callbench.tracks.webapi.prompting import (
+    PROMPT_VERSION,
+    SETUPS,
+    build_prompt,
+    reference_completion,
+    templates_hash,
+)
+from callbench.tracks.webapi.scoring import SCORING_MODES, SampleVerdict, compare_requests, error_verdict
+
+# Sandbox statuses -> WAPIIBench error verdicts.
+_STATUS_TO_ERROR = {
+    "no_request": "no_request",
+    "incomplete": "incomplete_request",
+    "runtime_error": "runtime_error",
+    "memory": "runtime_error",
+    "timeout": "timeout",
+}
+
+
+@dataclass
+class WebApiOptions:
+    setup: str = "full"
+    data: str | None = None  # data dir override
+    tasks_file: str | None = None  # a task file instead of the default dataset
+    sandbox_timeout_s: float = 1.0
+    sandbox_memory_mb: int = 64
+
+
+class WebApiTrack(Track):
+    name = "webapi"
+    scoring_modes = SCORING_MODES
+
+    def __init__(self, options: WebApiOptions | None = None):
+        self.options = options or WebApiOptions()
+        if self.options.setup not in SETUPS:
+            raise ConfigError(f"--setup '{self.options.setup}': choose from {', '.join(SETUPS)}")
+        self.root = data_dir(self.options.data)
+        self.tasks_file = Path(self.options.tasks_file) if self.options.tasks_file else self.root / DEFAULT_DATA_FILE
+        if not self.tasks_file.is_file():
+            hint = (
+                "run 'callbench data fetch wapiibench' (or set CALLBENCH_DATA_DIR / --data)"
+                if not self.options.tasks_file
+                else "check the path"
+            )
+            raise DataError(f"{self.tasks_file}: dataset not found; {hint}")
+        self._tasks: dict[str, WebApiTask] = {}
+        self._specs: dict[str, ApiSpec] = {}
+        self._sandbox = None
+
+    # -- data
+    def load_samples(self) -> list[Sample]:
+        tasks = load_tasks(self.tasks_file)
+        samples = []
+        for t in tasks:
+            self._tasks[t.id] = t
+            self._spec_for(t)  # fail early on a missing/malformed spec
+            samples.append(Sample(id=t.id, group=t.api, payload=t))
+        return samples
+
+    def _spec_for(self, task: WebApiTask) -> ApiSpec:
+        path = spec_path_for(task, self.tasks_file, self.root)
+        key = str(path)
+        if key not in self._specs:
+            if not path.is_file():
+                raise DataError(f"{self.tasks_file}: [{task.index}].spec: spec file {path} not found")
+            self._specs[key] = load_spec(path)
+        return self._specs[key]
+
+    def fingerprint(self) -> dict[str, Any]:
+        digest = hashlib.sha256(self.tasks_file.read_bytes()).hexdigest()[:16]
+        return {
+            "setup": self.options.setup,
+            "prompt_version": PROMPT_VERSION,
+            "prompt_hash": templates_hash(),
+            "data_file": str(self.tasks_file),
+            "data_sha256": digest,
+        }
+
+    def default_generation(self, mode: str) -> GenerationConfig:
+        """250 new tokens as in the paper; completions stop at the closing code fence. Chat answers
+        get no stop string, since many open with prose and a fence."""
+        stop = ("\n```",) if mode == "completion" else ()
+        return GenerationConfig(max_tokens=250, stop=stop)
+
+    # -- prompting
+    def build_input(self, sample: Sample) -> ModelInput:
+        task: WebApiTask = sample.payload
+        prompt = build_prompt(task, self.options.setup)  # type: ignore[arg-type]
+        return ModelInput(
+            sample_id=sample.id,
+            prompt=prompt.completion_prompt,
+            messages=prompt.messages,
+            reference=reference_completion(task, self.options.setup),  # type: ignore[arg-type]
+            metadata={"starter": prompt.starter, "api": task.api},
+        )
+
+    # -- evaluation
+    @property
+    def sandbox(self):
+        if self._sandbox is None:
+            from callbench.sandbox.js import JsSandbox
+
+            self._sandbox = JsSandbox(
+                timeout_s=self.options.sandbox_timeout_s, memory_mb=self.options.sandbox_memory_mb
+            )
+        return self._sandbox
+
+    def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
+        task: WebApiTask = sample.payload
+        spec = self._spec_for(task)
+        starter = build_prompt(task, self.options.setup).starter  # type: ignore[arg-type]
+        expected = task.config.as_dict()
+        if output.extra.get("unsatisfiable"):
+            verdicts = {m: error_verdict("unsatisfiable", expected, spec, m).as_dict() for m in SCORING_MODES}
+            return SampleResult(status="unsatisfiable", parsed=None, verdicts=verdicts, error="constraint unsatisfiable")
+        if output.extra.get("timeout"):
+            verdicts = {m: error_verdict("timeout", expected, spec, m).as_dict() for m in SCORING_MODES}
+            return SampleResult(status="timeout", parsed=None, verdicts=verdicts, error="generation timed out")
+        program = assemble_program(starter, output.text, output.mode)
+        result = self.sandbox.run(program, task.definitions)
+        if result.status != "ok" or result.request is None:
+            err = _STATUS_TO_ERROR.get(result.status, "runtime_error") if result.status != "ok" else "no_request"
+            verdicts = {m: error_verdict(err, expected, spec, m).as_dict() for m in SCORING_MODES}
+            return SampleResult(status=err, parsed=result.code, execution=None, verdicts=verdicts, error=result.error)
+        request = result.request
+        verdicts = {m: compare_requests(expected, request, spec, m).as_dict() for m in SCORING_MODES}
+        return SampleResult(status="ok", parsed=result.code, execution=request, verdicts=verdicts)
+
+    @classmethod
+    def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
+        if scoring not in SCORING_MODES:
+            raise ConfigError(f"--scoring '{scoring}': choose from {', '.join(SCORING_MODES)}")
+        by_api: dict[str, list[SampleVerdict]] = {}
+        all_v = []
+        for s, r in zip(samples, results, strict=True):
+            v = SampleVerdict.from_dict(r.verdicts[scoring])
+            all_v.append(v)
+            by_api.setdefault(s.group, []).append(v)
+        return {
+            "metrics": aggregate(all_v, scoring),
+            "by_api": {api: aggregate(vs, scoring) for api, vs in sorted(by_api.items())},
+        }
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+def api_display_name(api: str) -> str:
+    return KNOWN_APIS.get(api, api)
