@@ -60,8 +60,16 @@ class FakeServer:
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
                     kind, arg = action
+                    if kind == "retry_after":
+                        self.send_response(429)
+                        self.send_header("Retry-After", str(arg))
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                     if kind == "status":
-                        self._send(int(arg), {"error": {"message": f"scripted failure {int(arg)}", "type": "x"}})
+                        self._send(
+                            int(arg), {"error": {"message": f"scripted failure {int(arg)}", "type": "x"}}
+                        )
                         return
                     time.sleep(arg if kind == "sleep" else fake.delay)
                     self._send(200, fake.answer(self.path, body))
@@ -84,7 +92,11 @@ class FakeServer:
                 "created": 0,
                 "model": body["model"],
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": f"chat:{last}"}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": f"chat:{last}"},
+                        "finish_reason": "stop",
+                    }
                 ],
                 "usage": usage,
             }
@@ -191,6 +203,16 @@ def test_retries_transient_status_then_succeeds(server, status):
     assert out.text == "chat:hello 0"
     assert out.extra["attempts"] == 3
     assert len(server.requests) == 3
+
+
+def test_retry_after_header_is_honoured(server):
+    server.script = [("retry_after", 0.4)]
+    backend = _backend(server, backoff_max=1.0)  # jitter alone would wait about 0.02 s
+    started = time.perf_counter()
+    out = asyncio.run(backend.generate(_inp(), GenerationConfig()))
+    assert out.extra["attempts"] == 2
+    assert time.perf_counter() - started >= 0.4
+    assert out.extra["elapsed_s"] >= 0.4 > out.latency_s
 
 
 def test_gives_up_after_max_retries(server):

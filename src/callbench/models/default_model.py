@@ -130,7 +130,8 @@ def verify_cached(path: Path, sha256: str) -> bool:
 
 def _make_client() -> httpx.Client:
     """The HTTP client used for the download (tests replace it with one on a mock transport)."""
-    return httpx.Client(follow_redirects=True, timeout=httpx.Timeout(30.0, read=120.0))
+    # A short connect timeout: on a machine without network the fallback should not wait long.
+    return httpx.Client(follow_redirects=True, timeout=httpx.Timeout(60.0, connect=10.0))
 
 
 def download_file(

@@ -136,7 +136,9 @@ class LlamaCppBackend(ModelBackend):
                     result = self._llama.create_completion(inp.prompt, **params)
             except ValueError as exc:
                 if "context window" in str(exc):
-                    raise ConfigError(f"{self.identity}: prompt too long for n_ctx={self.n_ctx} ({exc})") from exc
+                    raise ConfigError(
+                        f"{self.identity}: prompt too long for n_ctx={self.n_ctx} ({exc})"
+                    ) from exc
                 raise CallbenchError(f"{self.identity}: generation failed: {exc}") from exc
             latency = time.perf_counter() - started
         choice = result["choices"][0]
@@ -171,7 +173,9 @@ def _factory(target: str, options: dict[str, Any]) -> LlamaCppBackend:
     allow_download = opts.pop("allow_download")
     target = target.strip()
     if not target:
-        raise ConfigError("model 'llamacpp': missing target (expected llamacpp:PATH.gguf or llamacpp:default)")
+        raise ConfigError(
+            "model 'llamacpp': missing target (expected llamacpp:PATH.gguf or llamacpp:default)"
+        )
     note = None
     if target == "default":
         from callbench.models.default_model import resolve_default_gguf

@@ -143,6 +143,15 @@ class OpenAICompatBackend(ModelBackend):
             return exc.status_code == 429 or exc.status_code >= 500
         return False
 
+    def _retry_after(self, exc: BaseException | None) -> float | None:
+        """Seconds from a ``Retry-After`` header (numeric form only), if the error carries one."""
+        response = getattr(exc, "response", None) if isinstance(exc, self._openai.APIStatusError) else None
+        value = response.headers.get("retry-after") if response is not None else None
+        try:
+            return max(0.0, float(value)) if value is not None else None
+        except ValueError:
+            return None
+
     def _describe(self, exc: BaseException) -> str:
         oa = self._openai
         if isinstance(exc, oa.APITimeoutError):
@@ -181,9 +190,17 @@ class OpenAICompatBackend(ModelBackend):
 
         client, semaphore = self._bind_loop()
         attempts = 0
+        jitter = wait_random_exponential(multiplier=self.backoff, max=self.backoff_max)
+
+        def wait(state) -> float:
+            # Full-jitter backoff, but never sooner than a server's Retry-After (capped at backoff_max).
+            delay = jitter(state)
+            retry_after = self._retry_after(state.outcome.exception() if state.outcome else None)
+            return max(delay, min(retry_after, self.backoff_max)) if retry_after else delay
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
-            wait=wait_random_exponential(multiplier=self.backoff, max=self.backoff_max),
+            wait=wait,
             retry=retry_if_exception(self._is_retryable),
             reraise=True,
         )
@@ -193,7 +210,9 @@ class OpenAICompatBackend(ModelBackend):
                 with attempt:
                     attempts += 1
                     async with semaphore:
+                        sent = time.perf_counter()
                         response = await self._request(client, inp, config)
+                        latency = time.perf_counter() - sent
         except self._openai.APIError as exc:
             status = getattr(exc, "status_code", None)
             if self._is_retryable(exc):
@@ -201,7 +220,7 @@ class OpenAICompatBackend(ModelBackend):
             else:
                 msg = f"{self.identity}: request refused: {self._describe(exc)}"
             raise ModelRequestError(msg, status=status, attempts=attempts) from exc
-        latency = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
 
         choice = response.choices[0] if response.choices else None
         if choice is None:
@@ -216,9 +235,14 @@ class OpenAICompatBackend(ModelBackend):
             mode=self.mode,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
+            # The answered request alone; queueing, failed attempts and backoff are in extra.
             latency_s=latency,
             finish_reason=getattr(choice, "finish_reason", None),
-            extra={"attempts": attempts, "served_model": getattr(response, "model", None)},
+            extra={
+                "attempts": attempts,
+                "elapsed_s": elapsed,
+                "served_model": getattr(response, "model", None),
+            },
         )
 
     async def aclose(self) -> None:

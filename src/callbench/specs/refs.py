@@ -30,18 +30,34 @@ from callbench.errors import SpecError
 # Keys whose children are user-chosen names (so a property called "example" is still a schema).
 _NAME_MAPS = frozenset(
     {
-        "paths", "properties", "patternProperties", "schemas", "parameters", "responses",
-        "requestBodies", "headers", "securitySchemes", "links", "callbacks", "examples",
-        "content", "encoding", "definitions", "$defs", "dependentSchemas", "variables",
-        "pathItems", "webhooks", "scopes", "mapping",
+        "paths",
+        "properties",
+        "patternProperties",
+        "schemas",
+        "parameters",
+        "responses",
+        "requestBodies",
+        "headers",
+        "securitySchemes",
+        "links",
+        "callbacks",
+        "examples",
+        "content",
+        "encoding",
+        "definitions",
+        "$defs",
+        "dependentSchemas",
+        "variables",
+        "pathItems",
+        "webhooks",
+        "scopes",
+        "mapping",
     }
 )
 # Keys whose values are literal data, never spec structure.
 _DATA_KEYS = frozenset({"example", "default", "enum", "const", "value"})
 # In OpenAPI 3.1 a Reference Object may carry these without becoming a schema with siblings.
 _REF_ANNOTATIONS = frozenset({"summary", "description"})
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _yaml_loader() -> type:
@@ -272,7 +288,9 @@ class Resolver:
                 merged = {}
                 for k, v in extra.items():
                     loc.append(k)
-                    merged[_key(k)] = self._conv(v, doc, k in _DATA_KEYS or k.startswith("x-"), k in _NAME_MAPS)
+                    merged[_key(k)] = self._conv(
+                        v, doc, k in _DATA_KEYS or k.startswith("x-"), k in _NAME_MAPS
+                    )
                     loc.pop()
                 merged["allOf"] = (result,)
                 return MappingProxyType(merged)

@@ -13,17 +13,37 @@ from typing import Any
 from callbench.specs.refs import thaw
 
 # Keywords whose value is one schema, a list of schemas, or a name -> schema map.
-_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
-        "additionalItems", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "contains",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
 _MANY = ("allOf", "anyOf", "oneOf", "prefixItems")
 _MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 # OpenAPI-only or annotation keywords that JSON Schema validators should not see.
-_DROP = frozenset({
-    "nullable", "discriminator", "xml", "example", "externalDocs", "readOnly", "writeOnly",
-    "deprecated", "x-nullable",
-})
-
+_DROP = frozenset(
+    {
+        "nullable",
+        "discriminator",
+        "xml",
+        "example",
+        "externalDocs",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+        "x-nullable",
+    }
+)
 
 
 def subschemas(schema: Any) -> Iterator[tuple[tuple[Any, ...], Mapping[str, Any]]]:
@@ -52,9 +72,7 @@ def subschemas(schema: Any) -> Iterator[tuple[tuple[Any, ...], Mapping[str, Any]
                     yield (kw, name), s
 
 
-def walk_schema(
-    schema: Any, max_depth: int = 32
-) -> Iterator[tuple[tuple[Any, ...], Mapping[str, Any]]]:
+def walk_schema(schema: Any, max_depth: int = 32) -> Iterator[tuple[tuple[Any, ...], Mapping[str, Any]]]:
     """Pre-order ``(path, schema)`` walk that never loops.
 
     A schema already on the current path (a recursion) is not entered again, and nothing
@@ -208,16 +226,19 @@ def allows_additional_properties(schema: Any, max_depth: int = 16) -> bool:
 
 # -- conversion to plain JSON Schema --------------------------------------------------------
 def _graph_info(root: Mapping[str, Any]) -> tuple[set[int], set[int]]:
-    """(ids of schemas on a cycle, ids of schemas from which a cycle is reachable).
+    """(cut points, ids from which a cycle is reachable) for the schema graph under ``root``.
 
-    Iterative Tarjan SCC over the schema graph, so deep specs cannot hit the recursion limit.
+    Cut points are the targets of DFS back edges: every cycle contains one, and a recursion
+    level passes exactly one per turn, so counting them measures recursion depth. An iterative
+    Tarjan SCC pass (no recursion limit trouble on deep specs) finds who can reach a cycle.
     """
     index: dict[int, int] = {}
     low: dict[int, int] = {}
     on_stack: set[int] = set()
+    on_path: set[int] = set()
     stack: list[int] = []
     succ: dict[int, list[int]] = {}
-    cyclic: set[int] = set()
+    cuts: set[int] = set()
     reaches: set[int] = set()
     counter = 0
     work: list[tuple[Mapping[str, Any], Iterator[tuple[Any, Mapping[str, Any]]]]] = []
@@ -229,6 +250,7 @@ def _graph_info(root: Mapping[str, Any]) -> tuple[set[int], set[int]]:
         counter += 1
         stack.append(i)
         on_stack.add(i)
+        on_path.add(i)
         succ[i] = []
         work.append((node, subschemas(node)))
 
@@ -244,11 +266,14 @@ def _graph_info(root: Mapping[str, Any]) -> tuple[set[int], set[int]]:
                 push(child)
                 advanced = True
                 break
+            if c in on_path:
+                cuts.add(c)
             if c in on_stack:
                 low[i] = min(low[i], index[c])
         if advanced:
             continue
         work.pop()
+        on_path.discard(i)
         if work:
             parent = id(work[-1][0])
             low[parent] = min(low[parent], low[i])
@@ -262,11 +287,9 @@ def _graph_info(root: Mapping[str, Any]) -> tuple[set[int], set[int]]:
                     break
             members = set(comp)
             is_cyclic = len(comp) > 1 or i in succ[i]
-            if is_cyclic:
-                cyclic |= members
             if is_cyclic or any(s in reaches for m in comp for s in succ[m] if s not in members):
                 reaches |= members
-    return cyclic, reaches
+    return cuts, reaches
 
 
 def to_json_schema(schema: Any, max_depth: int = 8) -> dict[str, Any] | bool:
@@ -276,23 +299,23 @@ def to_json_schema(schema: Any, max_depth: int = 8) -> dict[str, Any] | bool:
     ``exclusiveMinimum``/``exclusiveMaximum`` become numeric, ``type: file`` becomes string, and
     OpenAPI-only keywords (discriminator, xml, example, readOnly, ``x-*``...) are dropped.
 
-    Recursion: only schemas that lie on a reference cycle count towards ``max_depth``; once
-    ``max_depth`` of them are nested, the next one is replaced by ``{}`` (accept anything).
-    Non-recursive parts are never cut. Identical sub-results are shared between places in the
+    Recursion: ``max_depth`` bounds how many times a recursive schema may re-enter itself
+    (one count per turn of a cycle); the next entry is replaced by ``{}`` (accept anything).
+    Non-recursive parts are never cut, however deep. Identical sub-results are shared between places in the
     returned dict (it is a DAG), so treat it as read-only or ``copy.deepcopy`` it first.
     """
     if isinstance(schema, bool):
         return schema
     if not isinstance(schema, Mapping):
         return {}
-    cyclic, reaches = _graph_info(schema)
+    cuts, reaches = _graph_info(schema)
     memo: dict[tuple[int, int], dict[str, Any]] = {}
 
     def conv(node: Any, depth: int) -> Any:
         if not isinstance(node, Mapping):
             return thaw(node) if not isinstance(node, bool) else node
         i = id(node)
-        if i in cyclic:
+        if i in cuts:
             if depth >= max_depth:
                 return {}
             depth += 1

@@ -19,9 +19,22 @@ _REF_PREFIXES = (
 )
 # Keys of a Swagger non-body parameter that belong in the 3.0 parameter's ``schema``.
 _SCHEMA_KEYS = (
-    "type", "format", "items", "default", "maximum", "exclusiveMaximum", "minimum",
-    "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
-    "uniqueItems", "enum", "multipleOf",
+    "type",
+    "format",
+    "items",
+    "default",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "enum",
+    "multipleOf",
 )
 _FLOWS = {
     "implicit": ("implicit", ("authorizationUrl",)),
@@ -39,7 +52,7 @@ def _rewrite(node: Any) -> Any:
             if k == "$ref" and isinstance(v, str):
                 for old, new in _REF_PREFIXES:
                     if v.startswith(old):
-                        v = new + v[len(old):]
+                        v = new + v[len(old) :]
                         break
                 out[k] = v
             elif k == "x-nullable":
@@ -67,9 +80,11 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
 
     def deref_param(p: Any, where: str) -> dict[str, Any]:
         if isinstance(p, dict) and isinstance(p.get("$ref"), str) and p["$ref"].startswith("#/parameters/"):
-            name = p["$ref"][len("#/parameters/"):].replace("~1", "/").replace("~0", "~")
+            name = p["$ref"][len("#/parameters/") :].replace("~1", "/").replace("~0", "~")
             if name not in global_params:
-                raise SpecError(f"{label}: {where}: $ref '{p['$ref']}' does not resolve: no '{name}' in parameters")
+                raise SpecError(
+                    f"{label}: {where}: $ref '{p['$ref']}' does not resolve: no '{name}' in parameters"
+                )
             return global_params[name]
         if not isinstance(p, dict):
             raise SpecError(f"{label}: {where}: parameter is not a mapping")
@@ -78,8 +93,11 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
     def conv_param(p: dict[str, Any]) -> dict[str, Any]:
         if "$ref" in p:
             return _rewrite(p)
-        out = {k: p[k] for k in ("name", "in", "description", "required", "deprecated",
-                                 "allowEmptyValue") if k in p}
+        out = {
+            k: p[k]
+            for k in ("name", "in", "description", "required", "deprecated", "allowEmptyValue")
+            if k in p
+        }
         out["schema"] = _param_schema(p)
         if p.get("collectionFormat") == "multi":
             out["style"], out["explode"] = "form", True
@@ -98,7 +116,8 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
         if isinstance(r.get("headers"), dict):
             out["headers"] = {
                 name: {"description": h.get("description", ""), "schema": _param_schema(h)}
-                for name, h in r["headers"].items() if isinstance(h, dict)
+                for name, h in r["headers"].items()
+                if isinstance(h, dict)
             }
         return out
 
@@ -113,8 +132,11 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
     components: dict[str, Any] = {}
     if isinstance(doc.get("definitions"), dict):
         components["schemas"] = _rewrite(doc["definitions"])
-    plain = {k: conv_param(v) for k, v in global_params.items()
-             if isinstance(v, dict) and v.get("in") not in ("body", "formData")}
+    plain = {
+        k: conv_param(v)
+        for k, v in global_params.items()
+        if isinstance(v, dict) and v.get("in") not in ("body", "formData")
+    }
     if plain:
         components["parameters"] = plain
     if isinstance(doc.get("responses"), dict):
@@ -143,24 +165,28 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
         if not isinstance(item, dict):
             paths[path] = item
             continue
-        new_item: dict[str, Any] = {k: v for k, v in item.items()
-                                    if k not in _METHODS and k != "parameters"}
+        new_item: dict[str, Any] = {k: v for k, v in item.items() if k not in _METHODS and k != "parameters"}
         shared = item.get("parameters") or []
         for method in _METHODS:
             op = item.get(method)
             if not isinstance(op, dict):
                 continue
-            where = f"paths.{path}.{method}"
             merged: dict[tuple[Any, Any], dict[str, Any]] = {}
             raw_of: dict[tuple[Any, Any], Any] = {}
-            for group, plist in (("parameters", shared), (f"{method}.parameters", op.get("parameters") or [])):
+            for group, plist in (
+                ("parameters", shared),
+                (f"{method}.parameters", op.get("parameters") or []),
+            ):
                 for i, p in enumerate(plist):
                     real = deref_param(p, f"paths.{path}.{group}[{i}]")
                     key = (real.get("name"), real.get("in"))
                     merged[key] = real
                     raw_of[key] = p
-            new_op = {k: _rewrite(v) for k, v in op.items()
-                      if k not in ("parameters", "responses", "consumes", "produces")}
+            new_op = {
+                k: _rewrite(v)
+                for k, v in op.items()
+                if k not in ("parameters", "responses", "consumes", "produces")
+            }
             consumes = op.get("consumes") or consumes_all
             produces = op.get("produces") or produces_all
             params, form_props, form_required = [], {}, []
@@ -189,7 +215,10 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
                     is_ref = isinstance(raw, dict) and "$ref" in raw and p.get("name") is not None
                     params.append(_rewrite(raw) if is_ref else conv_param(p))
             if form_props:
-                multipart = has_file or "multipart/form-data" in consumes
+                declared = [
+                    c for c in consumes if c in ("multipart/form-data", "application/x-www-form-urlencoded")
+                ]
+                multipart = has_file or (declared[:1] == ["multipart/form-data"])
                 ct = "multipart/form-data" if multipart else "application/x-www-form-urlencoded"
                 schema: dict[str, Any] = {"type": "object", "properties": form_props}
                 if form_required:
@@ -199,7 +228,6 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
                 new_op["parameters"] = params
             if isinstance(op.get("responses"), dict):
                 new_op["responses"] = {k: conv_response(v, produces) for k, v in op["responses"].items()}
-            _ = where
             new_item[method] = new_op
         paths[path] = new_item
 

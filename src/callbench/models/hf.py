@@ -1,0 +1,269 @@
+"""``hf:PATH`` — a Hugging Face causal LM loaded in-process from a local directory with transformers.
+
+Why this backend exists next to llama.cpp: it runs any architecture transformers knows, in full
+precision, and on a GPU when there is one; and like llama.cpp it exposes logits, so constrained
+decoding can plug in a ``transformers.LogitsProcessor`` (a track's constraint opts in by providing
+``hf_logits_processor(tokenizer)``).
+
+One model instance serves one call at a time (``max_concurrency = 1``), but a runner that has many
+inputs ready can call :meth:`HFBackend.generate_batch`, which pads on the left (decoder-only models
+continue from the last position, so padding must not sit between prompt and continuation) and
+decodes a whole batch in one ``generate`` call. Each constrained row gets its own processor, and
+that processor sees only its own row with the padding stripped, so it behaves identically batched
+or alone. Greedy decoding (temperature 0) is deterministic.
+
+Only local directories are accepted: downloading weights is a separate, explicit step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from callbench.errors import ConfigError, MissingExtraError
+from callbench.models._options import Opt, read_options
+from callbench.models.base import GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
+from callbench.models.registry import register_model
+
+OPTIONS: dict[str, Opt] = {
+    "mode": Opt(str, "completion"),
+    # "auto": CUDA when available, else CPU.
+    "device": Opt(str, "auto"),
+    # "auto": float32 on CPU, the checkpoint's own dtype on an accelerator.
+    "dtype": Opt(str, "auto"),
+    # Largest number of inputs decoded together by generate_batch.
+    "batch_size": Opt(int, 8),
+}
+
+
+def _import_stack() -> tuple[Any, Any]:
+    try:
+        import torch
+    except ImportError as exc:
+        raise MissingExtraError("torch", "hf") from exc
+    try:
+        import transformers
+    except ImportError as exc:
+        raise MissingExtraError("transformers", "hf") from exc
+    return torch, transformers
+
+
+class HFBackend(ModelBackend):
+    """A local transformers checkpoint; completion by default, chat via the tokenizer's template."""
+
+    name = "hf"
+    modes: tuple[Mode, ...] = ("completion", "chat")
+    max_concurrency = 1
+    steerable = True
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        mode: Mode | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 8,
+    ):
+        super().__init__(mode)
+        torch, transformers = _import_stack()
+        path = Path(path).expanduser()
+        if not path.is_dir():
+            raise ConfigError(f"model 'hf:{path}': not a local model directory")
+        if batch_size < 1:
+            raise ConfigError(f"model 'hf:{path}': batch_size must be >= 1, got {batch_size}")
+        self._torch = torch
+        self._transformers = transformers
+        self.path = path
+        self.batch_size = batch_size
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        if dtype == "auto":
+            torch_dtype: Any = torch.float32 if self.device == "cpu" else "auto"
+        else:
+            torch_dtype = getattr(torch, dtype, None)
+            if not isinstance(torch_dtype, torch.dtype):
+                raise ConfigError(f"model 'hf:{path}': unknown dtype '{dtype}' (e.g. float32, bfloat16)")
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"model 'hf:{path}': cannot load ({' '.join(str(exc).split())[:300]})") from exc
+        self.model.to(self.device).eval()
+        if self.mode == "chat" and not getattr(self.tokenizer, "chat_template", None):
+            raise ConfigError(
+                f"model 'hf:{path}': mode 'chat' needs a tokenizer chat template, and it has none"
+            )
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            # Left padding is masked out, so any token will do; EOS is the conventional choice.
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        self._eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        # Tokens that end a row's continuation: EOS, or the pad generate fills finished rows with.
+        self._end_ids = self._eos_ids | {self.tokenizer.pad_token_id}
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> str:
+        return f"hf:{self.path.name}[{self.mode}]"
+
+    # -- building a batch -------------------------------------------------------------------------
+
+    def _text_for(self, inp: ModelInput) -> str:
+        if self.mode == "chat":
+            return self.tokenizer.apply_chat_template(
+                inp.messages, tokenize=False, add_generation_prompt=True
+            )
+        return inp.prompt
+
+    def _row_processor(self, inp: ModelInput) -> Any:
+        if inp.constraint is None:
+            return None
+        hook = getattr(inp.constraint, "hf_logits_processor", None)
+        if not callable(hook):
+            # Running unconstrained while the caller believes otherwise would corrupt a comparison.
+            raise ConfigError(
+                f"{self.identity}: constraint {type(inp.constraint).__name__} has no hf_logits_processor()"
+            )
+        return hook(self.tokenizer)
+
+    def _generation_kwargs(self, config: GenerationConfig, max_new_tokens: int) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_new_tokens,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if config.temperature > 0:
+            # top_k=0 switches off transformers' default top-k so sampling means what it means on
+            # an OpenAI server: temperature and nucleus only.
+            kwargs.update(do_sample=True, temperature=config.temperature, top_p=config.top_p, top_k=0)
+        else:
+            # Clear sampling knobs a checkpoint's generation_config may set, so greedy is plain greedy.
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if config.stop:
+            kwargs.update(stop_strings=list(config.stop), tokenizer=self.tokenizer)
+        return kwargs
+
+    def _run_batch(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
+        torch = self._torch
+        processors = [self._row_processor(inp) for inp in inputs]
+        texts = [self._text_for(inp) for inp in inputs]
+        # A chat template already contains any BOS the model wants; do not add a second one.
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=self.mode != "chat")
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        width = enc["input_ids"].shape[1]
+        lengths = enc["attention_mask"].sum(dim=1).tolist()
+        limit = getattr(self.model.config, "max_position_embeddings", None) or getattr(
+            self.model.config, "n_positions", None
+        )
+        max_new = config.max_tokens
+        if limit is not None:
+            if width >= limit:
+                raise ConfigError(
+                    f"{self.identity}: prompt of {width} tokens does not fit the model ({limit})"
+                )
+            max_new = min(max_new, limit - width)
+        kwargs = self._generation_kwargs(config, max_new)
+        if any(p is not None for p in processors):
+            pads = [width - n for n in lengths]
+            row_proc = _RowProcessors(processors, pads, self._end_ids, width)
+            kwargs["logits_processor"] = self._transformers.LogitsProcessorList([row_proc])
+
+        with self._lock:
+            started = time.perf_counter()
+            if config.temperature > 0:
+                torch.manual_seed(config.seed)
+            with torch.inference_mode():
+                out = self.model.generate(**enc, **kwargs)
+            elapsed = time.perf_counter() - started
+
+        results = []
+        for i in range(len(inputs)):
+            generated = out[i, width:].tolist()
+            n_real = next((k for k, tok in enumerate(generated) if tok in self._end_ids), len(generated))
+            ended_by_eos = n_real < len(generated)
+            text = self.tokenizer.decode(generated[:n_real], skip_special_tokens=True)
+            cut = min((text.find(s) for s in config.stop if s and s in text), default=-1)
+            if cut >= 0:
+                text = text[:cut]
+                finish = "stop"
+            else:
+                finish = "stop" if ended_by_eos else "length"
+            results.append(
+                ModelOutput(
+                    text=text,
+                    mode=self.mode,
+                    prompt_tokens=int(lengths[i]),
+                    completion_tokens=n_real + (1 if ended_by_eos and cut < 0 else 0),
+                    # Amortised: summing latency_s over samples gives the real wall time.
+                    latency_s=elapsed / len(inputs),
+                    finish_reason=finish,
+                    extra={
+                        "batch_size": len(inputs),
+                        "batch_latency_s": elapsed,
+                        "constrained": processors[i] is not None,
+                    },
+                )
+            )
+        return results
+
+    def _run_all(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
+        outputs: list[ModelOutput] = []
+        for start in range(0, len(inputs), self.batch_size):
+            outputs.extend(self._run_batch(inputs[start : start + self.batch_size], config))
+        return outputs
+
+    # -- protocol ---------------------------------------------------------------------------------
+
+    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        return (await asyncio.to_thread(self._run_all, [inp], config))[0]
+
+    async def generate_batch(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
+        """Answer several inputs with one padded ``generate`` call per ``batch_size`` chunk."""
+        if not inputs:
+            return []
+        return await asyncio.to_thread(self._run_all, list(inputs), config)
+
+    async def aclose(self) -> None:
+        self.model = None  # drop the weights; a GPU cache would be freed with them
+        if self.device.startswith("cuda"):
+            self._torch.cuda.empty_cache()
+
+
+class _RowProcessors:
+    """Applies each row's own logits processor to that row alone, without its left padding.
+
+    A constraint processor is written for one sequence (prompt + what it generated so far). Here it
+    is called with exactly that, batched or not. Rows that already ended (an EOS/pad token appears in
+    their continuation) are skipped: generate keeps scoring them, but their tokens are discarded.
+    (``LogitsProcessorList`` accepts any callable with this signature.)
+    """
+
+    def __init__(self, processors: list[Any], pads: list[int], end_ids: set[int], width: int):
+        self.processors = processors
+        self.pads = pads
+        self.end_ids = end_ids
+        self.width = width
+
+    def __call__(self, input_ids, scores):
+        for i, proc in enumerate(self.processors):
+            if proc is None:
+                continue
+            if any(tok in self.end_ids for tok in input_ids[i, self.width :].tolist()):
+                continue
+            scores[i : i + 1] = proc(input_ids[i : i + 1, self.pads[i] :], scores[i : i + 1])
+        return scores
+
+
+@register_model("hf")
+def _factory(target: str, options: dict[str, Any]) -> HFBackend:
+    _import_stack()
+    opts = read_options("hf", options, OPTIONS)
+    target = target.strip()
+    if not target:
+        raise ConfigError("model 'hf': missing target (expected hf:/path/to/model_dir)")
+    return HFBackend(Path(target), **opts)

@@ -1,0 +1,686 @@
+"""Load OpenAPI 3.0/3.1 (and Swagger 2.0, converted) specs into an immutable, queryable model.
+
+Why this shape: scorers and constrainers ask the same few questions many times per sample
+(which operation does this URL hit, is this argument legal, what is required), so a spec is
+parsed, resolved and indexed once, cached per file version, and shared read-only.
+
+Schemas: every ``$ref`` is resolved eagerly; recursive schemas become a cyclic graph of
+read-only mappings in which the same ref is the same object (see :mod:`callbench.specs.refs`).
+Walk them with :func:`callbench.specs.schema.walk_schema` or another depth-bounded walker, or
+convert them with :func:`callbench.specs.schema.to_json_schema`, which cuts cycles.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from callbench.errors import SpecError
+from callbench.specs.refs import Resolver, format_location, freeze, read_document
+from callbench.specs.schema import (
+    allows_additional_properties,
+    object_properties,
+    required_properties,
+)
+from callbench.specs.swagger2 import convert_swagger2
+
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+LOCATIONS = ("path", "query", "header", "cookie")
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+# -- data model -------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Parameter:
+    """One path/query/header/cookie parameter. Path parameters are always required.
+
+    ``schema`` is the resolved schema (from ``content`` when the spec uses that form; empty
+    mapping if none). Equality is identity because schemas may be cyclic.
+    """
+
+    name: str
+    location: str
+    required: bool
+    schema: Mapping[str, Any]
+    description: str = ""
+    deprecated: bool = False
+    style: str | None = None
+    explode: bool | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RequestBody:
+    """``content`` maps media type -> resolved schema (empty mapping if the spec gives none)."""
+
+    required: bool
+    content: Mapping[str, Mapping[str, Any]]
+    description: str = ""
+
+
+def _bare_media(media_type: str) -> str:
+    return media_type.split(";", 1)[0].strip().lower()
+
+
+def _media_matches(pattern: str, media_type: str) -> bool:
+    p, m = _bare_media(pattern), _bare_media(media_type)
+    if p == m or p == "*/*" or m == "*/*":
+        return True
+    ptype, _, psub = p.partition("/")
+    mtype, _, msub = m.partition("/")
+    return ptype == mtype and (psub == "*" or msub == "*")
+
+
+@dataclass(frozen=True, eq=False)
+class Operation:
+    """One method on one path template.
+
+    ``parameters`` merges path-item and operation parameters (the operation's win on equal
+    name+location). ``security`` is the *effective* requirement list: the operation's own if it
+    declares one (``()`` = explicitly none), else the spec's global one. ``responses`` maps
+    status code -> resolved Response Object.
+    """
+
+    method: str
+    path: str
+    operation_id: str | None
+    summary: str
+    parameters: tuple[Parameter, ...]
+    request_body: RequestBody | None
+    security: tuple[Mapping[str, tuple[str, ...]], ...]
+    deprecated: bool = False
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    responses: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+
+    def params_in(self, location: str) -> tuple[Parameter, ...]:
+        """Parameters in one location ("path", "query", "header", "cookie")."""
+        return tuple(p for p in self.parameters if p.location == location)
+
+    def parameter(self, location: str, name: str, case_insensitive: bool = False) -> Parameter | None:
+        """Look a parameter up by exact name, or ignoring case (pass True for HTTP headers)."""
+        key = name.lower() if case_insensitive else name
+        for p in self.parameters:
+            if p.location == location and (p.name.lower() if case_insensitive else p.name) == key:
+                return p
+        return None
+
+    def body_schema(self, media_type: str | None = None) -> Mapping[str, Any] | None:
+        """The body schema for ``media_type`` (wildcards and parameters tolerated).
+
+        Without a media type: JSON first, then form types, then whatever comes first.
+        """
+        if self.request_body is None or not self.request_body.content:
+            return None
+        content = self.request_body.content
+        if media_type is not None:
+            for mt, schema in content.items():
+                if _bare_media(mt) == _bare_media(media_type):
+                    return schema
+            for mt, schema in content.items():
+                if _media_matches(mt, media_type):
+                    return schema
+            return None
+        for mt, schema in content.items():
+            bare = _bare_media(mt)
+            if bare == "application/json" or bare.endswith("+json"):
+                return schema
+        for form in _FORM_TYPES:
+            for mt, schema in content.items():
+                if _bare_media(mt) == form:
+                    return schema
+        return next(iter(content.values()))
+
+    def body_properties(self, media_type: str | None = None) -> Mapping[str, Mapping[str, Any]]:
+        """Body property name -> schema (allOf merged; oneOf/anyOf branches united)."""
+        schema = self.body_schema(media_type)
+        return object_properties(schema) if schema is not None else _EMPTY
+
+    def body_required(self, media_type: str | None = None) -> frozenset[str]:
+        """Body properties required in every branch (allOf united, oneOf/anyOf intersected)."""
+        schema = self.body_schema(media_type)
+        return required_properties(schema) if schema is not None else frozenset()
+
+
+@dataclass(frozen=True)
+class OperationMatch:
+    """The operation a concrete request hits, with decoded path-parameter values."""
+
+    operation: Operation
+    path_params: dict[str, str]
+
+
+@dataclass(frozen=True)
+class PathMatch:
+    """A path template matching a URL, whatever the method; ``operations`` maps method -> op."""
+
+    template: str
+    path_params: dict[str, str]
+    operations: Mapping[str, Operation]
+
+
+@dataclass(frozen=True)
+class _Template:
+    template: str
+    segments: tuple[str | re.Pattern[str], ...]
+    names: tuple[tuple[str, ...], ...]
+    n_params: int
+    literal_len: int
+    operations: Mapping[str, Operation]
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (self.n_params, -self.literal_len, self.template)
+
+
+@dataclass(frozen=True)
+class _Server:
+    netloc: re.Pattern[str] | None  # None: relative server URL, any host
+    path: re.Pattern[str]  # matches the server's path prefix at the start of a URL path
+
+
+_PARAM_RX = re.compile(r"\{([^{}]*)\}")
+
+
+def _compile_template(template: str, operations: Mapping[str, Operation]) -> _Template:
+    norm = template.rstrip("/") or "/"
+    if not norm.startswith("/"):
+        norm = "/" + norm
+    segs: list[str | re.Pattern[str]] = []
+    names: list[tuple[str, ...]] = []
+    n_params = 0
+    literal_len = 0
+    for seg in norm.split("/")[1:]:
+        found = _PARAM_RX.findall(seg)
+        if not found:
+            segs.append(seg)
+            names.append(())
+            literal_len += len(seg) + 1
+            continue
+        n_params += len(found)
+        pieces = _PARAM_RX.split(seg)  # literal, name, literal, name, ..., literal
+        rx = "".join(re.escape(p) if i % 2 == 0 else "(.+)" for i, p in enumerate(pieces))
+        literal_len += sum(len(p) for p in pieces[::2]) + 1
+        segs.append(re.compile(rx, re.DOTALL))
+        names.append(tuple(found))
+    return _Template(template, tuple(segs), tuple(names), n_params, literal_len, operations)
+
+
+def _server_pattern(text: str, any_chars: str) -> str:
+    """Regex for a server URL part: literal text, ``{var}`` = any value (defaults included)."""
+    pieces = _PARAM_RX.split(text)
+    return "".join(re.escape(p) if i % 2 == 0 else any_chars for i, p in enumerate(pieces))
+
+
+def _norm_netloc(netloc: str) -> str:
+    host = netloc.rsplit("@", 1)[-1].lower()
+    for default in (":443", ":80"):
+        if host.endswith(default):
+            return host[: -len(default)]
+    return host
+
+
+# -- the spec --------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ApiSpec:
+    """A loaded spec: metadata, operations and the queries scorers need.
+
+    ``servers`` are the server URLs with variables set to their defaults and no trailing slash
+    (``("/",)`` when the spec has none). ``document`` is the whole resolved, frozen document.
+    """
+
+    source: str
+    title: str
+    version: str
+    openapi_version: str
+    servers: tuple[str, ...]
+    operations: tuple[Operation, ...]
+    security_schemes: Mapping[str, Mapping[str, Any]]
+    global_security: tuple[Mapping[str, tuple[str, ...]], ...]
+    document: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+    _templates: dict[int, tuple[_Template, ...]] = field(default_factory=dict, repr=False)
+    _server_rx: tuple[_Server, ...] = field(default=(), repr=False)
+    _by_key: dict[tuple[str, str], Operation] = field(default_factory=dict, repr=False)
+    _credentials: frozenset[tuple[str, str]] = field(default=frozenset(), repr=False)
+    _resolver: Resolver | None = field(default=None, repr=False)
+
+    # -- lookups -------------------------------------------------------------------------
+    def operation(self, method: str, path: str) -> Operation | None:
+        """The operation declared for ``method`` on exactly this path template."""
+        return self._by_key.get((method.lower(), path))
+
+    def operation_by_id(self, operation_id: str) -> Operation | None:
+        return next((op for op in self.operations if op.operation_id == operation_id), None)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """All path templates, in spec order."""
+        return tuple(dict.fromkeys(op.path for op in self.operations))
+
+    def resolve(self, obj: Any) -> Any:
+        """Resolve a ``$ref`` string, a mapping holding ``$ref``, or any raw value, frozen.
+
+        Everything reachable from this spec is already resolved, so this is for raw data a
+        consumer holds (e.g. a hand-written schema using ``#/components/schemas/...``). Cyclic
+        targets come back as the same shared objects the spec uses.
+        """
+        if self._resolver is None:
+            return freeze(obj)
+        if isinstance(obj, str):
+            return self._resolver.resolve_ref(obj)
+        return self._resolver.resolve_value(obj)
+
+    # -- URL matching ------------------------------------------------------------------------
+    def _api_paths(self, url: str) -> list[str]:
+        """Candidate API-relative paths for a URL (server prefixes stripped), best first."""
+        text = url.strip()
+        parts = urlsplit(text)
+        if not parts.netloc and not text.startswith("/") and parts.scheme == "":
+            head = text.split("/", 1)[0]
+            if "." in head and any(
+                s.netloc and s.netloc.fullmatch(_norm_netloc(head)) for s in self._server_rx
+            ):
+                parts = urlsplit("https://" + text)  # scheme-less absolute URL
+        path = parts.path or "/"
+        out: list[str] = []
+        if parts.netloc:
+            host = _norm_netloc(parts.netloc)
+            for srv in self._server_rx:
+                if srv.netloc is not None and not srv.netloc.fullmatch(host):
+                    continue
+                m = srv.path.match(path)
+                if m:
+                    out.append(path[m.end() :] or "/")
+        else:
+            if not path.startswith("/"):
+                path = "/" + path
+            for srv in self._server_rx:
+                m = srv.path.match(path)
+                if m:
+                    out.append(path[m.end() :] or "/")
+            out.append(path)
+        return list(dict.fromkeys(out))
+
+    def match_paths(self, url: str) -> list[PathMatch]:
+        """Every path template matching ``url`` (any method), best first.
+
+        Best = fewest path parameters, then most literal text: literal segments and literal
+        ``:suffix`` parts beat a parameter that could swallow them. Query and fragment are
+        ignored, a trailing slash is tolerated, and segments are percent-decoded before
+        matching (an encoded ``/`` stays inside its segment).
+        """
+        found: dict[str, tuple[_Template, dict[str, str]]] = {}
+        for api_path in self._api_paths(url):
+            path = api_path.rstrip("/") or "/"
+            segments = [unquote(s) for s in path.split("/")[1:]]
+            for tpl in self._templates.get(len(segments), ()):
+                if tpl.template in found:
+                    continue
+                params = _match_segments(tpl, segments)
+                if params is not None:
+                    found[tpl.template] = (tpl, params)
+        ranked = sorted(found.values(), key=lambda tp: tp[0].sort_key)
+        return [PathMatch(t.template, p, t.operations) for t, p in ranked]
+
+    def match(self, method: str, url: str) -> OperationMatch | None:
+        """The best-ranked template matching ``url`` that declares ``method``, or None.
+
+        Use :meth:`match_paths` to tell "wrong method" (templates found) from "no such URL".
+        """
+        m = method.lower()
+        for pm in self.match_paths(url):
+            op = pm.operations.get(m)
+            if op is not None:
+                return OperationMatch(op, dict(pm.path_params))
+        return None
+
+    # -- arguments ---------------------------------------------------------------------------
+    def is_legal_argument(self, operation: Operation, location: str, name: str) -> bool:
+        """May a call to ``operation`` carry ``name`` in ``location`` (query/header/path/cookie/body)?
+
+        Legal = declared by the operation, a body property (or any name when the body schema
+        explicitly allows additionalProperties), or implied: ``Accept`` always; ``Content-Type``
+        for post/put/patch or when there is a body; and the credentials of any of the spec's
+        security schemes (apiKey -> its name in its location; http/oauth2/openIdConnect ->
+        ``Authorization`` header).
+        """
+        loc = location.lower()
+        if loc == "body":
+            if operation.request_body is None:
+                return False
+            if name in operation.body_properties():
+                return True
+            return allows_additional_properties(operation.body_schema())
+        if operation.parameter(loc, name, case_insensitive=loc == "header") is not None:
+            return True
+        if loc == "header":
+            key = name.lower()
+            if key == "accept":
+                return True
+            if key == "content-type" and (
+                operation.method in ("post", "put", "patch") or operation.request_body is not None
+            ):
+                return True
+        return self.is_credential(loc, name)
+
+    def is_credential(self, location: str, name: str) -> bool:
+        """Is ``name`` in ``location`` where one of the spec's security schemes puts credentials?
+
+        apiKey -> its ``name`` in its ``in``; http/oauth2/openIdConnect -> ``Authorization``
+        header. Header names compare case-insensitively.
+        """
+        loc = location.lower()
+        return (loc, name.lower() if loc == "header" else name) in self._credentials
+
+    def required_arguments(self, operation: Operation) -> dict[str, frozenset[str]]:
+        """Required names per location: "path", "query", "header", "cookie", "body".
+
+        Body entries are the body schema's required properties whenever the operation has a
+        body, even if ``requestBody.required`` is absent (most real specs omit it).
+        """
+        out = {
+            loc: frozenset(p.name for p in operation.parameters if p.location == loc and p.required)
+            for loc in LOCATIONS
+        }
+        out["body"] = operation.body_required()
+        return out
+
+
+def _match_segments(tpl: _Template, segments: list[str]) -> dict[str, str] | None:
+    params: dict[str, str] = {}
+    for seg, want, names in zip(segments, tpl.segments, tpl.names, strict=True):
+        if isinstance(want, str):
+            if seg != want:
+                return None
+            continue
+        m = want.fullmatch(seg)
+        if m is None:
+            return None
+        params.update(zip(names, m.groups(), strict=True))
+    return params
+
+
+# -- building -----------------------------------------------------------------------------
+class _Builder:
+    """Turns a resolved document into an ApiSpec; all validation errors name their location."""
+
+    def __init__(self, label: str, doc: Mapping[str, Any]):
+        self.label = label
+        self.doc = doc
+
+    def fail(self, loc: list[Any], message: str) -> SpecError:
+        return SpecError(f"{self.label}: {format_location(loc)}: {message}")
+
+    def mapping(self, value: Any, loc: list[Any], what: str) -> Mapping[str, Any]:
+        if value is None:
+            return _EMPTY
+        if not isinstance(value, Mapping):
+            raise self.fail(loc, f"{what} must be a mapping, got {type(value).__name__}")
+        return value
+
+    def parameter(self, raw: Any, loc: list[Any]) -> Parameter:
+        if not isinstance(raw, Mapping):
+            raise self.fail(loc, f"parameter must be a mapping, got {type(raw).__name__}")
+        if "in" not in raw:
+            raise self.fail(loc, "parameter has no 'in'")
+        if not isinstance(raw.get("name"), str) or not raw["name"]:
+            raise self.fail(loc, "parameter has no 'name'")
+        where = raw["in"]
+        if where not in LOCATIONS:
+            raise self.fail(loc, f"parameter 'in' is {where!r}; expected one of {', '.join(LOCATIONS)}")
+        schema = raw.get("schema")
+        if schema is None and isinstance(raw.get("content"), Mapping):
+            first = next(iter(raw["content"].values()), None)
+            schema = first.get("schema") if isinstance(first, Mapping) else None
+        if schema is not None and not isinstance(schema, Mapping | bool):
+            raise self.fail([*loc, "schema"], "schema must be a mapping")
+        return Parameter(
+            name=raw["name"],
+            location=where,
+            required=True if where == "path" else bool(raw.get("required", False)),
+            schema=schema if isinstance(schema, Mapping) else _EMPTY,
+            description=str(raw.get("description") or ""),
+            deprecated=bool(raw.get("deprecated", False)),
+            style=raw.get("style"),
+            explode=raw.get("explode"),
+        )
+
+    def request_body(self, raw: Any, loc: list[Any]) -> RequestBody | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, Mapping):
+            raise self.fail(loc, "requestBody must be a mapping")
+        content = self.mapping(raw.get("content"), [*loc, "content"], "requestBody content")
+        schemas: dict[str, Mapping[str, Any]] = {}
+        for mt, media in content.items():
+            media = self.mapping(media, [*loc, "content", mt], "media type object")
+            schema = media.get("schema")
+            schemas[mt] = schema if isinstance(schema, Mapping) else _EMPTY
+        return RequestBody(
+            bool(raw.get("required", False)), MappingProxyType(schemas), str(raw.get("description") or "")
+        )
+
+    def security(self, raw: Any, loc: list[Any]) -> tuple[Mapping[str, tuple[str, ...]], ...]:
+        if raw is None:
+            return ()
+        if not isinstance(raw, tuple):
+            raise self.fail(loc, "security must be a list of requirement mappings")
+        out = []
+        for i, req in enumerate(raw):
+            req = self.mapping(req, [*loc, i], "security requirement")
+            out.append(MappingProxyType({k: tuple(v or ()) for k, v in req.items()}))
+        return tuple(out)
+
+    def operations(self, global_security: tuple[Any, ...]) -> tuple[Operation, ...]:
+        paths = self.mapping(self.doc.get("paths"), ["paths"], "paths")
+        ops: list[Operation] = []
+        for path, item in paths.items():
+            ploc: list[Any] = ["paths", path]
+            if not path.startswith("/"):
+                raise self.fail(ploc, "path must start with '/'")
+            item = self.mapping(item, ploc, "path item")
+            shared = self.param_list(item.get("parameters"), [*ploc, "parameters"])
+            for method in HTTP_METHODS:
+                if method not in item:
+                    continue
+                oloc = [*ploc, method]
+                op = self.mapping(item[method], oloc, "operation")
+                own = self.param_list(op.get("parameters"), [*oloc, "parameters"])
+                merged: dict[tuple[str, str], Parameter] = {}
+                for p in (*shared, *own):
+                    key = (p.location, p.name.lower() if p.location == "header" else p.name)
+                    merged.pop(key, None)
+                    merged[key] = p
+                security = (
+                    self.security(op["security"], [*oloc, "security"])
+                    if "security" in op
+                    else global_security
+                )
+                responses = self.mapping(op.get("responses"), [*oloc, "responses"], "responses")
+                tags = op.get("tags") or ()
+                ops.append(
+                    Operation(
+                        method=method,
+                        path=path,
+                        operation_id=op.get("operationId"),
+                        summary=str(op.get("summary") or ""),
+                        parameters=tuple(merged.values()),
+                        request_body=self.request_body(op.get("requestBody"), [*oloc, "requestBody"]),
+                        security=security,
+                        deprecated=bool(op.get("deprecated", False)),
+                        description=str(op.get("description") or ""),
+                        tags=tuple(str(t) for t in tags) if isinstance(tags, tuple) else (),
+                        responses=responses,
+                    )
+                )
+        return tuple(ops)
+
+    def param_list(self, raw: Any, loc: list[Any]) -> list[Parameter]:
+        if raw is None:
+            return []
+        if not isinstance(raw, tuple):
+            raise self.fail(loc, "parameters must be a list")
+        return [self.parameter(p, [*loc, i]) for i, p in enumerate(raw)]
+
+    def servers(self) -> tuple[tuple[str, ...], tuple[_Server, ...]]:
+        raw = self.doc.get("servers") or ()
+        if not isinstance(raw, tuple):
+            raise self.fail(["servers"], "servers must be a list")
+        urls: list[str] = []
+        patterns: list[_Server] = []
+        for i, srv in enumerate(raw):
+            srv = self.mapping(srv, ["servers", i], "server")
+            url = srv.get("url")
+            if not isinstance(url, str):
+                raise self.fail(["servers", i], "server has no 'url'")
+            variables = srv.get("variables") if isinstance(srv.get("variables"), Mapping) else _EMPTY
+
+            def default(m: re.Match[str], variables: Mapping[str, Any] = variables) -> str:
+                var = variables.get(m.group(1))
+                if isinstance(var, Mapping) and "default" in var:
+                    return str(var["default"])
+                return m.group(0)
+
+            concrete = _PARAM_RX.sub(default, url).rstrip("/") or "/"
+            urls.append(concrete)
+            tmpl = url.strip()
+            if "://" in tmpl or tmpl.startswith("//"):
+                rest = tmpl.split("//", 1)[1]
+                netloc, slash, spath = rest.partition("/")
+                netloc_rx = re.compile(_server_pattern(_norm_netloc(netloc), "[^/]*"), re.IGNORECASE)
+                spath = slash + spath
+            else:
+                netloc_rx, spath = None, tmpl if tmpl.startswith("/") else "/" + tmpl
+            spath = spath.rstrip("/")
+            path_rx = re.compile(_server_pattern(spath, "[^/]+") + r"(?=/|$)")
+            patterns.append(_Server(netloc_rx, path_rx))
+        if not urls:
+            urls = ["/"]
+            patterns = [_Server(None, re.compile(r"(?=/|$)"))]
+        # Longer path prefixes first, so the most specific strip is the preferred candidate.
+        patterns.sort(key=lambda s: -len(s.path.pattern))
+        return tuple(dict.fromkeys(urls)), tuple(patterns)
+
+
+def _credentials(schemes: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for scheme in schemes.values():
+        if not isinstance(scheme, Mapping):
+            continue
+        kind = scheme.get("type")
+        if kind == "apiKey" and isinstance(scheme.get("name"), str) and scheme.get("in") in LOCATIONS:
+            loc = scheme["in"]
+            out.add((loc, scheme["name"].lower() if loc == "header" else scheme["name"]))
+        elif kind in ("http", "oauth2", "openIdConnect"):
+            out.add(("header", "authorization"))
+    return frozenset(out)
+
+
+def _version_of(doc: dict[str, Any], label: str) -> str:
+    if "openapi" in doc:
+        version = str(doc["openapi"]).strip()
+        if re.fullmatch(r"3\.[01](\.\d+)?(-[\w.]+)?", version):
+            return version
+        raise SpecError(f"{label}: openapi: unsupported OpenAPI version {version!r}; expected 3.0.x or 3.1.x")
+    if "swagger" in doc:
+        version = str(doc["swagger"]).strip()
+        if version in ("2.0", "2"):
+            return "2.0"
+        raise SpecError(f"{label}: swagger: unsupported Swagger version {version!r}; only 2.0 is converted")
+    raise SpecError(f"{label}: openapi: missing 'openapi' version field; this is not an OpenAPI 3.x document")
+
+
+def build_spec(raw: Any, path: Path, label: str | None = None) -> ApiSpec:
+    """Build an ApiSpec from an already parsed document (``path`` anchors relative refs)."""
+    label = label or path.name
+    if not isinstance(raw, dict):
+        kind = "empty" if raw is None else type(raw).__name__
+        raise SpecError(f"{label}: (document root): expected a mapping, got {kind}")
+    version = _version_of(raw, label)
+    if version == "2.0":
+        raw = convert_swagger2(raw, label)
+    resolver = Resolver(raw, path, label, openapi31=version.startswith("3.1"))
+    doc = resolver.resolve_document()
+    b = _Builder(label, doc)
+    info = b.mapping(doc.get("info"), ["info"], "info")
+    components = b.mapping(doc.get("components"), ["components"], "components")
+    schemes = b.mapping(
+        components.get("securitySchemes"), ["components", "securitySchemes"], "securitySchemes"
+    )
+    global_security = b.security(doc.get("security"), ["security"])
+    operations = b.operations(global_security)
+    servers, server_rx = b.servers()
+    groups: dict[str, dict[str, Operation]] = {}
+    for op in operations:
+        groups.setdefault(op.path, {})[op.method] = op
+    templates: dict[int, list[_Template]] = {}
+    for tpath, ops in groups.items():
+        tpl = _compile_template(tpath, MappingProxyType(ops))
+        templates.setdefault(len(tpl.segments), []).append(tpl)
+    return ApiSpec(
+        source=str(path),
+        title=str(info.get("title") or ""),
+        version=str(info.get("version") or ""),
+        openapi_version=version,
+        servers=servers,
+        operations=operations,
+        security_schemes=schemes,
+        global_security=global_security,
+        document=doc,
+        _templates={n: tuple(ts) for n, ts in templates.items()},
+        _server_rx=server_rx,
+        _by_key={(op.method, op.path): op for op in operations},
+        _credentials=_credentials(schemes),
+        _resolver=resolver,
+    )
+
+
+# -- loading with a cache -----------------------------------------------------------------
+_CACHE: dict[tuple[str, int, int], ApiSpec] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 64
+
+
+def load_spec(path: str | os.PathLike[str]) -> ApiSpec:
+    """Load an OpenAPI 3.0/3.1 or Swagger 2.0 (converted to 3.0) YAML/JSON file.
+
+    Cached per (resolved path, mtime, size): loading an unchanged file again returns the very
+    same immutable ApiSpec. Any problem raises a one-line :class:`SpecError`.
+    """
+    p = Path(path)
+    label = p.name
+    try:
+        real = p.resolve(strict=True)
+        st = real.stat()
+    except FileNotFoundError:
+        raise SpecError(f"{label}: file not found ({p})") from None
+    except OSError as exc:
+        raise SpecError(f"{label}: cannot read file: {exc.strerror or exc}") from None
+    if not real.is_file():
+        raise SpecError(f"{label}: not a file ({p})")
+    key = (str(real), st.st_mtime_ns, st.st_size)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    spec = build_spec(read_document(real, label), real, label)
+    with _CACHE_LOCK:
+        for old in [k for k in _CACHE if k[0] == key[0]]:
+            del _CACHE[old]
+        if len(_CACHE) >= _CACHE_MAX:
+            del _CACHE[next(iter(_CACHE))]
+        spec = _CACHE.setdefault(key, spec)
+    return spec
+
+
+def clear_spec_cache() -> None:
+    """Forget all cached specs (tests, long-running processes editing specs)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()

@@ -1,0 +1,43 @@
+"""Shared fixtures. Data comes from ``$CALLBENCH_DATA_DIR`` (default ``../shared/data`` next to the
+checkout); tests that need it skip with a reason when it is absent — it is never committed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_DEFAULT_DATA = REPO.parent / "shared" / "data"
+
+
+def shared_data_dir() -> Path:
+    return Path(os.environ.get("CALLBENCH_DATA_DIR") or _DEFAULT_DATA).resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("CALLBENCH_DATA_DIR", str(_DEFAULT_DATA))
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    root = shared_data_dir()
+    if not (root / "wapiibench" / "data" / "synthetic" / "all" / "test_data_final.json").is_file():
+        pytest.skip(f"WAPIIBench data not found under {root} (set CALLBENCH_DATA_DIR or run 'callbench data fetch wapiibench')")
+    return root
+
+
+@pytest.fixture(scope="session")
+def wapii_tasks(data_root: Path):
+    from callbench.tracks.webapi.dataset import load_tasks
+
+    return load_tasks(data_root / "wapiibench" / "data" / "synthetic" / "all" / "test_data_final.json")
+
+
+@pytest.fixture(scope="session")
+def wapii_specs(data_root: Path):
+    from callbench.specs import load_spec
+
+    base = data_root / "wapiibench" / "openapi" / "real_world_specs"
+    return {api: load_spec(base / f"{api}.yaml") for api in ("asana", "google_calendar_v3", "google_sheet_v4", "slack")}
