@@ -1,0 +1,1580 @@
+/*
+ * callbench axios stand-in (plain ES2020, no dependencies).
+ *
+ * Why this is hand-written: the sandbox runs model-written code in a bare V8 isolate
+ * that has no Node core modules, no network and no event loop, so the real axios
+ * package cannot run there.  This file re-implements the part of axios 1.x that turns
+ * a call into a request config (mergeConfig, header flattening, AxiosHeaders,
+ * the default transformRequest and dispatchRequest's Content-Type default), records
+ * that config instead of sending it, and resolves to a fake response.  It also ships
+ * the few Node/web globals that API-call snippets lean on (FormData, URLSearchParams,
+ * URL, Buffer, AbortController, console, process, require, timers), because bare V8
+ * has none of them.
+ *
+ * Evaluating this file defines one global, `__callbenchStandin(options)`.  Each call
+ * returns a fresh per-sample environment `{bindings, recorder}`: `bindings` maps the
+ * names a sample sees (axios, require, console, ...) to fresh objects, and `recorder`
+ * reads back what the sample did.  Classes and pure helpers are shared between
+ * samples (the sandbox deep-freezes them); everything with state is per sample.
+ */
+var __callbenchStandin = (function () {
+  'use strict';
+
+  var MAX_BYTES = 64 * 1024 * 1024; // largest Buffer the stand-in will allocate
+  var ACCEPT_DEFAULT = 'application/json, text/plain, */*';
+  var METHODS_NO_DATA = ['delete', 'get', 'head', 'options'];
+  var METHODS_WITH_DATA = ['post', 'put', 'patch'];
+  var ENTRIES = Symbol('entries');
+  var OriginalUint8Array = Uint8Array;
+
+  // ------------------------------------------------------------------ helpers
+
+  function isObject(v) {
+    return v !== null && typeof v === 'object';
+  }
+
+  function isPlainObject(v) {
+    if (!isObject(v)) return false;
+    var proto = Object.getPrototypeOf(v);
+    return (proto === null || proto === Object.prototype || Object.getPrototypeOf(proto) === null) &&
+      !(Symbol.toStringTag in v) && !(Symbol.iterator in v);
+  }
+
+  // Define instead of assign: keys such as "__proto__" come from user data.
+  function put(obj, key, value) {
+    Object.defineProperty(obj, key, { value: value, writable: true, enumerable: true, configurable: true });
+  }
+
+  function hasOwn(obj, key) {
+    return Object.prototype.hasOwnProperty.call(obj, key);
+  }
+
+  function endsWith(s, suffix) {
+    return typeof s === 'string' && s.slice(-suffix.length) === suffix;
+  }
+
+  function safeDecode(s) {
+    try {
+      return decodeURIComponent(s);
+    } catch (e) {
+      return s;
+    }
+  }
+
+  function formDecode(s) {
+    return safeDecode(String(s).replace(/\+/g, ' '));
+  }
+
+  function formEncode(s) {
+    return encodeURIComponent(String(s))
+      .replace(/[!'()~]/g, function (c) { return '%' + c.charCodeAt(0).toString(16).toUpperCase(); })
+      .replace(/%20/g, '+');
+  }
+
+  function jsonClone(v) {
+    if (v === undefined) return undefined;
+    try {
+      var s = JSON.stringify(v);
+      return s === undefined ? undefined : JSON.parse(s);
+    } catch (e) {
+      return String(v);
+    }
+  }
+
+  function findKey(obj, key) {
+    key = String(key).toLowerCase();
+    var keys = Object.keys(obj);
+    for (var i = keys.length - 1; i >= 0; i--) {
+      if (keys[i].toLowerCase() === key) return keys[i];
+    }
+    return null;
+  }
+
+  function describeError(e) {
+    try {
+      if (e instanceof Error || (isObject(e) && typeof e.message === 'string')) {
+        return String(e.name || 'Error') + ': ' + String(e.message);
+      }
+      return 'Uncaught ' + String(e);
+    } catch (err) {
+      return 'Uncaught exception';
+    }
+  }
+
+  // ------------------------------------------------------------------ bytes
+
+  function utf8Encode(str) {
+    var out = [];
+    for (var i = 0; i < str.length; i++) {
+      var c = str.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < str.length) {
+        var d = str.charCodeAt(i + 1);
+        if (d >= 0xdc00 && d <= 0xdfff) {
+          c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+          i++;
+        } else {
+          c = 0xfffd;
+        }
+      } else if (c >= 0xd800 && c <= 0xdfff) {
+        c = 0xfffd;
+      }
+      if (c < 0x80) out.push(c);
+      else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+      else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+      else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    }
+    return out;
+  }
+
+  function utf8Decode(bytes, start, end) {
+    var s = '';
+    var i = start;
+    while (i < end) {
+      var b = bytes[i++];
+      var c;
+      if (b < 0x80) c = b;
+      else if (b >= 0xc0 && b < 0xe0 && i < end) c = ((b & 31) << 6) | (bytes[i++] & 63);
+      else if (b >= 0xe0 && b < 0xf0 && i + 1 < end) {
+        c = ((b & 15) << 12) | ((bytes[i] & 63) << 6) | (bytes[i + 1] & 63);
+        i += 2;
+      } else if (b >= 0xf0 && i + 2 < end) {
+        c = ((b & 7) << 18) | ((bytes[i] & 63) << 12) | ((bytes[i + 1] & 63) << 6) | (bytes[i + 2] & 63);
+        i += 3;
+      } else c = 0xfffd;
+      s += String.fromCodePoint(c > 0x10ffff ? 0xfffd : c);
+    }
+    return s;
+  }
+
+  var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+  function base64Encode(bytes, start, end, url) {
+    var out = '';
+    for (var i = start; i < end; i += 3) {
+      var n = (bytes[i] << 16) | ((i + 1 < end ? bytes[i + 1] : 0) << 8) | (i + 2 < end ? bytes[i + 2] : 0);
+      out += B64[(n >> 18) & 63] + B64[(n >> 12) & 63];
+      out += i + 1 < end ? B64[(n >> 6) & 63] : (url ? '' : '=');
+      out += i + 2 < end ? B64[n & 63] : (url ? '' : '=');
+    }
+    return url ? out.replace(/\+/g, '-').replace(/\//g, '_') : out;
+  }
+
+  function base64Decode(str) {
+    var clean = String(str).replace(/-/g, '+').replace(/_/g, '/').replace(/[^A-Za-z0-9+/]/g, '');
+    var out = [];
+    var buf = 0;
+    var bits = 0;
+    for (var i = 0; i < clean.length; i++) {
+      buf = (buf << 6) | B64.indexOf(clean[i]);
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        out.push((buf >> bits) & 255);
+      }
+    }
+    return out;
+  }
+
+  function encodeString(str, enc) {
+    str = String(str);
+    switch (String(enc || 'utf8').toLowerCase()) {
+      case 'base64':
+      case 'base64url':
+        return base64Decode(str);
+      case 'hex': {
+        var out = [];
+        for (var i = 0; i + 1 < str.length; i += 2) {
+          var v = parseInt(str.substr(i, 2), 16);
+          if (Number.isNaN(v)) break;
+          out.push(v);
+        }
+        return out;
+      }
+      case 'latin1':
+      case 'binary':
+      case 'ascii': {
+        var bytes = [];
+        for (var j = 0; j < str.length; j++) bytes.push(str.charCodeAt(j) & 255);
+        return bytes;
+      }
+      default:
+        return utf8Encode(str);
+    }
+  }
+
+  function decodeBytes(bytes, enc, start, end) {
+    switch (String(enc || 'utf8').toLowerCase()) {
+      case 'base64':
+        return base64Encode(bytes, start, end, false);
+      case 'base64url':
+        return base64Encode(bytes, start, end, true);
+      case 'hex': {
+        var h = '';
+        for (var i = start; i < end; i++) h += (bytes[i] < 16 ? '0' : '') + bytes[i].toString(16);
+        return h;
+      }
+      case 'latin1':
+      case 'binary':
+      case 'ascii': {
+        var s = '';
+        for (var j = start; j < end; j++) s += String.fromCharCode(bytes[j]);
+        return s;
+      }
+      default:
+        return utf8Decode(bytes, start, end);
+    }
+  }
+
+  // Node's Buffer, reduced to what request code uses (mostly Basic-auth base64).
+  class Buffer extends OriginalUint8Array {
+    constructor(a, b, c) {
+      if (typeof a === 'number' && a > MAX_BYTES) throw new RangeError('Buffer too large for the sandbox');
+      if (c === undefined) {
+        if (b === undefined) super(a);
+        else super(a, b);
+      } else super(a, b, c);
+    }
+
+    static from(value, encodingOrOffset, length) {
+      var bytes;
+      if (typeof value === 'string') bytes = encodeString(value, encodingOrOffset);
+      else if (value instanceof ArrayBuffer) return new Buffer(value, encodingOrOffset || 0, length);
+      else if (isObject(value) && value.type === 'Buffer' && Array.isArray(value.data)) bytes = value.data;
+      else if (isObject(value) && (Array.isArray(value) || ArrayBuffer.isView(value) || typeof value.length === 'number')) bytes = Array.from(value);
+      else throw new TypeError('The first argument must be of type string or an instance of Buffer, ArrayBuffer, or Array');
+      if (bytes.length > MAX_BYTES) throw new RangeError('Buffer too large for the sandbox');
+      var buf = new Buffer(bytes.length);
+      for (var i = 0; i < bytes.length; i++) buf[i] = bytes[i];
+      return buf;
+    }
+
+    static alloc(size, fill) {
+      var buf = new Buffer(Number(size) || 0);
+      if (fill !== undefined) buf.fill(typeof fill === 'number' ? fill : 0);
+      return buf;
+    }
+
+    static allocUnsafe(size) {
+      return new Buffer(Number(size) || 0);
+    }
+
+    static isBuffer(x) {
+      return x instanceof Buffer;
+    }
+
+    static byteLength(value, enc) {
+      return typeof value === 'string' ? encodeString(value, enc).length : value.byteLength;
+    }
+
+    static concat(list, total) {
+      var size = 0;
+      for (var i = 0; i < list.length; i++) size += list[i].length;
+      if (total !== undefined) size = total;
+      var out = new Buffer(size);
+      var pos = 0;
+      for (var k = 0; k < list.length && pos < size; k++) {
+        for (var j = 0; j < list[k].length && pos < size; j++) out[pos++] = list[k][j];
+      }
+      return out;
+    }
+
+    toString(enc, start, end) {
+      var s = start === undefined ? 0 : Math.max(0, start | 0);
+      var e = end === undefined ? this.length : Math.min(this.length, end | 0);
+      return decodeBytes(this, enc, s, e);
+    }
+
+    toJSON() {
+      return { type: 'Buffer', data: Array.from(this) };
+    }
+
+    equals(other) {
+      if (!other || other.length !== this.length) return false;
+      for (var i = 0; i < this.length; i++) if (this[i] !== other[i]) return false;
+      return true;
+    }
+
+    write(str, offset, length, enc) {
+      var bytes = encodeString(str, enc);
+      var o = offset | 0;
+      var n = Math.min(bytes.length, length === undefined ? this.length - o : length | 0);
+      for (var i = 0; i < n; i++) this[o + i] = bytes[i];
+      return n;
+    }
+  }
+
+  function btoa(data) {
+    var s = String(data);
+    var bytes = [];
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charCodeAt(i);
+      if (c > 255) throw new Error('Invalid character');
+      bytes.push(c);
+    }
+    return base64Encode(bytes, 0, bytes.length, false);
+  }
+
+  function atob(data) {
+    var bytes = base64Decode(data);
+    var s = '';
+    for (var i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]);
+    return s;
+  }
+
+  function bytesToText(data) {
+    if (data instanceof ArrayBuffer) data = new OriginalUint8Array(data);
+    if (ArrayBuffer.isView(data)) {
+      var view = new OriginalUint8Array(data.buffer, data.byteOffset, data.byteLength);
+      return utf8Decode(view, 0, view.length);
+    }
+    return null;
+  }
+
+  // ------------------------------------------------------------------ FormData / URLSearchParams
+
+  function pairIterator(list, pick) {
+    var i = 0;
+    var it = {
+      next: function () {
+        if (i >= list.length) return { value: undefined, done: true };
+        var p = list[i++];
+        return { value: pick(p), done: false };
+      }
+    };
+    it[Symbol.iterator] = function () { return it; };
+    return it;
+  }
+
+  function entriesOf(self) {
+    var list = self[ENTRIES];
+    if (!list) throw new TypeError('Illegal invocation');
+    return list;
+  }
+
+  function initEntries(self) {
+    Object.defineProperty(self, ENTRIES, { value: [], writable: false, enumerable: false, configurable: false });
+    return self[ENTRIES];
+  }
+
+  // Shared list-of-pairs behaviour of FormData and URLSearchParams.
+  class PairList {
+    append(name, value) {
+      entriesOf(this).push([String(name), String(value)]);
+    }
+
+    set(name, value) {
+      var list = entriesOf(this);
+      name = String(name);
+      var idx = -1;
+      for (var i = list.length - 1; i >= 0; i--) {
+        if (list[i][0] === name) {
+          if (idx !== -1) list.splice(idx, 1);
+          idx = i;
+        }
+      }
+      if (idx === -1) list.push([name, String(value)]);
+      else list[idx] = [name, String(value)];
+    }
+
+    get(name) {
+      var list = entriesOf(this);
+      for (var i = 0; i < list.length; i++) if (list[i][0] === String(name)) return list[i][1];
+      return null;
+    }
+
+    getAll(name) {
+      return entriesOf(this).filter(function (p) { return p[0] === String(name); }).map(function (p) { return p[1]; });
+    }
+
+    has(name, value) {
+      return entriesOf(this).some(function (p) {
+        return p[0] === String(name) && (value === undefined || p[1] === String(value));
+      });
+    }
+
+    delete(name, value) {
+      var list = entriesOf(this);
+      for (var i = list.length - 1; i >= 0; i--) {
+        if (list[i][0] === String(name) && (value === undefined || list[i][1] === String(value))) list.splice(i, 1);
+      }
+    }
+
+    entries() {
+      return pairIterator(entriesOf(this), function (p) { return [p[0], p[1]]; });
+    }
+
+    keys() {
+      return pairIterator(entriesOf(this), function (p) { return p[0]; });
+    }
+
+    values() {
+      return pairIterator(entriesOf(this), function (p) { return p[1]; });
+    }
+
+    forEach(cb, thisArg) {
+      var list = entriesOf(this).slice();
+      for (var i = 0; i < list.length; i++) cb.call(thisArg, list[i][1], list[i][0], this);
+    }
+
+    [Symbol.iterator]() {
+      return this.entries();
+    }
+  }
+
+  class FormData extends PairList {
+    constructor() {
+      super();
+      initEntries(this);
+    }
+
+    get [Symbol.toStringTag]() {
+      return 'FormData';
+    }
+  }
+
+  function parseQueryPairs(str) {
+    var out = [];
+    str = String(str);
+    if (str[0] === '?') str = str.slice(1);
+    var parts = str.split('&');
+    for (var i = 0; i < parts.length; i++) {
+      if (!parts[i]) continue;
+      var eq = parts[i].indexOf('=');
+      if (eq === -1) out.push([formDecode(parts[i]), '', false]);
+      else out.push([formDecode(parts[i].slice(0, eq)), formDecode(parts[i].slice(eq + 1)), true]);
+    }
+    return out;
+  }
+
+  class URLSearchParams extends PairList {
+    constructor(init) {
+      super();
+      var list = initEntries(this);
+      if (init == null) return;
+      if (typeof init === 'string') {
+        parseQueryPairs(init).forEach(function (p) { list.push([p[0], p[1]]); });
+      } else if (isObject(init) && typeof init[Symbol.iterator] === 'function') {
+        for (var pair of init) {
+          var arr = Array.from(pair);
+          if (arr.length !== 2) throw new TypeError('Each query pair must be an iterable [name, value] tuple');
+          list.push([String(arr[0]), String(arr[1])]);
+        }
+      } else if (isObject(init)) {
+        Object.keys(init).forEach(function (k) { list.push([k, String(init[k])]); });
+      } else {
+        parseQueryPairs(String(init)).forEach(function (p) { list.push([p[0], p[1]]); });
+      }
+    }
+
+    get size() {
+      return entriesOf(this).length;
+    }
+
+    sort() {
+      entriesOf(this).sort(function (a, b) { return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0; });
+    }
+
+    toString() {
+      return entriesOf(this).map(function (p) { return formEncode(p[0]) + '=' + formEncode(p[1]); }).join('&');
+    }
+
+    get [Symbol.toStringTag]() {
+      return 'URLSearchParams';
+    }
+  }
+
+  // ------------------------------------------------------------------ URL (small WHATWG subset)
+
+  var URL_RE = /^([a-zA-Z][a-zA-Z\d+.-]*:)(?:\/\/(?:([^:@/?#]*)(?::([^@/?#]*))?@)?(\[[^\]]*\]|[^/?#:]*)(?::(\d*))?)?([^?#]*)(\?[^#]*)?(#.*)?$/;
+  var DEFAULT_PORTS = { 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443', 'ftp:': '21' };
+
+  function removeDotSegments(path) {
+    var out = [];
+    var segs = path.split('/');
+    for (var i = 0; i < segs.length; i++) {
+      var s = segs[i];
+      if (s === '..') {
+        if (out.length > 1) out.pop();
+      } else if (s !== '.') out.push(s);
+    }
+    var last = segs[segs.length - 1];
+    if (last === '.' || last === '..') out.push('');
+    return out.join('/');
+  }
+
+  class URL {
+    constructor(url, base) {
+      var s = String(url).trim();
+      if (!/^[a-zA-Z][a-zA-Z\d+.-]*:/.test(s)) {
+        if (base === undefined) throw new TypeError('Invalid URL: ' + s);
+        var b = base instanceof URL ? base : new URL(base);
+        var root = b.protocol + '//' + b.host;
+        if (s.slice(0, 2) === '//') s = b.protocol + s;
+        else if (s[0] === '/') s = root + s;
+        else if (s[0] === '?') s = root + b.pathname + s;
+        else if (s[0] === '#') s = root + b.pathname + b.search + s;
+        else if (s === '') s = b.href.replace(/#.*$/, '');
+        else s = root + b.pathname.replace(/[^/]*$/, '') + s;
+      }
+      var m = URL_RE.exec(s);
+      if (!m) throw new TypeError('Invalid URL: ' + s);
+      this._protocol = m[1].toLowerCase();
+      this._username = m[2] || '';
+      this._password = m[3] || '';
+      this._hostname = (m[4] || '').toLowerCase();
+      var port = m[5] || '';
+      this._port = DEFAULT_PORTS[this._protocol] === port ? '' : port;
+      var path = (m[6] || '').replace(/ /g, '%20');
+      if (m[4] !== undefined && path === '') path = '/';
+      this._pathname = path[0] === '/' ? removeDotSegments(path) : path;
+      this._hash = m[8] && m[8] !== '#' ? m[8] : '';
+      this._searchParams = new URLSearchParams(m[7] || '');
+    }
+
+    get protocol() { return this._protocol; }
+    set protocol(v) { this._protocol = String(v).replace(/:?$/, ':').toLowerCase(); }
+    get username() { return this._username; }
+    set username(v) { this._username = String(v); }
+    get password() { return this._password; }
+    set password(v) { this._password = String(v); }
+    get hostname() { return this._hostname; }
+    set hostname(v) { this._hostname = String(v).toLowerCase(); }
+    get port() { return this._port; }
+    set port(v) { this._port = String(v); }
+    get host() { return this._hostname + (this._port ? ':' + this._port : ''); }
+    get origin() { return this._protocol + '//' + this.host; }
+    get pathname() { return this._pathname; }
+    set pathname(v) { v = String(v); this._pathname = v[0] === '/' ? v : '/' + v; }
+    get search() {
+      var q = this._searchParams.toString();
+      return q ? '?' + q : '';
+    }
+    set search(v) {
+      var list = entriesOf(this._searchParams);
+      list.length = 0;
+      parseQueryPairs(String(v)).forEach(function (p) { list.push([p[0], p[1]]); });
+    }
+    get searchParams() { return this._searchParams; }
+    get hash() { return this._hash; }
+    set hash(v) { v = String(v); this._hash = v ? (v[0] === '#' ? v : '#' + v) : ''; }
+    get href() {
+      var auth = this._username ? this._username + (this._password ? ':' + this._password : '') + '@' : '';
+      return this._protocol + '//' + auth + this.host + this._pathname + this.search + this._hash;
+    }
+    toString() { return this.href; }
+    toJSON() { return this.href; }
+    static canParse(url, base) {
+      try {
+        new URL(url, base); // eslint-disable-line no-new
+        return true;
+      } catch (e) {
+        return false;
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ AbortController
+
+  class AbortSignal {
+    constructor() {
+      this.aborted = false;
+      this.reason = undefined;
+      this.onabort = null;
+      Object.defineProperty(this, '_listeners', { value: [], enumerable: false });
+    }
+
+    addEventListener(type, fn) {
+      if (type === 'abort' && typeof fn === 'function') this._listeners.push(fn);
+    }
+
+    removeEventListener(type, fn) {
+      var i = this._listeners.indexOf(fn);
+      if (i !== -1) this._listeners.splice(i, 1);
+    }
+
+    throwIfAborted() {
+      if (this.aborted) throw this.reason;
+    }
+
+    static abort(reason) {
+      var c = new AbortController();
+      c.abort(reason);
+      return c.signal;
+    }
+
+    static timeout() {
+      return new AbortController().signal; // virtual time never reaches the deadline
+    }
+  }
+
+  class AbortController {
+    constructor() {
+      this.signal = new AbortSignal();
+    }
+
+    abort(reason) {
+      var s = this.signal;
+      if (s.aborted) return;
+      s.aborted = true;
+      s.reason = reason === undefined ? new Error('This operation was aborted') : reason;
+      if (typeof s.onabort === 'function') s.onabort({ type: 'abort' });
+      s._listeners.slice().forEach(function (fn) { fn({ type: 'abort' }); });
+    }
+  }
+
+  // ------------------------------------------------------------------ AxiosHeaders
+
+  function normalizeHeaderValue(value) {
+    if (value === false || value == null) return value;
+    return Array.isArray(value) ? value.map(normalizeHeaderValue) : String(value);
+  }
+
+  function normalizeHeaderName(header) {
+    return header && String(header).trim().toLowerCase();
+  }
+
+  // Headers live as own enumerable properties, as in axios, so interceptors can
+  // write `config.headers.Authorization = ...`.
+  class AxiosHeaders {
+    constructor(headers) {
+      if (headers) this.set(headers);
+    }
+
+    set(header, valueOrRewrite, rewrite) {
+      var self = this;
+      function setHeader(value, name, rw) {
+        var lHeader = normalizeHeaderName(name);
+        if (!lHeader) throw new Error('header name must be a non-empty string');
+        var key = findKey(self, lHeader);
+        if (!key || self[key] === undefined || rw === true || (rw === undefined && self[key] !== false)) {
+          put(self, key || name, normalizeHeaderValue(value));
+        }
+      }
+      if (isPlainObject(header) || header instanceof AxiosHeaders) {
+        Object.keys(header).forEach(function (k) { setHeader(header[k], k, valueOrRewrite); });
+      } else if (isObject(header) && typeof header[Symbol.iterator] === 'function') {
+        for (var pair of header) setHeader(pair[1], pair[0], valueOrRewrite);
+      } else if (header != null) {
+        setHeader(valueOrRewrite, header, rewrite);
+      }
+      return this;
+    }
+
+    get(header) {
+      var name = normalizeHeaderName(header);
+      if (!name) return undefined;
+      var key = findKey(this, name);
+      return key ? this[key] : undefined;
+    }
+
+    has(header) {
+      var name = normalizeHeaderName(header);
+      return !!(name && findKey(this, name));
+    }
+
+    delete(header) {
+      var self = this;
+      var deleted = false;
+      (Array.isArray(header) ? header : [header]).forEach(function (h) {
+        var key = normalizeHeaderName(h) && findKey(self, normalizeHeaderName(h));
+        if (key) {
+          delete self[key];
+          deleted = true;
+        }
+      });
+      return deleted;
+    }
+
+    clear() {
+      var self = this;
+      Object.keys(this).forEach(function (k) { delete self[k]; });
+      return true;
+    }
+
+    // Collapse case-insensitive duplicates into the first spelling (later value wins).
+    normalize() {
+      var self = this;
+      var seen = {};
+      Object.keys(this).forEach(function (header) {
+        var value = self[header];
+        var key = findKey(seen, header);
+        if (key) {
+          put(self, key, normalizeHeaderValue(value));
+          delete self[header];
+          return;
+        }
+        var trimmed = String(header).trim();
+        if (trimmed !== header) delete self[header];
+        put(self, trimmed, normalizeHeaderValue(value));
+        seen[trimmed] = true;
+      });
+      return this;
+    }
+
+    toJSON() {
+      var self = this;
+      var obj = {};
+      Object.keys(this).forEach(function (k) {
+        var v = self[k];
+        if (v == null || v === false) return;
+        put(obj, k, Array.isArray(v) ? v.slice() : v);
+      });
+      return obj;
+    }
+
+    getContentType() { return this.get('Content-Type'); }
+    setContentType(v, rw) { return this.set('Content-Type', v, rw); }
+    hasContentType() { return this.has('Content-Type'); }
+    getAuthorization() { return this.get('Authorization'); }
+    setAuthorization(v, rw) { return this.set('Authorization', v, rw); }
+    hasAuthorization() { return this.has('Authorization'); }
+    getAccept() { return this.get('Accept'); }
+    setAccept(v, rw) { return this.set('Accept', v, rw); }
+
+    get [Symbol.toStringTag]() {
+      return 'AxiosHeaders';
+    }
+
+    static from(thing) {
+      return thing instanceof AxiosHeaders ? thing : new AxiosHeaders(thing);
+    }
+
+    static concat(first) {
+      var computed = new AxiosHeaders(first);
+      for (var i = 1; i < arguments.length; i++) computed.set(arguments[i]);
+      return computed;
+    }
+  }
+
+  class AxiosError extends Error {
+    constructor(message, code, config, request, response) {
+      super(message);
+      this.name = 'AxiosError';
+      this.code = code;
+      this.config = config;
+      this.request = request;
+      this.response = response;
+      this.isAxiosError = true;
+    }
+
+    toJSON() {
+      return { message: this.message, name: this.name, code: this.code, status: this.response && this.response.status };
+    }
+  }
+
+  class CanceledError extends AxiosError {
+    constructor(message, config) {
+      super(message == null ? 'canceled' : message, 'ERR_CANCELED', config);
+      this.name = 'CanceledError';
+      this.__CANCEL__ = true;
+    }
+  }
+
+  class CancelToken {
+    constructor(executor) {
+      var token = this;
+      this.reason = undefined;
+      executor(function cancel(message) {
+        if (!token.reason) token.reason = new CanceledError(message);
+      });
+    }
+
+    throwIfRequested() {
+      if (this.reason) throw this.reason;
+    }
+
+    static source() {
+      var cancel;
+      var token = new CancelToken(function (c) { cancel = c; });
+      return { token: token, cancel: cancel };
+    }
+  }
+
+  // ------------------------------------------------------------------ config merging (axios mergeConfig)
+
+  function deepMerge(caseless, a, b) {
+    var result = {};
+    function assign(val, key) {
+      var targetKey = (caseless && findKey(result, key)) || key;
+      if (isPlainObject(result[targetKey]) && isPlainObject(val)) put(result, targetKey, deepMerge(false, result[targetKey], val));
+      else if (isPlainObject(val)) put(result, targetKey, deepMerge(false, {}, val));
+      else if (Array.isArray(val)) put(result, targetKey, val.slice());
+      else put(result, targetKey, val);
+    }
+    [a, b].forEach(function (obj) {
+      if (!isObject(obj)) return;
+      Object.keys(obj).forEach(function (k) { assign(obj[k], k); });
+    });
+    return result;
+  }
+
+  function mergedValue(target, source, caseless) {
+    if (isPlainObject(target) && isPlainObject(source)) return deepMerge(caseless, target, source);
+    if (isPlainObject(source)) return deepMerge(caseless, {}, source);
+    if (Array.isArray(source)) return source.slice();
+    return source;
+  }
+
+  var FROM_CONFIG2 = ['url', 'method', 'data'];
+  var DEFAULT_TO_CONFIG2 = ['baseURL', 'transformRequest', 'transformResponse', 'paramsSerializer', 'timeout',
+    'timeoutMessage', 'withCredentials', 'withXSRFToken', 'adapter', 'responseType', 'xsrfCookieName',
+    'xsrfHeaderName', 'onUploadProgress', 'onDownloadProgress', 'decompress', 'maxContentLength',
+    'maxBodyLength', 'beforeRedirect', 'transport', 'httpAgent', 'httpsAgent', 'cancelToken', 'socketPath',
+    'responseEncoding', 'fetchOptions', 'allowAbsoluteUrls'];
+
+  function headersToObject(h) {
+    return h instanceof AxiosHeaders ? Object.assign({}, h) : h;
+  }
+
+  function mergeConfig(config1, config2) {
+    config1 = config1 || {};
+    config2 = config2 || {};
+    var out = {};
+    var keys = Object.keys(Object.assign({}, config1, config2));
+    keys.forEach(function (prop) {
+      var a = config1[prop];
+      var b = config2[prop];
+      var v;
+      if (FROM_CONFIG2.indexOf(prop) !== -1) {
+        if (b !== undefined) v = mergedValue(undefined, b);
+      } else if (DEFAULT_TO_CONFIG2.indexOf(prop) !== -1) {
+        if (b !== undefined) v = mergedValue(undefined, b);
+        else if (a !== undefined) v = mergedValue(undefined, a);
+      } else if (prop === 'headers') {
+        var ha = headersToObject(a);
+        var hb = headersToObject(b);
+        if (hb !== undefined) v = mergedValue(ha, hb, true);
+        else if (ha !== undefined) v = mergedValue(undefined, ha, true);
+      } else if (prop === 'validateStatus') {
+        v = prop in config2 ? b : a;
+        put(out, prop, v);
+        return;
+      } else if (b !== undefined) v = mergedValue(a, b);
+      else if (a !== undefined) v = mergedValue(undefined, a);
+      if (v !== undefined) put(out, prop, v);
+    });
+    return out;
+  }
+
+  // ------------------------------------------------------------------ request bodies (axios transformRequest)
+
+  function isFormDataLike(v) {
+    return v instanceof FormData ||
+      (isObject(v) && typeof v.append === 'function' && typeof v.entries === 'function' &&
+        Object.prototype.toString.call(v) === '[object FormData]');
+  }
+
+  function isURLSearchParamsLike(v) {
+    return v instanceof URLSearchParams || Object.prototype.toString.call(v) === '[object URLSearchParams]';
+  }
+
+  function isBinary(v) {
+    return v instanceof ArrayBuffer || ArrayBuffer.isView(v);
+  }
+
+  function isVisitable(v) {
+    return isPlainObject(v) || Array.isArray(v);
+  }
+
+  function removeBrackets(key) {
+    return endsWith(key, '[]') ? key.slice(0, -2) : key;
+  }
+
+  function renderKey(path, key) {
+    if (!path) return key;
+    return path.concat(key).map(function (token, i) {
+      token = removeBrackets(String(token));
+      return i ? '[' + token + ']' : token;
+    }).join('');
+  }
+
+  function convertFormValue(value) {
+    if (value === null) return '';
+    if (value instanceof Date) return value.toISOString();
+    if (typeof value === 'boolean') return value.toString();
+    return value;
+  }
+
+  // axios' toFormData visitor: nested objects -> a[b], flat arrays -> a[]
+  function visitForm(obj, append) {
+    if (!isObject(obj)) throw new TypeError('data must be an object');
+    var stack = [];
+    function visitor(value, key, path) {
+      var arr = value;
+      if (value && !path && typeof value === 'object') {
+        if (endsWith(key, '{}')) {
+          value = JSON.stringify(value);
+        } else if ((Array.isArray(value) && !value.some(isVisitable)) || (endsWith(key, '[]') && (arr = Array.from(value)))) {
+          key = removeBrackets(key);
+          arr.forEach(function (el) {
+            if (!(el === undefined || el === null)) append(key + '[]', convertFormValue(el));
+          });
+          return false;
+        }
+      }
+      if (isVisitable(value)) return true;
+      append(renderKey(path, key), convertFormValue(value));
+      return false;
+    }
+    function build(value, path) {
+      if (value === undefined) return;
+      if (stack.indexOf(value) !== -1) throw new Error('Circular reference detected in ' + path.join('.'));
+      stack.push(value);
+      var keys = Array.isArray(value) ? value.map(function (_, i) { return i; }) : Object.keys(value);
+      keys.forEach(function (key) {
+        var el = value[key];
+        if (el === undefined || el === null) return;
+        if (visitor(el, typeof key === 'string' ? key.trim() : key, path) === true) {
+          build(el, path ? path.concat(key) : [key]);
+        }
+      });
+      stack.pop();
+    }
+    build(obj);
+  }
+
+  function formDataToJSON(fd) {
+    var obj = {};
+    for (var pair of fd.entries()) assignNested(obj, pair[0], pair[1]);
+    return obj;
+  }
+
+  function stringifySafely(raw) {
+    if (typeof raw === 'string') {
+      try {
+        JSON.parse(raw);
+        return raw.trim();
+      } catch (e) {
+        if (e.name !== 'SyntaxError') throw e;
+      }
+    }
+    return JSON.stringify(raw);
+  }
+
+  function defaultTransformRequest(data, headers) {
+    var contentType = headers.getContentType() || '';
+    var hasJSON = contentType.indexOf('application/json') > -1;
+    var objectPayload = isObject(data);
+    if (isFormDataLike(data)) return hasJSON ? JSON.stringify(formDataToJSON(data)) : data;
+    if (data instanceof Buffer || data instanceof ArrayBuffer) return data;
+    if (ArrayBuffer.isView(data)) return data.buffer;
+    if (isURLSearchParamsLike(data)) {
+      headers.setContentType('application/x-www-form-urlencoded;charset=utf-8', false);
+      return data.toString();
+    }
+    if (objectPayload) {
+      if (contentType.indexOf('application/x-www-form-urlencoded') > -1) {
+        var usp = new URLSearchParams();
+        visitForm(data, function (k, v) { usp.append(k, v); });
+        return usp.toString();
+      }
+      if (contentType.indexOf('multipart/form-data') > -1) {
+        var fd = new FormData();
+        visitForm(data, function (k, v) { fd.append(k, v); });
+        return fd;
+      }
+    }
+    if (objectPayload || hasJSON) {
+      headers.setContentType('application/json', false);
+      return stringifySafely(data);
+    }
+    return data;
+  }
+
+  // ------------------------------------------------------------------ recording: bodies back to objects
+
+  // "a[b][0]" -> ["a", "b", "0"]; "a[]" -> ["a", ""]
+  function keyPath(key) {
+    var m = /^([^[\]]*)((?:\[[^[\]]*\])+)$/.exec(key);
+    if (!m || m[1] === '') return [key];
+    var path = [m[1]];
+    m[2].replace(/\[([^[\]]*)\]/g, function (_, seg) { path.push(seg); return ''; });
+    return path;
+  }
+
+  function isIndex(seg) {
+    return seg === '' || /^(0|[1-9]\d{0,5})$/.test(seg);
+  }
+
+  function assignNested(root, key, value) {
+    var path = keyPath(String(key));
+    var node = root;
+    for (var i = 0; i < path.length; i++) {
+      var seg = path[i];
+      var last = i === path.length - 1;
+      if (Array.isArray(node) && seg === '') seg = String(node.length);
+      else if (Array.isArray(node) && !isIndex(seg)) {
+        var converted = {};
+        node.forEach(function (v, idx) { put(converted, String(idx), v); });
+        node = replaceChild(root, path, i, converted);
+      }
+      if (last) {
+        if (Array.isArray(node)) node[Number(seg)] = value;
+        else if (hasOwn(node, seg) && path.length === 1) {
+          var prev = node[seg];
+          put(node, seg, Array.isArray(prev) ? prev.concat([value]) : [prev, value]);
+        } else put(node, seg, value);
+      } else {
+        var child = Array.isArray(node) ? node[Number(seg)] : (hasOwn(node, seg) ? node[seg] : undefined);
+        if (!isObject(child)) {
+          child = isIndex(path[i + 1]) ? [] : {};
+          if (Array.isArray(node)) node[Number(seg)] = child;
+          else put(node, seg, child);
+        }
+        node = child;
+      }
+    }
+  }
+
+  function replaceChild(root, path, depth, replacement) {
+    var node = root;
+    for (var i = 0; i < depth - 1; i++) node = Array.isArray(node) ? node[Number(path[i])] : node[path[i]];
+    var seg = path[depth - 1];
+    if (Array.isArray(node)) node[Number(seg)] = replacement;
+    else put(node, seg, replacement);
+    return replacement;
+  }
+
+  function compactArrays(v) {
+    if (Array.isArray(v)) return v.filter(function (x) { return x !== undefined; }).map(compactArrays);
+    if (isObject(v)) {
+      Object.keys(v).forEach(function (k) { put(v, k, compactArrays(v[k])); });
+    }
+    return v;
+  }
+
+  function parseFormBody(str) {
+    var obj = {};
+    parseQueryPairs(str).forEach(function (p) { assignNested(obj, p[0], p[1]); });
+    return compactArrays(obj);
+  }
+
+  var FORM_RE = /^[^\s=&]+(=[^\s&]*)?(&[^\s=&]+(=[^\s&]*)?)*&?$/;
+
+  function decodeText(s, contentType) {
+    var t = s.trim();
+    if (t === '' || t === 'null') return {};
+    if (t[0] === '{') {
+      try {
+        return JSON.parse(t);
+      } catch (e) { /* not JSON: fall through */ }
+    }
+    if (t.indexOf('=') !== -1 && FORM_RE.test(t) &&
+      (contentType.indexOf('x-www-form-urlencoded') !== -1 || contentType === '')) {
+      return parseFormBody(t);
+    }
+    return s;
+  }
+
+  function decodeBody(data, contentType) {
+    contentType = String(contentType || '').toLowerCase();
+    if (data === null) return {};
+    if (typeof data === 'string') return decodeText(data, contentType);
+    if (isFormDataLike(data)) {
+      var obj = {};
+      for (var pair of data.entries()) assignNested(obj, pair[0], pair[1]);
+      return compactArrays(obj);
+    }
+    var text = bytesToText(data);
+    if (text !== null) return decodeText(text, contentType);
+    return jsonClone(data);
+  }
+
+  // url -> {url, query}: baseURL joined, fragment dropped, query split off and decoded.
+  function splitUrl(baseURL, url) {
+    var u = url == null ? '' : String(url);
+    if (baseURL && !/^([a-z][a-z\d+\-.]*:)?\/\//i.test(u)) {
+      var base = String(baseURL);
+      u = u ? base.replace(/\/?\/$/, '') + '/' + u.replace(/^\/+/, '') : base;
+    }
+    var hash = u.indexOf('#');
+    if (hash !== -1) u = u.slice(0, hash);
+    var q = u.indexOf('?');
+    var query = null;
+    if (q !== -1) {
+      var pairs = parseQueryPairs(u.slice(q + 1));
+      u = u.slice(0, q);
+      if (pairs.length) {
+        query = {};
+        pairs.forEach(function (p) {
+          var value = p[2] ? p[1] : true;
+          if (hasOwn(query, p[0])) {
+            var prev = query[p[0]];
+            put(query, p[0], Array.isArray(prev) ? prev.concat([value]) : [prev, value]);
+          } else put(query, p[0], value);
+        });
+      }
+    }
+    return { url: safeDecode(u), query: query };
+  }
+
+  function paramsToObject(params) {
+    if (isURLSearchParamsLike(params)) {
+      var obj = {};
+      for (var pair of params.entries()) {
+        if (hasOwn(obj, pair[0])) {
+          var prev = obj[pair[0]];
+          put(obj, pair[0], Array.isArray(prev) ? prev.concat([pair[1]]) : [prev, pair[1]]);
+        } else put(obj, pair[0], pair[1]);
+      }
+      return obj;
+    }
+    if (typeof params === 'string') return splitUrl(null, '?' + params).query || {};
+    var clone = jsonClone(params);
+    return isObject(clone) ? clone : {};
+  }
+
+  // ------------------------------------------------------------------ console
+
+  function formatValue(v, depth) {
+    if (typeof v === 'string') return depth ? JSON.stringify(v) : v;
+    if (v === undefined) return 'undefined';
+    if (typeof v === 'function') return '[Function: ' + (v.name || 'anonymous') + ']';
+    if (typeof v === 'symbol' || typeof v === 'bigint') return String(v);
+    if (v instanceof Error) return describeError(v);
+    if (isObject(v)) {
+      try {
+        var s = JSON.stringify(v);
+        if (s !== undefined) return s;
+      } catch (e) { /* circular or throwing toJSON */ }
+      return Object.prototype.toString.call(v);
+    }
+    return String(v);
+  }
+
+  function makeConsole(state) {
+    function log() {
+      if (state.console.length >= state.maxConsole) {
+        state.consoleDropped++;
+        return;
+      }
+      var parts = [];
+      for (var i = 0; i < arguments.length; i++) {
+        try {
+          parts.push(formatValue(arguments[i], 0));
+        } catch (e) {
+          parts.push('[unprintable]');
+        }
+      }
+      var line = parts.join(' ');
+      if (line.length > state.maxConsoleChars) line = line.slice(0, state.maxConsoleChars) + '...';
+      state.console.push(line);
+    }
+    function noop() {}
+    var c = {
+      log: log, info: log, warn: log, error: log, debug: log, trace: log, dir: log, table: log,
+      group: log, groupCollapsed: log, groupEnd: noop, time: noop, timeEnd: noop, timeLog: noop,
+      count: noop, countReset: noop, clear: noop,
+      assert: function (cond) {
+        if (!cond) log.apply(null, ['Assertion failed'].concat(Array.prototype.slice.call(arguments, 1)));
+      }
+    };
+    return c;
+  }
+
+  // ------------------------------------------------------------------ timers (virtual clock)
+
+  // Timers never fire by themselves: the host drains them after the sample's
+  // synchronous part and microtasks, earliest first, on a virtual clock, and
+  // drops whatever is left when the sample ends.  Nothing can outlive a sample.
+  class Timeout {
+    constructor(id) {
+      this._id = id;
+    }
+
+    ref() { return this; }
+    unref() { return this; }
+    hasRef() { return true; }
+    refresh() { return this; }
+    [Symbol.toPrimitive]() { return this._id; }
+  }
+
+  function makeTimers(state) {
+    function schedule(fn, delay, args, repeat) {
+      if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
+      var ms = Math.max(1, Number(delay) || 0);
+      var id = state.nextTimerId++;
+      state.timers.push({ id: id, at: state.now + ms, seq: state.seq++, fn: fn, args: args, repeat: repeat ? ms : 0 });
+      return new Timeout(id);
+    }
+    function clear(handle) {
+      var id = handle instanceof Timeout ? handle._id : Number(handle);
+      for (var i = state.timers.length - 1; i >= 0; i--) if (state.timers[i].id === id) state.timers.splice(i, 1);
+    }
+    return {
+      setTimeout: function (fn, delay) { return schedule(fn, delay, Array.prototype.slice.call(arguments, 2), false); },
+      setInterval: function (fn, delay) { return schedule(fn, delay, Array.prototype.slice.call(arguments, 2), true); },
+      setImmediate: function (fn) { return schedule(fn, 0, Array.prototype.slice.call(arguments, 1), false); },
+      clearTimeout: clear,
+      clearInterval: clear,
+      clearImmediate: clear
+    };
+  }
+
+  // ------------------------------------------------------------------ axios
+
+  function makeDefaults() {
+    return {
+      transitional: { silentJSONParsing: true, forcedJSONParsing: true, clarifyTimeoutError: false },
+      adapter: ['xhr', 'http', 'fetch'],
+      transformRequest: [defaultTransformRequest],
+      transformResponse: [function (data) { return data; }],
+      timeout: 0,
+      xsrfCookieName: 'XSRF-TOKEN',
+      xsrfHeaderName: 'X-XSRF-TOKEN',
+      maxContentLength: -1,
+      maxBodyLength: -1,
+      env: { FormData: FormData },
+      validateStatus: function (status) { return status >= 200 && status < 300; },
+      headers: {
+        common: { Accept: ACCEPT_DEFAULT, 'Content-Type': undefined },
+        delete: {}, get: {}, head: {}, post: {}, put: {}, patch: {}
+      }
+    };
+  }
+
+  class InterceptorManager {
+    constructor() {
+      this.handlers = [];
+    }
+
+    use(fulfilled, rejected, options) {
+      this.handlers.push({
+        fulfilled: fulfilled,
+        rejected: rejected,
+        synchronous: options ? !!options.synchronous : false,
+        runWhen: options ? options.runWhen : null
+      });
+      return this.handlers.length - 1;
+    }
+
+    eject(id) {
+      if (this.handlers[id]) this.handlers[id] = null;
+    }
+
+    clear() {
+      this.handlers = [];
+    }
+
+    forEach(fn) {
+      this.handlers.forEach(function (h) { if (h !== null) fn(h); });
+    }
+  }
+
+  function makeAxios(state) {
+    function record(config, syntax) {
+      if (state.exited) return;
+      if (state.requests.length >= state.maxRequests) {
+        state.requestsDropped++;
+        return;
+      }
+      var headers = config.headers;
+      var target = splitUrl(config.baseURL, config.url);
+      var rec = { method: config.method, url: target.url };
+      var params = target.query;
+      if (config.params != null) params = Object.assign(params || {}, paramsToObject(config.params));
+      if (params) rec.params = params;
+      rec.headers = headers.toJSON();
+      if (config.data !== undefined) rec.data = decodeBody(config.data, headers.getContentType());
+      rec.syntax = syntax;
+      state.requests.push(JSON.stringify(rec));
+    }
+
+    function dispatch(config, syntax) {
+      if (config.cancelToken && config.cancelToken.reason) throw config.cancelToken.reason;
+      if (config.signal && config.signal.aborted) throw new CanceledError(null, config);
+      config.headers = AxiosHeaders.from(config.headers);
+      var fns = config.transformRequest;
+      fns = typeof fns === 'function' ? [fns] : (Array.isArray(fns) ? fns : []);
+      var data = config.data;
+      for (var i = 0; i < fns.length; i++) {
+        data = fns[i].call(config, data, config.headers.normalize());
+      }
+      config.headers.normalize();
+      config.data = data;
+      if (METHODS_WITH_DATA.indexOf(config.method) !== -1) {
+        config.headers.setContentType('application/x-www-form-urlencoded', false);
+      }
+      record(config, syntax);
+      return Promise.resolve({ data: {}, status: 200, statusText: 'OK', headers: {}, config: config, request: {} });
+    }
+
+    function request(ctx, configOrUrl, config, syntax) {
+      if (typeof configOrUrl === 'string') {
+        config = config || {};
+        config.url = configOrUrl;
+      } else {
+        config = configOrUrl || {};
+      }
+      config = mergeConfig(ctx.defaults, config);
+      config.method = String(config.method || ctx.defaults.method || 'get').toLowerCase();
+      var headers = config.headers;
+      var contextHeaders = headers && deepMerge(false, headers.common, headers[config.method]);
+      if (headers) {
+        ['delete', 'get', 'head', 'post', 'put', 'patch', 'common'].forEach(function (m) { delete headers[m]; });
+      }
+      config.headers = AxiosHeaders.concat(contextHeaders, headers);
+
+      var requestChain = [];
+      var synchronous = true;
+      ctx.interceptors.request.forEach(function (ic) {
+        if (typeof ic.runWhen === 'function' && ic.runWhen(config) === false) return;
+        synchronous = synchronous && ic.synchronous;
+        requestChain.unshift(ic.fulfilled, ic.rejected);
+      });
+      var responseChain = [];
+      ctx.interceptors.response.forEach(function (ic) { responseChain.push(ic.fulfilled, ic.rejected); });
+
+      var promise;
+      var i;
+      if (!synchronous) {
+        var chain = requestChain.concat([function (c) { return dispatch(c, syntax); }, undefined], responseChain);
+        promise = Promise.resolve(config);
+        for (i = 0; i < chain.length; i += 2) promise = promise.then(chain[i], chain[i + 1]);
+        return promise;
+      }
+      var newConfig = config;
+      for (i = 0; i < requestChain.length; i += 2) {
+        try {
+          if (typeof requestChain[i] === 'function') newConfig = requestChain[i](newConfig);
+        } catch (err) {
+          if (typeof requestChain[i + 1] === 'function') requestChain[i + 1](err);
+          break;
+        }
+      }
+      try {
+        promise = dispatch(newConfig, syntax);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      for (i = 0; i < responseChain.length; i += 2) promise = promise.then(responseChain[i], responseChain[i + 1]);
+      return promise;
+    }
+
+    function getUri(ctx, config) {
+      config = mergeConfig(ctx.defaults, config);
+      var target = splitUrl(config.baseURL, config.url);
+      var usp = new URLSearchParams();
+      var params = Object.assign(target.query || {}, config.params ? paramsToObject(config.params) : {});
+      visitForm(params, function (k, v) { usp.append(k, v); });
+      var q = usp.toString();
+      return target.url + (q ? '?' + q : '');
+    }
+
+    function createInstance(defaultConfig, top) {
+      var ctx = {
+        defaults: defaultConfig,
+        interceptors: { request: new InterceptorManager(), response: new InterceptorManager() }
+      };
+      var instance = function axios(configOrUrl, config) {
+        return request(ctx, configOrUrl, config, top ? 'config' : 'instance');
+      };
+      instance.request = function (configOrUrl, config) {
+        return request(ctx, configOrUrl, config, top ? 'request' : 'instance');
+      };
+      var syntax = top ? 'method' : 'instance';
+      METHODS_NO_DATA.forEach(function (m) {
+        instance[m] = function (url, config) {
+          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: (config || {}).data }), undefined, syntax);
+        };
+      });
+      METHODS_WITH_DATA.forEach(function (m) {
+        instance[m] = function (url, data, config) {
+          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: data }), undefined, syntax);
+        };
+        instance[m + 'Form'] = function (url, data, config) {
+          return request(ctx, mergeConfig(config || {}, {
+            method: m, url: url, data: data, headers: { 'Content-Type': 'multipart/form-data' }
+          }), undefined, syntax);
+        };
+      });
+      instance.getUri = function (config) { return getUri(ctx, config); };
+      instance.defaults = ctx.defaults;
+      instance.interceptors = ctx.interceptors;
+      instance.create = function (instanceConfig) {
+        return createInstance(mergeConfig(defaultConfig, instanceConfig), false);
+      };
+      return instance;
+    }
+
+    var axios = createInstance(makeDefaults(), true);
+    axios.Axios = function Axios() { throw new Error('new axios.Axios() is not supported by the stand-in'); };
+    axios.AxiosError = AxiosError;
+    axios.CanceledError = CanceledError;
+    axios.Cancel = CanceledError;
+    axios.CancelToken = CancelToken;
+    axios.AxiosHeaders = AxiosHeaders;
+    axios.isCancel = function (v) { return !!(v && v.__CANCEL__); };
+    axios.isAxiosError = function (v) { return isObject(v) && v.isAxiosError === true; };
+    axios.VERSION = '1.7.9';
+    axios.all = function (promises) { return Promise.all(promises); };
+    axios.spread = function (cb) { return function (arr) { return cb.apply(null, arr); }; };
+    axios.toFormData = function (obj, fd) {
+      fd = fd || new FormData();
+      visitForm(obj, function (k, v) { fd.append(k, v); });
+      return fd;
+    };
+    axios.formToJSON = function (fd) { return formDataToJSON(fd); };
+    axios.mergeConfig = mergeConfig;
+    axios.HttpStatusCode = { Ok: 200, Created: 201, NoContent: 204, BadRequest: 400, Unauthorized: 401, Forbidden: 403, NotFound: 404 };
+    axios.default = axios;
+    return axios;
+  }
+
+  // ------------------------------------------------------------------ require / process
+
+  function makeRequire(axios, moduleObj) {
+    function require(name) {
+      var n = String(name);
+      if (n === 'axios' || n.slice(0, 6) === 'axios/') return axios;
+      throw new Error("require('" + n + "') is not allowed in the sandbox");
+    }
+    require.resolve = function (name) { throw new Error("require.resolve('" + String(name) + "') is not allowed in the sandbox"); };
+    require.cache = {};
+    require.main = moduleObj;
+    return require;
+  }
+
+  function makeProcess(state, consoleObj) {
+    var process = {
+      env: {},
+      argv: ['/usr/local/bin/node', '/sandbox/index.js'],
+      argv0: 'node',
+      execArgv: [],
+      platform: 'linux',
+      arch: 'x64',
+      pid: 4242,
+      version: 'v20.0.0',
+      versions: { node: '20.0.0' },
+      release: { name: 'node' },
+      exitCode: undefined,
+      stdout: { write: function (s) { consoleObj.log(String(s).replace(/\n$/, '')); return true; }, isTTY: false },
+      stderr: { write: function (s) { consoleObj.error(String(s).replace(/\n$/, '')); return true; }, isTTY: false },
+      cwd: function () { return '/sandbox'; },
+      uptime: function () { return state.now / 1000; },
+      hrtime: function () { return [0, 0]; },
+      memoryUsage: function () { return { rss: 0, heapTotal: 0, heapUsed: 0, external: 0 }; },
+      nextTick: function (fn) {
+        var args = Array.prototype.slice.call(arguments, 1);
+        Promise.resolve().then(function () { fn.apply(null, args); });
+      },
+      emitWarning: function () {},
+      on: function () { return process; },
+      once: function () { return process; },
+      off: function () { return process; },
+      removeListener: function () { return process; },
+      removeAllListeners: function () { return process; },
+      listeners: function () { return []; },
+      exit: function (code) {
+        var c = code === undefined ? (process.exitCode || 0) : code;
+        state.exited = { code: c };
+        throw new Error('process.exit(' + String(c) + ') called: the sample ended');
+      },
+      abort: function () {
+        state.exited = { code: 134 };
+        throw new Error('process.abort() called: the sample ended');
+      },
+      kill: function () { throw new Error('process.kill() is not allowed in the sandbox'); }
+    };
+    process.hrtime.bigint = function () { return BigInt(0); };
+    return process;
+  }
+
+  // ------------------------------------------------------------------ environment factory
+
+  function createEnv(options) {
+    options = options || {};
+    var state = {
+      requests: [],
+      requestsDropped: 0,
+      console: [],
+      consoleDropped: 0,
+      maxConsole: options.maxConsole || 200,
+      maxConsoleChars: options.maxConsoleChars || 2000,
+      maxRequests: options.maxRequests || 100,
+      exited: null,
+      timerError: null,
+      timers: [],
+      now: 0,
+      seq: 0,
+      nextTimerId: 1
+    };
+    var consoleObj = makeConsole(state);
+    var axios = makeAxios(state);
+    var moduleObj = { id: '.', filename: '/sandbox/index.js', loaded: false, children: [], paths: [], exports: {} };
+    var require = makeRequire(axios, moduleObj);
+    var timers = makeTimers(state);
+    var process = makeProcess(state, consoleObj);
+    var bindings = {
+      axios: axios,
+      require: require,
+      module: moduleObj,
+      exports: moduleObj.exports,
+      console: consoleObj,
+      process: process,
+      FormData: FormData,
+      URLSearchParams: URLSearchParams,
+      URL: URL,
+      AbortController: AbortController,
+      AbortSignal: AbortSignal,
+      Buffer: Buffer,
+      btoa: btoa,
+      atob: atob,
+      setTimeout: timers.setTimeout,
+      clearTimeout: timers.clearTimeout,
+      setInterval: timers.setInterval,
+      clearInterval: timers.clearInterval,
+      setImmediate: timers.setImmediate,
+      clearImmediate: timers.clearImmediate,
+      global: globalThis,
+      __dirname: '/sandbox',
+      __filename: '/sandbox/index.js'
+    };
+    var recorder = {
+      // Fire the earliest timer; returns how many are still pending.
+      fireNextTimer: function () {
+        if (state.exited || state.timerError !== null) state.timers.length = 0;
+        if (!state.timers.length) return 0;
+        var best = 0;
+        for (var i = 1; i < state.timers.length; i++) {
+          var t = state.timers[i];
+          var b = state.timers[best];
+          if (t.at < b.at || (t.at === b.at && t.seq < b.seq)) best = i;
+        }
+        var timer = state.timers[best];
+        state.timers.splice(best, 1);
+        state.now = timer.at;
+        if (timer.repeat) {
+          state.timers.push({ id: timer.id, at: state.now + timer.repeat, seq: state.seq++, fn: timer.fn, args: timer.args, repeat: timer.repeat });
+        }
+        try {
+          timer.fn.apply(undefined, timer.args);
+        } catch (e) {
+          state.timerError = describeError(e);
+          state.timers.length = 0;
+        }
+        return state.timers.length;
+      },
+      pendingTimers: function () {
+        return state.exited || state.timerError !== null ? 0 : state.timers.length;
+      },
+      // Everything the host needs, as JSON text (requests were snapshotted as JSON at call time).
+      resultJSON: function (mainError, settled) {
+        var error = mainError || state.timerError;
+        if (state.exited && !error) error = 'process.exit(' + String(state.exited.code) + ') called: the sample ended';
+        return '{"requests":[' + state.requests.join(',') + '],"console":' + JSON.stringify(state.console) +
+          ',"error":' + JSON.stringify(error || null) + ',"exited":' + (state.exited ? 'true' : 'false') +
+          ',"settled":' + (settled ? 'true' : 'false') + ',"requests_dropped":' + state.requestsDropped +
+          ',"console_dropped":' + state.consoleDropped + '}';
+      }
+    };
+    return { bindings: bindings, recorder: recorder, describeError: describeError };
+  }
+
+  createEnv.bindingNames = [
+    'axios', 'require', 'module', 'exports', 'console', 'process', 'FormData', 'URLSearchParams', 'URL',
+    'AbortController', 'AbortSignal', 'Buffer', 'btoa', 'atob', 'setTimeout', 'clearTimeout', 'setInterval',
+    'clearInterval', 'setImmediate', 'clearImmediate', 'global', '__dirname', '__filename'
+  ];
+  return createEnv;
+})();
