@@ -58,20 +58,23 @@ def summary_table(summaries: list[dict[str, Any]], labels: list[str]) -> Table:
 
 def by_api_table(summary: dict[str, Any]) -> Table:
     """Headline metrics per API for one run."""
-    table = Table(title=f"by API · {summary.get('model')} · setup={summary.get('setup')}")
-    table.add_column("API", style="bold")
+    table = Table(
+        title=f"by API · {summary.get('model')} · setup={summary.get('setup')}",
+        caption="rates in %, over all samples (_t)",
+    )
+    table.add_column("API", style="bold", no_wrap=True)
     cols = [
         ("n", "n"),
-        ("correct_t", "correct_implementations_t"),
-        ("exec_t", "executable_implementations_t"),
-        ("illegal_t", "illegal_implementations_t"),
-        ("URL ok_t", "correct_urls_t"),
-        ("method ok_t", "correct_methods_t"),
-        ("arg names_t", "correct_argument_names_t"),
-        ("arg values_t", "correct_argument_values_t"),
+        ("correct", "correct_implementations_t"),
+        ("exec.", "executable_implementations_t"),
+        ("illegal", "illegal_implementations_t"),
+        ("URL", "correct_urls_t"),
+        ("method", "correct_methods_t"),
+        ("names", "correct_argument_names_t"),
+        ("values", "correct_argument_values_t"),
     ]
     for label, _ in cols:
-        table.add_column(label, justify="right")
+        table.add_column(label, justify="right", no_wrap=True)
     for api, m in summary.get("by_api", {}).items():
         table.add_row(api, *[fmt(m.get(key)) for _, key in cols])
     return table

@@ -40,9 +40,14 @@ var __callbenchStandin = (function () {
       !(Symbol.toStringTag in v) && !(Symbol.iterator in v);
   }
 
-  // Define instead of assign: keys such as "__proto__" come from user data.
+  // Keys come from user data: "__proto__" and names inherited from (possibly frozen)
+  // prototypes must be defined, not assigned.  Plain keys take the fast path.
   function put(obj, key, value) {
-    Object.defineProperty(obj, key, { value: value, writable: true, enumerable: true, configurable: true });
+    if (key in obj && !Object.prototype.hasOwnProperty.call(obj, key)) {
+      Object.defineProperty(obj, key, { value: value, writable: true, enumerable: true, configurable: true });
+    } else {
+      obj[key] = value;
+    }
   }
 
   function hasOwn(obj, key) {
@@ -934,9 +939,7 @@ var __callbenchStandin = (function () {
   }
 
   function formDataToJSON(fd) {
-    var obj = {};
-    for (var pair of fd.entries()) assignNested(obj, pair[0], pair[1]);
-    return obj;
+    return entriesToObject(Array.from(fd.entries()));
   }
 
   function stringifySafely(raw) {
@@ -993,60 +996,51 @@ var __callbenchStandin = (function () {
   }
 
   function isIndex(seg) {
-    return seg === '' || /^(0|[1-9]\d{0,5})$/.test(seg);
+    return /^(0|[1-9]\d{0,8})$/.test(seg);
   }
 
+  // Build with plain objects ("" segments append), then turn objects whose keys are
+  // all indexes into arrays (sparse indexes are compacted, as qs does).
   function assignNested(root, key, value) {
     var path = keyPath(String(key));
     var node = root;
     for (var i = 0; i < path.length; i++) {
-      var seg = path[i];
-      var last = i === path.length - 1;
-      if (Array.isArray(node) && seg === '') seg = String(node.length);
-      else if (Array.isArray(node) && !isIndex(seg)) {
-        var converted = {};
-        node.forEach(function (v, idx) { put(converted, String(idx), v); });
-        node = replaceChild(root, path, i, converted);
-      }
-      if (last) {
-        if (Array.isArray(node)) node[Number(seg)] = value;
-        else if (hasOwn(node, seg) && path.length === 1) {
+      var seg = path[i] === '' ? String(Object.keys(node).length) : path[i];
+      if (i === path.length - 1) {
+        if (hasOwn(node, seg)) {
           var prev = node[seg];
           put(node, seg, Array.isArray(prev) ? prev.concat([value]) : [prev, value]);
         } else put(node, seg, value);
-      } else {
-        var child = Array.isArray(node) ? node[Number(seg)] : (hasOwn(node, seg) ? node[seg] : undefined);
-        if (!isObject(child)) {
-          child = isIndex(path[i + 1]) ? [] : {};
-          if (Array.isArray(node)) node[Number(seg)] = child;
-          else put(node, seg, child);
-        }
-        node = child;
+        return;
       }
+      var child = hasOwn(node, seg) ? node[seg] : undefined;
+      if (Array.isArray(child)) child = Object.assign({}, child);
+      if (!isObject(child)) child = {};
+      put(node, seg, child);
+      node = child;
     }
   }
 
-  function replaceChild(root, path, depth, replacement) {
-    var node = root;
-    for (var i = 0; i < depth - 1; i++) node = Array.isArray(node) ? node[Number(path[i])] : node[path[i]];
-    var seg = path[depth - 1];
-    if (Array.isArray(node)) node[Number(seg)] = replacement;
-    else put(node, seg, replacement);
-    return replacement;
-  }
-
-  function compactArrays(v) {
-    if (Array.isArray(v)) return v.filter(function (x) { return x !== undefined; }).map(compactArrays);
-    if (isObject(v)) {
-      Object.keys(v).forEach(function (k) { put(v, k, compactArrays(v[k])); });
+  function arrayify(v) {
+    if (Array.isArray(v)) return v.map(arrayify);
+    if (!isObject(v)) return v;
+    var keys = Object.keys(v);
+    keys.forEach(function (k) { put(v, k, arrayify(v[k])); });
+    if (keys.length && keys.every(isIndex)) {
+      return keys.map(Number).sort(function (a, b) { return a - b; }).map(function (k) { return v[String(k)]; });
     }
     return v;
   }
 
-  function parseFormBody(str) {
+  function entriesToObject(pairs) {
     var obj = {};
-    parseQueryPairs(str).forEach(function (p) { assignNested(obj, p[0], p[1]); });
-    return compactArrays(obj);
+    pairs.forEach(function (p) { assignNested(obj, p[0], p[1]); });
+    Object.keys(obj).forEach(function (k) { put(obj, k, arrayify(obj[k])); });
+    return obj;
+  }
+
+  function parseFormBody(str) {
+    return entriesToObject(parseQueryPairs(str));
   }
 
   var FORM_RE = /^[^\s=&]+(=[^\s&]*)?(&[^\s=&]+(=[^\s&]*)?)*&?$/;
@@ -1070,11 +1064,7 @@ var __callbenchStandin = (function () {
     contentType = String(contentType || '').toLowerCase();
     if (data === null) return {};
     if (typeof data === 'string') return decodeText(data, contentType);
-    if (isFormDataLike(data)) {
-      var obj = {};
-      for (var pair of data.entries()) assignNested(obj, pair[0], pair[1]);
-      return compactArrays(obj);
-    }
+    if (isFormDataLike(data)) return entriesToObject(Array.from(data.entries()));
     var text = bytesToText(data);
     if (text !== null) return decodeText(text, contentType);
     return jsonClone(data);

@@ -1,0 +1,363 @@
+"""Run model-written axios code in a V8 sandbox and capture the request it makes.
+
+`JsSandbox.run(code)` extracts the first axios call from the model output (see
+`js_extract`), runs it against an axios stand-in that records the request config
+instead of sending it, and returns a `JsResult`.
+
+Design (why it looks like this):
+
+* V8 lives in a worker process.  Some V8 builtins abort the process on huge
+  allocations instead of throwing, so the isolate must not share a process with the
+  caller.  If the worker dies or hangs, it is killed and restarted and the sample is
+  reported as "memory"/"timeout"; the caller never crashes.
+* One long-lived, locked-down context serves all samples (a fresh isolate per sample
+  is ~10x slower).  At build time every intrinsic, the stand-in and globalThis are
+  deep-frozen and timer/shared-memory APIs are removed.  Each sample's code becomes
+  the body of a fresh strict-mode async function whose parameters are fresh stand-in
+  objects (axios, console, process, require, ...), so sample state dies with the
+  function.  Writes to frozen objects throw (strict mode), which ends a tampering
+  sample as "runtime_error"; a fingerprint check after each sample rebuilds the
+  context if anything leaked anyway, and after any timeout or memory hit.
+* Timers run on a virtual clock: after the sample's synchronous part and microtasks,
+  pending timers fire earliest first (up to 100), then the rest are dropped.  Nothing
+  can run between samples.
+
+Status values: "ok" (at least one request captured; later errors, e.g. from
+processing the empty fake response, are kept in `error`), "no_request",
+"incomplete" (the first axios call is cut off), "runtime_error", "timeout", "memory".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from callbench.sandbox._engine import harness_source, standin_source
+from callbench.sandbox.js_extract import extract_invocation, prepare_code
+
+__all__ = ["STATUSES", "JsResult", "JsSandbox", "node_script", "standin_source"]
+
+STATUSES = ("ok", "no_request", "incomplete", "runtime_error", "timeout", "memory")
+
+# Names the stand-in binds in every sample; definitions may not reuse them.
+BINDING_NAMES = frozenset(
+    {
+        "axios",
+        "require",
+        "module",
+        "exports",
+        "console",
+        "process",
+        "FormData",
+        "URLSearchParams",
+        "URL",
+        "AbortController",
+        "AbortSignal",
+        "Buffer",
+        "btoa",
+        "atob",
+        "setTimeout",
+        "clearTimeout",
+        "setInterval",
+        "clearInterval",
+        "setImmediate",
+        "clearImmediate",
+        "global",
+        "__dirname",
+        "__filename",
+    }
+)
+_RESERVED = frozenset(
+    "break case catch class const continue debugger default delete do else enum export extends false "
+    "finally for function if import in instanceof new null return super switch this throw true try typeof "
+    "var void while with yield let static implements interface package private protected public await "
+    "arguments eval undefined NaN Infinity globalThis".split()
+)
+_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+# V8 aborts with "Fatal JavaScript ..." for heap exhaustion and oversized objects.
+_OOM_MARKERS = ("out of memory", "heap limit", "fatal javascript", "invalid table size", "allocation failed")
+
+
+@dataclass
+class JsResult:
+    """Outcome of one sample.
+
+    status: one of STATUSES.  request: the first captured request config (dict with
+    method, url, params?, headers, data?, syntax) or None.  requests: all captured
+    configs in call order.  error: one-line message or None.  code: the code that
+    actually ran (after extraction).  console: captured console output lines.
+    elapsed_s: wall time of the whole `run` call.
+    """
+
+    status: str
+    request: dict | None = None
+    requests: list[dict] = field(default_factory=list)
+    error: str | None = None
+    code: str = ""
+    console: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+def _check_definitions(definitions: dict | None) -> str | None:
+    if not definitions:
+        return None
+    for name in definitions:
+        if not isinstance(name, str) or not _IDENT.match(name) or name in _RESERVED:
+            raise ValueError(f"definition name {name!r} is not a usable JavaScript identifier")
+        if name in BINDING_NAMES:
+            raise ValueError(f"definition name {name!r} clashes with a sandbox binding")
+    try:
+        return json.dumps(definitions, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"definitions must be JSON values: {e}") from None
+
+
+class _WorkerGone(Exception):
+    def __init__(self, status: str, error: str):
+        super().__init__(error)
+        self.status = status
+        self.error = error
+
+
+class JsSandbox:
+    """Sandboxed execution of axios snippets; see the module docstring.
+
+    timeout_s: wall-time limit per sample.  memory_mb: V8 heap allowance per sample
+    (also the cap for single buffer allocations).  fresh_context: build a new V8
+    isolate for every sample (slow; for comparison).  kill_grace_s: how long past
+    timeout_s the worker may stay unresponsive before it is killed.  Not thread safe:
+    use one sandbox per thread.
+    """
+
+    def __init__(
+        self,
+        timeout_s: float = 1.0,
+        memory_mb: int = 64,
+        *,
+        fresh_context: bool = False,
+        kill_grace_s: float = 2.0,
+        max_console: int = 200,
+        startup_timeout_s: float = 60.0,
+    ):
+        if timeout_s <= 0 or memory_mb <= 0:
+            raise ValueError("timeout_s and memory_mb must be positive")
+        self.timeout_s = float(timeout_s)
+        self.memory_mb = int(memory_mb)
+        self.fresh_context = fresh_context
+        self.kill_grace_s = float(kill_grace_s)
+        self.max_console = int(max_console)
+        self.startup_timeout_s = float(startup_timeout_s)
+        self.worker_starts = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
+        self._buf = b""
+
+    # ------------------------------------------------------------------ worker management
+
+    def _start_worker(self) -> None:
+        src_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self._stderr = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "callbench.sandbox._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            close_fds=True,
+        )
+        self._buf = b""
+        self.worker_starts += 1
+        config = {"memory_mb": self.memory_mb, "max_console": self.max_console}
+        ready = self._exchange(config, time.monotonic() + self.startup_timeout_s)
+        if not ready.get("ready"):
+            raise RuntimeError(f"sandbox worker failed to start: {ready}")
+        self.worker_info = ready
+
+    def _stderr_tail(self, limit: int = 4000) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - limit))
+            return self._stderr.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def _kill_worker(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.kill()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    if f is not None:
+                        f.close()
+                except OSError:
+                    pass
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def _exchange(self, payload: dict, deadline: float) -> dict:
+        """Send one line, read one line; raise _WorkerGone if the worker dies or hangs."""
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps(payload, separators=(",", ":")).encode("utf-8") + b"\n")
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._gone() from None
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill_worker()
+                raise _WorkerGone("timeout", "execution exceeded the time limit; the sandbox worker was killed")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise self._gone()
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+    def _gone(self) -> _WorkerGone:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        tail = self._stderr_tail()
+        self._kill_worker()
+        if any(m in tail.lower() for m in _OOM_MARKERS):
+            return _WorkerGone("memory", "V8 ran out of memory; the sandbox worker was restarted")
+        return _WorkerGone("runtime_error", f"the sandbox worker crashed (exit code {code}); it was restarted")
+
+    # ------------------------------------------------------------------ public API
+
+    def run(self, code: str, definitions: dict | None = None, *, extract: bool = True) -> JsResult:
+        """Run one sample.
+
+        code: model output (markdown and prose allowed when extract=True) or plain JS.
+        definitions: variable name -> JSON value, bound in scope before the code (code
+        that declares the same name itself wins).  extract: find the first axios call
+        and drop everything after it (see `extract_invocation`); with False the code
+        runs whole (ES imports are still rewritten to require).
+        """
+        t0 = time.perf_counter()
+        defs_json = _check_definitions(definitions)
+        if extract:
+            ex = extract_invocation(code)
+            if ex.status != "ok":
+                msg = (
+                    "no axios call found in the code"
+                    if ex.status == "no_request"
+                    else "the first axios call is cut off (unfinished code)"
+                )
+                return JsResult(ex.status, error=msg, code=ex.code, elapsed_s=time.perf_counter() - t0)
+            run_code, declared = ex.code, ex.declared
+        else:
+            run_code, declared = prepare_code(code)
+        payload = {
+            "code": run_code,
+            "defs": defs_json,
+            "skip": list(declared),
+            "timeout": self.timeout_s,
+            "fresh": self.fresh_context,
+        }
+        try:
+            if self._proc is not None and self._proc.poll() is not None:
+                self._kill_worker()  # died between samples: not this sample's fault
+            if self._proc is None:
+                self._start_worker()
+            out = self._exchange(payload, time.monotonic() + self.timeout_s + self.kill_grace_s)
+        except _WorkerGone as gone:
+            return JsResult(gone.status, error=gone.error, code=run_code, elapsed_s=time.perf_counter() - t0)
+        requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
+        error = out.get("error")
+        if error is not None:
+            error = " ".join(str(error).split())[:500]
+        return JsResult(
+            status=out["status"],
+            request=requests[0] if requests else None,
+            requests=requests,
+            error=error,
+            code=run_code,
+            console=list(out.get("console", [])),
+            elapsed_s=time.perf_counter() - t0,
+        )
+
+    def close(self) -> None:
+        """Stop the worker process (a later `run` starts a new one)."""
+        proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill_worker()
+
+    def __enter__(self) -> JsSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def node_script(code: str, definitions: dict | None = None, *, extract: bool = True) -> str:
+    """A standalone Node.js program that runs `code` against the same stand-in.
+
+    It prints one JSON line: {"requests": [...], "console": [...], "error": ..., ...}.
+    For benchmarks that compare the V8 sandbox with `node` per sample; the sandbox
+    itself never uses node.  Returns "" if extraction finds nothing runnable.
+    """
+    defs_json = _check_definitions(definitions)
+    if extract:
+        ex = extract_invocation(code)
+        if ex.status != "ok":
+            return ""
+        run_code, declared = ex.code, ex.declared
+    else:
+        run_code, declared = prepare_code(code)
+    defs_js = "null" if defs_json is None else f"JSON.parse({json.dumps(defs_json)})"
+    driver = f"""
+process.on('unhandledRejection', function () {{}});
+__callbench.start({json.dumps(run_code)}, {defs_js}, {json.dumps(list(declared))}, {{}});
+(function loop(n) {{
+  setImmediate(function () {{
+    var r = n >= 100 ? __callbench.finish() : __callbench.settle();
+    if (typeof r === 'string') process.stdout.write(r + '\\n');
+    else loop(n + 1);
+  }});
+}})(0);
+"""
+    return standin_source() + "\n" + harness_source() + "\n" + driver

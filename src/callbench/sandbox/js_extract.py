@@ -1,0 +1,764 @@
+"""Find the axios call in model output by parsing it (tree-sitter-javascript).
+
+Model output is messy: markdown fences, prose around the code, a second example
+after the first, or code cut off at the token limit.  Marker heuristics ("the line
+that starts with axios.") get these wrong, so the output is parsed and the first
+call expression whose callee is axios (or an axios instance) decides what runs:
+
+* everything at top level before the statement holding that call is kept (minus
+  prose that did not parse), the statement itself is kept, everything after it is
+  dropped;
+* if that statement only *declares* the call (a function, class or object method),
+  statements are kept up to the first one that invokes the declaration; when none
+  does, an invocation is appended;
+* if the call itself is unfinished at the end of the text, the result is
+  ``incomplete``; if only code after the call is cut off, the statement is cut
+  right after the call and its open brackets are closed;
+* ES ``import``/``export`` syntax is rewritten to what a function body accepts.
+
+tree-sitter is error tolerant, so ERROR/MISSING nodes tell where the text stops
+being JavaScript, and errors after the kept code do not matter.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import tree_sitter_javascript as _tsjs
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+__all__ = ["Extraction", "extract_invocation", "prepare_code", "strip_fences"]
+
+REQUEST_METHODS = frozenset(
+    {"request", "get", "delete", "head", "options", "post", "put", "patch", "postForm", "putForm", "patchForm"}
+)
+_FUNCTION_TYPES = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "function_expression",
+        "function",
+        "generator_function",
+        "arrow_function",
+        "method_definition",
+    }
+)
+_DECL_TYPES = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "class_declaration",
+        "lexical_declaration",
+        "variable_declaration",
+    }
+)
+_FENCE_RE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([^\n`]*)$", re.M)
+
+_LANGUAGE = Language(_tsjs.language())
+_QUERY = Query(
+    _LANGUAGE,
+    """
+    (call_expression) @call
+    (ERROR) @error
+    (variable_declarator) @decl
+    (assignment_expression) @assign
+    (import_statement) @import
+    """,
+)
+_local = threading.local()
+
+
+def _parser() -> Parser:
+    # tree-sitter parsers are not thread safe; one per thread.
+    p = getattr(_local, "parser", None)
+    if p is None:
+        p = _local.parser = Parser(_LANGUAGE)
+    return p
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What `extract_invocation` found.
+
+    status: "ok" (code is runnable), "no_request" (no axios call in the text) or
+    "incomplete" (the first axios call is cut off).  code: the JavaScript that will
+    run (after fence stripping, dropping and rewriting).  call_text / call_start /
+    call_end: the first axios call expression as a slice of the *input* string
+    (character offsets), None when there is none.  declared: names the code declares
+    with let/const/class at top level (the sandbox must not pre-bind them).
+    """
+
+    status: str
+    code: str
+    call_text: str | None = None
+    call_start: int | None = None
+    call_end: int | None = None
+    declared: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- fences
+
+
+def _segments(text: str) -> list[tuple[int, str]]:
+    """Split on markdown fences; code-looking pieces first, in order."""
+    fences = list(_FENCE_RE.finditer(text))
+    if not fences:
+        return [(0, text)]
+    pieces: list[tuple[int, str]] = []
+    pos = 0
+    for m in fences:
+        pieces.append((pos, text[pos : m.start()]))
+        pos = min(len(text), m.end() + 1)
+    pieces.append((pos, text[pos:]))
+    first = fences[0]
+    opener = bool(first.group(1).strip()) or not pieces[0][1].strip()
+    inside = [p for i, p in enumerate(pieces) if (i % 2 == 1) == opener]
+    outside = [p for i, p in enumerate(pieces) if (i % 2 == 1) != opener]
+    return [p for p in inside + outside if p[1].strip()]
+
+
+def strip_fences(text: str) -> str:
+    """The first code-looking piece of a markdown answer (the text itself if unfenced)."""
+    segs = _segments(text)
+    return segs[0][1] if segs else ""
+
+
+# --------------------------------------------------------------------------- analysis helpers
+
+
+class _Src:
+    """Source bytes plus byte->char offset conversion."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.data = text.encode("utf-8")
+        self.ascii = len(self.data) == len(text)
+
+    def chars(self, byte_off: int) -> int:
+        if self.ascii:
+            return byte_off
+        return len(self.data[:byte_off].decode("utf-8", errors="ignore"))
+
+    def slice(self, start: int, end: int) -> str:
+        return self.data[start:end].decode("utf-8", errors="replace")
+
+    def node(self, n: Node) -> str:
+        return self.slice(n.start_byte, n.end_byte)
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", "", s)
+
+
+def _string_value(n: Node | None, src: _Src) -> str | None:
+    if n is None or n.type != "string":
+        return None
+    return src.node(n)[1:-1]
+
+
+def _is_require_axios(n: Node | None, src: _Src) -> bool:
+    """require('axios') or require('axios').default"""
+    if n is None:
+        return False
+    if n.type == "member_expression":
+        prop = n.child_by_field_name("property")
+        return prop is not None and src.node(prop) == "default" and _is_require_axios(
+            n.child_by_field_name("object"), src
+        )
+    if n.type != "call_expression":
+        return False
+    fn = n.child_by_field_name("function")
+    args = n.child_by_field_name("arguments")
+    if fn is None or args is None or src.node(fn) != "require" or args.named_child_count != 1:
+        return False
+    return _string_value(args.named_children[0], src) == "axios"
+
+
+class _Names:
+    """Which expressions denote axios itself and which an axios.create() instance."""
+
+    def __init__(self) -> None:
+        self.aliases = {"axios"}
+        self.instances: set[str] = set()
+
+    def is_alias(self, n: Node | None, src: _Src) -> bool:
+        if n is None:
+            return False
+        if n.type == "identifier":
+            return src.node(n) in self.aliases
+        if n.type == "member_expression":
+            prop = n.child_by_field_name("property")
+            if prop is not None and src.node(prop) == "default":
+                return self.is_alias(n.child_by_field_name("object"), src)
+        if n.type == "parenthesized_expression" and n.named_child_count == 1:
+            return self.is_alias(n.named_children[0], src)
+        return _is_require_axios(n, src)
+
+    def is_create_call(self, n: Node | None, src: _Src) -> bool:
+        if n is not None and n.type == "await_expression" and n.named_child_count:
+            n = n.named_children[0]
+        if n is None or n.type != "call_expression":
+            return False
+        fn = n.child_by_field_name("function")
+        if fn is None or fn.type != "member_expression":
+            return False
+        prop = fn.child_by_field_name("property")
+        obj = fn.child_by_field_name("object")
+        return (
+            prop is not None
+            and src.node(prop) == "create"
+            and (self.is_alias(obj, src) or self.is_instance(obj, src))
+        )
+
+    def is_instance(self, n: Node | None, src: _Src) -> bool:
+        if n is None:
+            return False
+        if n.type in ("identifier", "member_expression", "this") and _norm(src.node(n)) in self.instances:
+            return True
+        return self.is_create_call(n, src)
+
+    def is_request_callee(self, n: Node | None, src: _Src) -> bool:
+        if n is None:
+            return False
+        if n.type == "identifier":
+            return self.is_alias(n, src) or self.is_instance(n, src)
+        if n.type == "member_expression":
+            obj = n.child_by_field_name("object")
+            prop = n.child_by_field_name("property")
+            if prop is None:
+                return False
+            name = src.node(prop)
+            if name == "default":
+                return self.is_alias(obj, src)
+            if name not in REQUEST_METHODS:
+                return self.is_instance(n, src)
+            return self.is_alias(obj, src) or self.is_instance(obj, src)
+        if n.type == "subscript_expression":
+            obj = n.child_by_field_name("object")
+            index = n.child_by_field_name("index")
+            lit = _string_value(index, src)
+            if lit is not None and lit not in REQUEST_METHODS:
+                return False
+            return self.is_alias(obj, src) or self.is_instance(obj, src)
+        return False
+
+
+def _collect_names(captures: dict[str, list[Node]], src: _Src) -> _Names:
+    names = _Names()
+    for imp in captures.get("import", []):
+        if _string_value(imp.child_by_field_name("source"), src) != "axios":
+            continue
+        for clause in imp.named_children:
+            if clause.type != "import_clause":
+                continue
+            for c in clause.named_children:
+                if c.type == "identifier":
+                    names.aliases.add(src.node(c))
+                elif c.type == "namespace_import":
+                    for ident in c.named_children:
+                        if ident.type == "identifier":
+                            names.aliases.add(src.node(ident))
+    bindings: list[tuple[int, Node, Node]] = []
+    for d in captures.get("decl", []):
+        name, value = d.child_by_field_name("name"), d.child_by_field_name("value")
+        if name is not None and value is not None and name.type == "identifier":
+            bindings.append((d.start_byte, name, value))
+    for a in captures.get("assign", []):
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is not None and right is not None and left.type in ("identifier", "member_expression"):
+            bindings.append((a.start_byte, left, right))
+    bindings.sort(key=lambda b: b[0])
+    for _, name, value in bindings:
+        if name.type == "identifier" and _is_require_axios(value, src):
+            names.aliases.add(src.node(name))
+    for _ in range(2):  # instance.create() chains
+        for _, name, value in bindings:
+            if names.is_create_call(value, src):
+                names.instances.add(_norm(src.node(name)))
+    return names
+
+
+def _has_error(n: Node) -> bool:
+    return n.has_error or n.is_error or n.is_missing
+
+
+def _top_level(n: Node, root: Node) -> Node:
+    while n.parent is not None and n.parent.id != root.id:
+        n = n.parent
+    return n
+
+
+def _enclosing_function(n: Node, top: Node) -> Node | None:
+    """Outermost function-like node between the call and its top-level statement."""
+    found = None
+    p = n.parent
+    while p is not None and p.id != top.id:
+        if p.type in _FUNCTION_TYPES or p.type == "class_body":
+            found = p
+        p = p.parent
+    if found is None and top.type in _FUNCTION_TYPES:
+        found = top
+    return found
+
+
+def _pattern_names(n: Node, src: _Src, out: list[str]) -> None:
+    if n.type in ("identifier", "shorthand_property_identifier_pattern"):
+        out.append(src.node(n))
+        return
+    if n.type == "pair_pattern":
+        v = n.child_by_field_name("value")
+        if v is not None:
+            _pattern_names(v, src, out)
+        return
+    if n.type == "assignment_pattern":
+        left = n.child_by_field_name("left")
+        if left is not None:
+            _pattern_names(left, src, out)
+        return
+    for c in n.named_children:
+        if c.type in (
+            "object_pattern",
+            "array_pattern",
+            "pair_pattern",
+            "assignment_pattern",
+            "rest_pattern",
+            "identifier",
+            "shorthand_property_identifier_pattern",
+            "object_assignment_pattern",
+        ):
+            _pattern_names(c, src, out)
+
+
+def _unwrap_export(n: Node) -> Node:
+    if n.type == "export_statement":
+        d = n.child_by_field_name("declaration")
+        if d is not None:
+            return d
+    return n
+
+
+def _declared(n: Node, src: _Src, lexical_only: bool) -> list[str]:
+    """Names a top-level statement binds (lexical_only: let/const/class only)."""
+    n = _unwrap_export(n)
+    out: list[str] = []
+    if n.type in ("function_declaration", "generator_function_declaration", "class_declaration"):
+        if n.type != "class_declaration" and lexical_only:
+            return out
+        name = n.child_by_field_name("name")
+        if name is not None:
+            out.append(src.node(name))
+    elif n.type == "lexical_declaration" or (n.type == "variable_declaration" and not lexical_only):
+        for d in n.named_children:
+            if d.type == "variable_declarator":
+                name = d.child_by_field_name("name")
+                if name is not None:
+                    _pattern_names(name, src, out)
+    return out
+
+
+def _walk(n: Node) -> Iterable[Node]:
+    stack = [n]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(reversed(cur.children))
+
+
+def _root_identifier(n: Node | None, src: _Src) -> str | None:
+    while n is not None:
+        if n.type == "identifier":
+            return src.node(n)
+        if n.type in ("member_expression", "subscript_expression"):
+            n = n.child_by_field_name("object")
+        elif n.type == "call_expression":
+            n = n.child_by_field_name("function")
+        elif n.type == "new_expression":
+            n = n.child_by_field_name("constructor")
+        elif n.type in ("parenthesized_expression", "await_expression") and n.named_child_count:
+            n = n.named_children[0]
+        else:
+            return None
+    return None
+
+
+def _invokes(stmt: Node, names: set[str], src: _Src) -> bool:
+    """Does the statement call (or hand as a callback) one of `names`?"""
+    for n in _walk(stmt):
+        if n.type == "call_expression":
+            if _root_identifier(n.child_by_field_name("function"), src) in names:
+                return True
+            args = n.child_by_field_name("arguments")
+            if args is not None and any(
+                a.type == "identifier" and src.node(a) in names for a in args.named_children
+            ):
+                return True
+    return False
+
+
+def _references(stmt: Node, names: set[str], src: _Src) -> bool:
+    return any(n.type == "identifier" and src.node(n) in names for n in _walk(stmt))
+
+
+def _contains_request(stmt: Node, calls: list[Node]) -> bool:
+    return any(stmt.start_byte <= c.start_byte and c.end_byte <= stmt.end_byte for c in calls)
+
+
+def _invocation_for(top: Node, call: Node, src: _Src) -> str | None:
+    """Source text that invokes the declaration `top` so that `call` runs."""
+    decl = _unwrap_export(top)
+    if decl.type in ("function_declaration", "generator_function_declaration"):
+        name = decl.child_by_field_name("name")
+        return f"{src.node(name)}();" if name is not None else None
+    if decl.type == "class_declaration":
+        name = decl.child_by_field_name("name")
+        return _class_invocation(src.node(name), call, decl, src) if name is not None else None
+    if decl.type in ("lexical_declaration", "variable_declaration"):
+        for d in decl.named_children:
+            if d.type != "variable_declarator" or not (d.start_byte <= call.start_byte < d.end_byte):
+                continue
+            name, value = d.child_by_field_name("name"), d.child_by_field_name("value")
+            if name is None or value is None or name.type != "identifier":
+                return None
+            ident = src.node(name)
+            if value.type in ("arrow_function", "function_expression", "function", "generator_function"):
+                return f"{ident}();"
+            if value.type == "class":
+                return _class_invocation(ident, call, value, src)
+            if value.type == "object":
+                for member in value.named_children:
+                    if not (member.start_byte <= call.start_byte < member.end_byte):
+                        continue
+                    key = member.child_by_field_name("name" if member.type == "method_definition" else "key")
+                    if key is not None and key.type == "property_identifier":
+                        return f"{ident}.{src.node(key)}();"
+            return None
+    return None
+
+
+def _class_invocation(cls: str, call: Node, decl: Node, src: _Src) -> str | None:
+    p = call.parent
+    while p is not None and p.id != decl.id:
+        if p.type == "method_definition" and p.parent is not None and p.parent.type == "class_body":
+            name = p.child_by_field_name("name")
+            if name is None:
+                return None
+            method = src.node(name)
+            if method == "constructor":
+                return f"new {cls}();"
+            static = any(c.type == "static" for c in p.children)
+            return f"{cls}.{method}();" if static else f"new {cls}().{method}();"
+        p = p.parent
+    return None
+
+
+def _leaves(n: Node, start: int, end: int) -> Iterable[Node]:
+    stack = [n]
+    while stack:
+        cur = stack.pop()
+        if cur.end_byte <= start or cur.start_byte >= end:
+            continue
+        if cur.child_count == 0:
+            yield cur
+        else:
+            stack.extend(reversed(cur.children))
+
+
+_CLOSER = {"(": ")", "[": "]", "{": "}", "${": "}"}
+
+
+def _closers(top: Node, cut: int, src: _Src) -> str:
+    """Close every bracket still open at byte `cut` inside `top`."""
+    stack: list[str] = []
+    prev = ""
+    for leaf in _leaves(top, top.start_byte, cut):
+        if leaf.end_byte > cut or leaf.is_missing:
+            break
+        t = leaf.type
+        text = src.node(leaf)
+        if t in _CLOSER and text == t:
+            closer = _CLOSER[t]
+            if t == "{" and prev == "try":
+                closer = "} catch (_e) {}"
+            elif t == "{" and prev == "do":
+                closer = "} while (false)"
+            stack.append(closer)
+        elif t == "`":
+            if stack and stack[-1] == "`":
+                stack.pop()
+            else:
+                stack.append("`")
+        elif t in (")", "]", "}") and text == t:
+            if stack and stack[-1][0] == t:
+                stack.pop()
+        prev = text
+    return "".join(reversed(stack))
+
+
+def _parses_cleanly(code: str) -> bool:
+    return not _parser().parse(code.encode("utf-8")).root_node.has_error
+
+
+def _repair(top: Node, anchor: Node, src: _Src) -> str | None:
+    """Cut `top` after the largest error-free expression around `anchor`; close brackets."""
+    cut_node = anchor
+    while cut_node.parent is not None and cut_node.parent.id != top.id and not _has_error(cut_node.parent):
+        cut_node = cut_node.parent
+    text = src.slice(top.start_byte, cut_node.end_byte) + _closers(top, cut_node.end_byte, src)
+    text = text.rstrip()
+    if not text.endswith(";"):
+        text += ";"
+    if _parses_cleanly(text):
+        return text
+    return None
+
+
+def _import_replacement(n: Node, src: _Src, declared: list[str]) -> str:
+    source = n.child_by_field_name("source")
+    if source is None:
+        return ""
+    mod = src.node(source)
+    req = f"require({mod})"
+    parts: list[str] = []
+    for clause in n.named_children:
+        if clause.type != "import_clause":
+            continue
+        for c in clause.named_children:
+            if c.type == "identifier":
+                parts.append(f"const {src.node(c)} = {req};")
+                declared.append(src.node(c))
+            elif c.type == "namespace_import":
+                for ident in c.named_children:
+                    if ident.type == "identifier":
+                        parts.append(f"const {src.node(ident)} = {req};")
+                        declared.append(src.node(ident))
+            elif c.type == "named_imports":
+                specs = []
+                for spec in c.named_children:
+                    if spec.type != "import_specifier":
+                        continue
+                    name = spec.child_by_field_name("name")
+                    alias = spec.child_by_field_name("alias")
+                    if name is None:
+                        continue
+                    local = src.node(alias) if alias is not None else src.node(name)
+                    specs.append(f"{src.node(name)}: {local}" if alias is not None else local)
+                    declared.append(local)
+                if specs:
+                    parts.append(f"const {{ {', '.join(specs)} }} = {req};")
+    return " ".join(parts) if parts else f"{req};"
+
+
+def _statement_text(n: Node, src: _Src, declared: list[str], unlabel: bool = False) -> str:
+    """Top-level statement rewritten for a function body; '' drops it."""
+    t = n.type
+    if t == "hash_bang_line":
+        return ""
+    if t == "import_statement":
+        return _import_replacement(n, src, declared)
+    if t == "export_statement":
+        decl = n.child_by_field_name("declaration")
+        if decl is not None:
+            declared.extend(_declared(decl, src, lexical_only=True))
+            return src.node(decl)
+        value = n.child_by_field_name("value")
+        if value is not None:
+            text = src.node(value)
+            if value.type in ("function_expression", "function", "class", "arrow_function", "generator_function"):
+                return f"({text});"
+            return text if text.rstrip().endswith(";") else text + ";"
+        return ""  # export { a, b }; export * from 'x';
+    if unlabel and t == "labeled_statement":
+        body = n.child_by_field_name("body")
+        if body is not None and body.type in _DECL_TYPES:
+            return _statement_text(body, src, declared)
+    declared.extend(_declared(n, src, lexical_only=True))
+    return src.node(n)
+
+
+def _join(pieces: list[str]) -> str:
+    # Always terminate statements: dropping text in between must not let ASI glue
+    # `const o = {...}` to a following `(async () => ...)()`.
+    out = []
+    for p in pieces:
+        p = p.rstrip()
+        if not p:
+            continue
+        if not p.startswith(("//", "/*")) and not p.endswith(";"):
+            p += ";"
+        out.append(p)
+    return "\n".join(out) + ("\n" if out else "")
+
+
+# --------------------------------------------------------------------------- public API
+
+
+@dataclass
+class _Analysis:
+    status: str
+    code: str
+    call: tuple[int, int] | None = None  # char offsets within the segment
+    declared: tuple[str, ...] = ()
+
+
+def _analyze(text: str) -> _Analysis:
+    src = _Src(text)
+    tree = _parser().parse(src.data)
+    root = tree.root_node
+    captures = QueryCursor(_QUERY).captures(root)
+    names = _collect_names(captures, src)
+
+    calls = sorted(
+        (c for c in captures.get("call", []) if names.is_request_callee(c.child_by_field_name("function"), src)),
+        key=lambda c: c.start_byte,
+    )
+    # A call cut off at the token limit often never becomes a call_expression:
+    # look for "<axios callee> (" inside ERROR nodes.
+    broken: list[tuple[Node, Node]] = []
+    for err in captures.get("error", []):
+        kids = err.children
+        for i, kid in enumerate(kids[:-1]):
+            if kids[i + 1].type == "(" and names.is_request_callee(kid, src):
+                broken.append((kid, err))
+                break
+    first_call = calls[0] if calls else None
+    first_broken = min(broken, key=lambda b: b[0].start_byte) if broken else None
+    if first_call is None and first_broken is None:
+        return _Analysis("no_request", text)
+
+    end_of_text = len(src.data.rstrip())
+    if first_broken is not None and (first_call is None or first_broken[0].start_byte < first_call.start_byte):
+        callee, err = first_broken
+        call_range = (src.chars(callee.start_byte), src.chars(err.end_byte))
+        if err.end_byte >= end_of_text:
+            return _Analysis("incomplete", src.slice(0, err.end_byte), call_range)
+        anchor: Node = err
+        call_complete = False
+    else:
+        assert first_call is not None
+        anchor = first_call
+        call_range = (src.chars(first_call.start_byte), src.chars(first_call.end_byte))
+        call_complete = not _has_error(first_call)
+        if not call_complete and first_call.end_byte >= end_of_text:
+            return _Analysis("incomplete", src.slice(0, first_call.end_byte), call_range)
+
+    top = _top_level(anchor, root)
+    children = [c for c in root.children]
+    s_index = next(i for i, c in enumerate(children) if c.id == top.id)
+    declared: list[str] = []
+    pieces: list[str] = []
+
+    # 1. statements before the call: drop prose (anything with parse errors)
+    for c in children[:s_index]:
+        if c.type == "comment":
+            pieces.append(src.node(c))
+        elif not _has_error(c):
+            pieces.append(_statement_text(c, src, declared, unlabel=True))
+        elif c.type == "labeled_statement":
+            body = c.child_by_field_name("body")
+            if body is not None and body.type in _DECL_TYPES and not _has_error(body):
+                pieces.append(_statement_text(body, src, declared))
+
+    # 2. the statement holding the call (repaired when what follows the call is cut off)
+    if _has_error(top) and call_complete:
+        repaired = _repair(top, anchor, src)
+        if repaired is None:
+            if top.end_byte >= end_of_text:
+                return _Analysis("incomplete", src.slice(0, top.end_byte), call_range)
+            pieces.append(src.node(top))
+        else:
+            pieces.append(repaired)
+            declared.extend(_declared(top, src, lexical_only=True))
+    else:
+        pieces.append(_statement_text(top, src, declared))
+
+    # 3. a declaration that only defines the call: keep up to its invocation
+    invocation = _invocation_for(top, anchor, src) if call_complete else None
+    if invocation is not None and _enclosing_function(anchor, top) is not None:
+        targets = set(_declared(top, src, lexical_only=False))
+        invoked = False
+        gap: list[tuple[Node, bool]] = []
+        for c in children[s_index + 1 :]:
+            if c.type in ("comment", "hash_bang_line"):
+                continue
+            if _has_error(c):
+                # an invocation cut off at the end, e.g. `main().then(r => {`
+                inner = [
+                    k
+                    for k in captures.get("call", [])
+                    if c.start_byte <= k.start_byte < c.end_byte
+                    and not _has_error(k)
+                    and _root_identifier(k.child_by_field_name("function"), src) in targets
+                ]
+                repaired = _repair(c, min(inner, key=lambda k: k.start_byte), src) if inner else None
+                if repaired is not None:
+                    pieces.extend(_statement_text(g, src, declared) for g, _ in gap)
+                    pieces.append(repaired)
+                    invoked = True
+                    break
+                continue
+            if _invokes(c, targets, src):
+                pieces.extend(_statement_text(g, src, declared) for g, _ in gap)
+                pieces.append(_statement_text(c, src, declared))
+                invoked = True
+                break
+            if _contains_request(c, calls):
+                continue  # a second, independent example
+            is_decl = _unwrap_export(c).type in _DECL_TYPES
+            if is_decl and _references(c, targets, src):
+                targets.update(_declared(c, src, lexical_only=False))
+            gap.append((c, is_decl))
+        if not invoked:
+            # keep later declarations (functions may use them), then call it ourselves
+            pieces.extend(_statement_text(g, src, declared) for g, is_decl in gap if is_decl)
+            pieces.append(invocation)
+
+    code = _join(pieces)
+    return _Analysis("ok", code, call_range, tuple(dict.fromkeys(declared)))
+
+
+def extract_invocation(code: str) -> Extraction:
+    """Locate the first axios call in `code` and return what should run (see module doc)."""
+    best: tuple[int, _Analysis] | None = None
+    for offset, segment in _segments(code):
+        analysis = _analyze(segment)
+        if analysis.status != "no_request":
+            best = (offset, analysis)
+            break
+    if best is None:
+        return Extraction("no_request", strip_fences(code))
+    offset, a = best
+    assert a.call is not None
+    start, end = offset + a.call[0], offset + a.call[1]
+    return Extraction(a.status, a.code, code[start:end], start, end, a.declared)
+
+
+def prepare_code(code: str) -> tuple[str, tuple[str, ...]]:
+    """Rewrite import/export syntax without dropping anything; returns (code, declared).
+
+    Used when the caller runs code as-is (`JsSandbox.run(..., extract=False)`).
+    """
+    src = _Src(code)
+    root = _parser().parse(src.data).root_node
+    declared: list[str] = []
+    needs_rewrite = any(c.type in ("import_statement", "export_statement", "hash_bang_line") for c in root.children)
+    for c in root.children:
+        if c.type in ("lexical_declaration", "class_declaration"):
+            declared.extend(_declared(c, src, lexical_only=True))
+    if not needs_rewrite:
+        return code, tuple(dict.fromkeys(declared))
+    out: list[str] = []
+    pos = 0
+    declared = []
+    for c in root.children:
+        out.append(src.slice(pos, c.start_byte))
+        if c.type in ("import_statement", "export_statement", "hash_bang_line"):
+            out.append(_statement_text(c, src, declared))
+        else:
+            declared.extend(_declared(c, src, lexical_only=True))
+            out.append(src.node(c))
+        pos = c.end_byte
+    out.append(src.slice(pos, len(src.data)))
+    return "".join(out), tuple(dict.fromkeys(declared))

@@ -1,0 +1,308 @@
+/*
+ * callbench sandbox harness (ES2020): the per-sample runner and the one-time lockdown.
+ * Needs axios_standin.js evaluated first.
+ *
+ * Runner protocol (the host calls these from outside, one eval each):
+ *   __callbench.start(code, defs, skip, options, sync)  compile `code` as the body of a
+ *       fresh strict async function whose parameters are the stand-in bindings plus
+ *       `defs` (minus names in `skip`, which the code declares itself), and call it.
+ *       With `sync` (the code has no async construct) it runs as a plain function and
+ *       returns what settle() would.
+ *   __callbench.settle()  -> number while timers are pending (one was just fired: call
+ *       again after the microtasks ran), else the final result as JSON text.
+ *   __callbench.finish()  -> final JSON now, dropping pending timers.
+ * The host must let microtasks drain between these calls (every V8 eval does).
+ *
+ * Lockdown (sandbox only, not under node): __callbenchLockdown(options) removes the
+ * host APIs that could run code after a sample ends (timers, Atomics.waitAsync,
+ * FinalizationRegistry, WebAssembly), caps allocations that bypass the V8 heap limit,
+ * and deep-freezes every intrinsic, the stand-in and globalThis, so no sample can leave
+ * state behind for the next one.  With options.freeze === false only the removals and
+ * caps are applied (for a context that serves a single sample).
+ */
+var __callbench = (function () {
+  'use strict';
+
+  var makeEnv = __callbenchStandin;
+  var AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
+  var NAMES = makeEnv.bindingNames;
+  var DUPLICATE = /Identifier '([^']+)' has already been declared/;
+  var current = null;
+  var integrity = null;
+
+  function describe(env, e) {
+    try {
+      return env.describeError(e);
+    } catch (err) {
+      return 'Uncaught exception';
+    }
+  }
+
+  function start(code, defs, skip, options, sync) {
+    var env = makeEnv(options);
+    var run = { env: env, error: null, settled: false };
+    current = run;
+    skip = skip || [];
+    var params = [];
+    var args = [];
+    NAMES.forEach(function (n) {
+      if (skip.indexOf(n) === -1) {
+        params.push(n);
+        args.push(env.bindings[n]);
+      }
+    });
+    if (defs) {
+      Object.keys(defs).forEach(function (n) {
+        if (skip.indexOf(n) === -1 && params.indexOf(n) === -1) {
+          params.push(n);
+          args.push(defs[n]);
+        }
+      });
+    }
+    var Ctor = sync ? Function : AsyncFunction;
+    var fn = null;
+    while (fn === null) {
+      try {
+        fn = Ctor.apply(null, params.concat(['"use strict";\n' + code + '\n']));
+      } catch (e) {
+        // `const axios = require('axios')` and friends: the code's own declaration wins.
+        var m = e instanceof SyntaxError ? DUPLICATE.exec(e.message) : null;
+        var idx = m ? params.indexOf(m[1]) : -1;
+        if (idx === -1) {
+          run.error = describe(env, e);
+          run.settled = true;
+          return sync ? settle() : undefined;
+        }
+        params.splice(idx, 1);
+        args.splice(idx, 1);
+      }
+    }
+    if (sync) {
+      // The host saw no async construct in the code: no microtask can be pending
+      // after this call, so the result is final now (saves one host round trip).
+      try {
+        fn.apply(undefined, args);
+      } catch (e) {
+        run.error = describe(env, e);
+      }
+      run.settled = true;
+      return settle();
+    }
+    var promise = fn.apply(undefined, args);
+    promise.then(function () {
+      run.settled = true;
+    }, function (e) {
+      run.error = describe(env, e);
+      run.settled = true;
+    });
+    return undefined;
+  }
+
+  function result(run) {
+    current = null;
+    var json = run.env.recorder.resultJSON(run.error, run.settled);
+    var intact = integrity === null ? true : integrity();
+    return json.slice(0, -1) + ',"intact":' + (intact ? 'true' : 'false') + '}';
+  }
+
+  function settle() {
+    var run = current;
+    if (run === null) return '{"lost":true}';
+    if (run.env.recorder.pendingTimers() > 0) {
+      run.env.recorder.fireNextTimer();
+      return 1;
+    }
+    return result(run);
+  }
+
+  function finish() {
+    var run = current;
+    if (run === null) return '{"lost":true}';
+    return result(run);
+  }
+
+  function setIntegrityCheck(fn) {
+    if (integrity === null) integrity = fn;
+  }
+
+  return { start: start, settle: settle, finish: finish, setIntegrityCheck: setIntegrityCheck };
+})();
+
+function __callbenchLockdown(options) {
+  'use strict';
+  options = options || {};
+  var maxBytes = options.maxBytes || 64 * 1024 * 1024;
+  var maxElements = options.maxElements || 16 * 1024 * 1024;
+  var g = globalThis;
+
+  // 1. Host APIs that schedule work outside a sample, or share memory, go away.
+  //    (mini_racer installs a setTimeout built on Atomics.waitAsync; samples get a
+  //    virtual-clock setTimeout from the stand-in instead.)
+  ['setTimeout', 'clearTimeout', '__timer_manager'].forEach(function (k) {
+    if (Object.prototype.hasOwnProperty.call(g, k)) {
+      try {
+        g[k] = undefined;
+      } catch (e) { /* non-writable: frozen below anyway */ }
+    }
+  });
+  ['WebAssembly', 'FinalizationRegistry', 'SharedArrayBuffer', 'Atomics'].forEach(function (k) {
+    delete g[k];
+  });
+  // Legacy RegExp statics leak the last match of one sample into the next.
+  ['input', '$_', 'lastMatch', '$&', 'lastParen', '$+', 'leftContext', '$`', 'rightContext', "$'",
+    '$1', '$2', '$3', '$4', '$5', '$6', '$7', '$8', '$9'].forEach(function (k) {
+    delete RegExp[k];
+  });
+
+  // 2. Allocation caps for what the V8 heap limit does not see in time: buffers live
+  //    outside the heap, and Array.prototype.fill on a huge sparse array grows a
+  //    dictionary inside one builtin call until V8 aborts the process.
+  //    Guarding a few such builtins keeps those samples fast; the worker process is
+  //    the backstop for the ones not listed here.
+  function guard(owner, name, tooBig) {
+    var orig = owner[name];
+    var wrapped = {
+      [name]: function () {
+        if (tooBig(this, arguments)) throw new RangeError('Allocation too large for the sandbox');
+        return orig.apply(this, arguments);
+      }
+    }[name];
+    Object.defineProperty(owner, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
+  }
+  guard(Array.prototype, 'fill', function (self) { return self != null && Number(self.length) > maxElements; });
+  guard(Array, 'from', function (self, args) {
+    var src = args[0];
+    return src != null && typeof src === 'object' && Number(src.length) > maxElements;
+  });
+  guard(String.prototype, 'split', function (self, args) {
+    return args[0] === '' && String(self).length > maxElements;
+  });
+
+  function checkBytes(n) {
+    if (Number(n) > maxBytes) throw new RangeError('Allocation too large for the sandbox');
+  }
+  function capped(Ctor, bytesPerElement) {
+    var proxy = new Proxy(Ctor, {
+      construct: function (target, args, newTarget) {
+        var a = args[0];
+        if (typeof a === 'number' || typeof a === 'string') checkBytes(Number(a) * bytesPerElement);
+        else if (a !== null && typeof a === 'object' && !(a instanceof ArrayBuffer) && typeof a.length === 'number') {
+          checkBytes(a.length * bytesPerElement);
+        }
+        var opts = args[1];
+        if (opts !== null && typeof opts === 'object' && 'maxByteLength' in opts) checkBytes(opts.maxByteLength);
+        return Reflect.construct(target, args, newTarget);
+      }
+    });
+    Object.defineProperty(Ctor.prototype, 'constructor', { value: proxy, writable: true, enumerable: false, configurable: true });
+    Object.defineProperty(g, Ctor.name, { value: proxy, writable: true, enumerable: false, configurable: true });
+  }
+  capped(ArrayBuffer, 1);
+  ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array',
+    'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array', 'Float16Array'].forEach(function (name) {
+    if (typeof g[name] === 'function') capped(g[name], g[name].BYTES_PER_ELEMENT);
+  });
+  ['transfer', 'transferToFixedLength', 'resize'].forEach(function (name) {
+    var orig = g.ArrayBuffer.prototype[name];
+    if (typeof orig !== 'function') return;
+    Object.defineProperty(g.ArrayBuffer.prototype, name, {
+      value: function (n) {
+        if (n !== undefined) checkBytes(n);
+        return orig.apply(this, arguments);
+      },
+      writable: true, enumerable: false, configurable: true
+    });
+  });
+
+  if (options.freeze === false) return JSON.stringify({ frozen: 0, unfrozen: [], globals: Reflect.ownKeys(g).length });
+
+  // 3. Override taming: with frozen prototypes, `this.name = 'X'` in an Error subclass
+  //    or `obj.toString = fn` would throw in strict code (the "override mistake").
+  //    These data properties become accessors whose setter defines an own property on
+  //    the receiver, so ordinary code keeps working while the prototype stays intact.
+  function tame(proto, key) {
+    var d = Object.getOwnPropertyDescriptor(proto, key);
+    if (!d || !('value' in d) || !d.configurable) return;
+    var value = d.value;
+    Object.defineProperty(proto, key, {
+      get: function () { return value; },
+      set: function (v) {
+        if (this === proto) throw new TypeError("Cannot assign to read only property '" + String(key) + "' of object");
+        Object.defineProperty(this, key, { value: v, writable: true, enumerable: true, configurable: true });
+      },
+      enumerable: d.enumerable,
+      configurable: false
+    });
+  }
+  ['constructor', 'toString', 'valueOf', 'toLocaleString', 'hasOwnProperty', 'isPrototypeOf',
+    'propertyIsEnumerable'].forEach(function (k) { tame(Object.prototype, k); });
+  ['toString', 'constructor'].forEach(function (k) { tame(Function.prototype, k); });
+  [Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError,
+    typeof AggregateError === 'function' ? AggregateError : null].forEach(function (E) {
+    if (!E) return;
+    ['name', 'message', 'constructor', 'toString'].forEach(function (k) { tame(E.prototype, k); });
+  });
+
+  // 4. Deep freeze everything reachable from globalThis and the hidden intrinsics.
+  var roots = [g];
+  function add(thunk) {
+    try {
+      roots.push(thunk());
+    } catch (e) { /* intrinsic not present in this V8 */ }
+  }
+  add(function () { return Object.getPrototypeOf(function* () {}); });
+  add(function () { return Object.getPrototypeOf(async function () {}); });
+  add(function () { return Object.getPrototypeOf(async function* () {}); });
+  add(function () { return Object.getPrototypeOf([][Symbol.iterator]()); });
+  add(function () { return Object.getPrototypeOf(''[Symbol.iterator]()); });
+  add(function () { return Object.getPrototypeOf(new Map()[Symbol.iterator]()); });
+  add(function () { return Object.getPrototypeOf(new Set()[Symbol.iterator]()); });
+  add(function () { return Object.getPrototypeOf(/a/g[Symbol.matchAll]('a')); });
+  add(function () { return Object.getPrototypeOf(Int8Array); });
+  add(function () { return Object.getPrototypeOf([].values().map(function (x) { return x; })); });
+  add(function () { return Object.getPrototypeOf(Iterator.from({ next: function () { return { done: true }; } })); });
+  add(function () { return Object.getPrototypeOf(new Intl.Segmenter().segment('a')); });
+  add(function () { return Object.getPrototypeOf(new Intl.Segmenter().segment('a')[Symbol.iterator]()); });
+  add(function () { return new Error('x'); }); // shared accessor functions of error.stack
+  add(function () { return (function () { return arguments; })(); });
+  if (typeof __TimerManager === 'function') add(function () { return __TimerManager; }); // eslint-disable-line no-undef
+
+  var seen = new Set();
+  var queue = roots.slice();
+  while (queue.length) {
+    var obj = queue.pop();
+    if (obj === null || obj === undefined || (typeof obj !== 'object' && typeof obj !== 'function') || seen.has(obj)) continue;
+    seen.add(obj);
+    queue.push(Object.getPrototypeOf(obj));
+    var keys = Reflect.ownKeys(obj);
+    for (var i = 0; i < keys.length; i++) {
+      var d = Object.getOwnPropertyDescriptor(obj, keys[i]);
+      if (!d) continue;
+      if ('value' in d) queue.push(d.value);
+      else {
+        queue.push(d.get);
+        queue.push(d.set);
+      }
+    }
+  }
+  var unfrozen = [];
+  seen.forEach(function (o) {
+    try {
+      Object.freeze(o);
+    } catch (e) {
+      unfrozen.push(String(e));
+    }
+  });
+
+  // 5. Cheap per-sample integrity check (a fingerprint of the global object).
+  var globalKeyCount = Reflect.ownKeys(g).length;
+  var sentinels = [Object.prototype, Array.prototype, Function.prototype, g];
+  var stringify = JSON.stringify;
+  var push = Array.prototype.push;
+  __callbench.setIntegrityCheck(function () {
+    if (Reflect.ownKeys(g).length !== globalKeyCount) return false;
+    for (var k = 0; k < sentinels.length; k++) if (!Object.isFrozen(sentinels[k])) return false;
+    return JSON.stringify === stringify && Array.prototype.push === push;
+  });
+  return JSON.stringify({ frozen: seen.size, unfrozen: unfrozen, globals: globalKeyCount });
+}

@@ -1,0 +1,111 @@
+"""The CLI end to end: the gold self-check on all 395 tasks, replay, report, and clean errors."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from callbench.cli import app
+
+runner = CliRunner()
+
+
+def _invoke(*args):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def gold_run(tmp_path_factory, data_root):
+    out = tmp_path_factory.mktemp("runs")
+    res = _invoke("run", "webapi", "--model", "gold", "--out", out, "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_gold_scores_100_percent_on_all_395(gold_run):
+    summary = json.loads((gold_run / "summary.json").read_text())
+    assert summary["track"] == "webapi" and summary["model"] == "gold" and summary["setup"] == "full"
+    assert summary["scoring"] == "strict" and summary["n"] == 395
+    m = summary["metrics"]
+    assert m["correct_implementations_t"] == 1.0
+    assert m["illegal_arguments_t"] == 0.0 and m["total_errors"] == 0
+    assert set(summary["by_api"]) == {"asana", "google_calendar_v3", "google_sheet_v4", "slack"}
+    assert all(v["correct_implementations_t"] == 1.0 for v in summary["by_api"].values())
+
+
+def test_gold_args_setup_compat_scoring(tmp_path, data_root):
+    res = _invoke("run", "webapi", "--model", "gold", "--setup", "args", "--scoring", "compat", "--api", "google_sheet_v4",
+                  "--out", tmp_path, "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    (run_dir,) = list(tmp_path.iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["n"] == 17 and summary["scoring"] == "compat" and summary["setup"] == "args"
+    assert summary["metrics"]["correct_implementations_t"] == 1.0
+
+
+def test_rerun_resumes_without_regenerating(gold_run, data_root):
+    res = _invoke("run", "webapi", "--model", "gold", "--out", gold_run.parent, "--no-progress", "--data", data_root)
+    assert res.exit_code == 0
+    assert "395 of 395 samples already done" in " ".join(res.output.split())
+
+
+def test_report_writes_html_and_compares(gold_run, tmp_path):
+    html = tmp_path / "r.html"
+    res = _invoke("report", gold_run, gold_run, "--html", html, "--scoring", "compat")
+    assert res.exit_code == 0, res.output
+    text = html.read_text()
+    assert text.startswith("<!doctype html>") and "<svg" in text and "scoring=compat" in text
+    assert "rel. gain" in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_replay_scores_outputs_produced_elsewhere(tmp_path, data_root):
+    preds = tmp_path / "preds.jsonl"
+    rows = [
+        # correct continuation of 'axios.'
+        {"id": "asana_0", "output": "get('https://app.asana.com/api/1.0/attachments', "
+                                    "{params: {limit: 50, parent: '159874'}, headers: {Authorization: 'Bearer <token>'}});"},
+        # chat answer with a wrong limit
+        {"id": "asana_1", "mode": "chat", "output": "```js\nconst axios = require('axios');\n"
+                                                    "axios.get('https://app.asana.com/api/1.0/nothing');\n```"},
+        {"id": "asana_2", "code": "const x = ;"},
+    ]
+    preds.write_text("\n".join(json.dumps(r) for r in rows))
+    res = _invoke("run", "webapi", "--model", f"replay:{preds}", "--ids", "asana_0,asana_1,asana_2",
+                  "--out", tmp_path / "runs", "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    m = json.loads((run_dir / "summary.json").read_text())["metrics"]
+    assert m["n"] == 3
+    assert m["correct_implementations_t"] == pytest.approx(1 / 3)
+    assert m["illegal_urls_t"] == pytest.approx(1 / 3)  # /nothing matches no path
+    assert m["total_errors"] == 1  # the syntax error never reaches a request
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--model", "nosuch"], "unknown backend 'nosuch'"),
+        (["--model", "gold", "--api", "github"], "--api github: not in the data"),
+        (["--model", "gold", "--ids", "asana_99999"], "unknown sample id"),
+        (["--model", "replay:/nonexistent.jsonl"], "/nonexistent.jsonl: cannot read"),
+        (["--model", "gold", "--model-arg", "novalue"], "expected KEY=VALUE"),
+        (["--model", "gold", "--limit", "0"], "--limit must be >= 1"),
+    ],
+)
+def test_bad_input_is_one_line_error(tmp_path, data_root, args, needle):
+    res = runner.invoke(app, ["run", "webapi", *args, "--out", str(tmp_path), "--no-progress", "--data", str(data_root)])
+    assert res.exit_code == 2
+    assert needle in res.output.replace("\n", "")
+    assert "Traceback" not in res.output
+
+
+def test_missing_dataset_tells_how_to_fetch(tmp_path):
+    res = runner.invoke(app, ["run", "webapi", "--model", "gold", "--data", str(tmp_path), "--out", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "callbench data fetch wapiibench" in res.output.replace("\n", "")
+
+
+def test_help_explains():
+    res = _invoke("run", "webapi", "--help")
+    assert res.exit_code == 0 and "--setup" in res.output and "resumes" in res.output
