@@ -603,7 +603,7 @@ class _Analysis:
     declared: tuple[str, ...] = ()
 
 
-def _analyze(text: str) -> _Analysis:
+def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
     src = _Src(text)
     tree = _parser().parse(src.data)
     root = tree.root_node
@@ -663,14 +663,17 @@ def _analyze(text: str) -> _Analysis:
 
     # 2. the statement holding the call (repaired when what follows the call is cut off)
     if _has_error(top) and call_complete:
-        repaired = _repair(top, anchor, src)
-        if repaired is None:
-            if top.end_byte >= end_of_text:
-                return _Analysis("incomplete", src.slice(0, top.end_byte), call_range)
-            pieces.append(src.node(top))
-        else:
-            pieces.append(repaired)
-            declared.extend(_declared(top, src, lexical_only=True))
+        repaired = _repair(top, anchor, src) if allow_repair else None
+        if repaired is not None:
+            # Re-analyse with the statement repaired: the text up to the call is
+            # unchanged, so the call keeps its offsets.
+            fixed = src.slice(0, top.start_byte) + repaired + "\n" + src.slice(top.end_byte, len(src.data))
+            sub = _analyze(fixed, allow_repair=False)
+            if sub.status == "ok":
+                return _Analysis("ok", sub.code, call_range, sub.declared)
+        if top.end_byte >= end_of_text:
+            return _Analysis("incomplete", src.slice(0, top.end_byte), call_range)
+        pieces.append(src.node(top))
     else:
         pieces.append(_statement_text(top, src, declared))
 
