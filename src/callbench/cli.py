@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -48,12 +47,12 @@ def _parse_model_args(items: list[str] | None) -> dict[str, object]:
     return opts
 
 
-class Setup(str, Enum):
+class Setup(str, Enum):  # noqa: UP042 - typer needs the str mixin
     full = "full"
     args = "args"
 
 
-class Scoring(str, Enum):
+class Scoring(str, Enum):  # noqa: UP042 - typer needs the str mixin
     strict = "strict"
     compat = "compat"
 

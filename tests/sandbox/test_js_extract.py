@@ -124,16 +124,24 @@ def test_invocation_with_catch_and_require_main_guard():
 
 
 def test_uncalled_function_gets_invocation_appended():
-    text = "async function getUser(id) {\n  return axios.get(`https://a/users/${id}`);\n}\nconsole.log('done');"
+    text = (
+        "async function getUser(id) {\n  return axios.get(`https://a/users/${id}`);\n}\nconsole.log('done');"
+    )
     ex = ok(text)
     assert ex.code.rstrip().endswith("getUser();")
     assert "console.log('done')" not in ex.code
 
 
 def test_uncalled_arrow_and_object_method_and_class():
-    assert ok("const go = async () => { await axios.put('https://a', { x: 1 }); };").code.rstrip().endswith("go();")
     assert (
-        ok("const api = {\n  async list() { return axios.get('https://a'); }\n};").code.rstrip().endswith("api.list();")
+        ok("const go = async () => { await axios.put('https://a', { x: 1 }); };")
+        .code.rstrip()
+        .endswith("go();")
+    )
+    assert (
+        ok("const api = {\n  async list() { return axios.get('https://a'); }\n};")
+        .code.rstrip()
+        .endswith("api.list();")
     )
     cls = "class Client {\n  async list() { return axios.get('https://a'); }\n}"
     assert ok(cls).code.rstrip().endswith("new Client().list();")
@@ -198,7 +206,9 @@ def test_no_request(text):
 def test_code_cut_after_the_call_is_repaired():
     ex = ok("axios.post('https://a', { a: 1 })\n  .then(r => {\n    console.log(r.da")
     assert ex.call_text == "axios.post('https://a', { a: 1 })"
-    ex = ok("async function main() {\n  try {\n    const r = await axios.get('https://a');\n    console.log(r.data.")
+    ex = ok(
+        "async function main() {\n  try {\n    const r = await axios.get('https://a');\n    console.log(r.data."
+    )
     assert "catch (_e) {}" in ex.code
     assert ex.code.rstrip().endswith("main();")
 
@@ -229,7 +239,10 @@ def test_es_imports_rewritten():
 
 
 def test_alias_names():
-    assert ok("import request from 'axios';\nrequest.post('https://a');").call_text == "request.post('https://a')"
+    assert (
+        ok("import request from 'axios';\nrequest.post('https://a');").call_text
+        == "request.post('https://a')"
+    )
     assert ok("const ax = require('axios').default;\nax('https://a');").call_text == "ax('https://a')"
     assert ok("require('axios').get('https://a');").call_text == "require('axios').get('https://a')"
     assert ok("axios['delete']('https://a');").call_text == "axios['delete']('https://a')"

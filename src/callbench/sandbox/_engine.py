@@ -161,7 +161,9 @@ class V8Engine:
             if used > self._base_heap + self.memory_mb * 1024 * 1024 // 4:
                 self._mr.low_memory_notification()
 
-    def run(self, code: str, defs_json: str | None, skip: list[str], timeout_s: float, fresh: bool = False) -> dict:
+    def run(
+        self, code: str, defs_json: str | None, skip: list[str], timeout_s: float, fresh: bool = False
+    ) -> dict:
         """Run one sample; returns {status, requests, error, console}."""
         retried = False
         while True:
@@ -186,7 +188,9 @@ class V8Engine:
         deadline = time.monotonic() + timeout_s
         defs_js = "null" if defs_json is None else f"JSON.parse({json.dumps(defs_json)})"
         sync = "true" if _ASYNC_TOKENS.search(code) is None else "false"
-        start_js = f"__callbench.start({json.dumps(code)},{defs_js},{json.dumps(skip)},{self._options_js},{sync})"
+        start_js = (
+            f"__callbench.start({json.dumps(code)},{defs_js},{json.dumps(skip)},{self._options_js},{sync})"
+        )
         try:
             raw = self._eval(start_js, deadline)
             if raw is None or not isinstance(raw, (str, int, float)):
@@ -194,7 +198,9 @@ class V8Engine:
             fired = 0
             while not isinstance(raw, str):
                 fired += 1
-                raw = self._eval("__callbench.finish()" if fired >= MAX_TIMER_FIRINGS else "__callbench.settle()", deadline)
+                raw = self._eval(
+                    "__callbench.finish()" if fired >= MAX_TIMER_FIRINGS else "__callbench.settle()", deadline
+                )
         except _Timeout:
             partial = self._salvage()
             self._dirty = True

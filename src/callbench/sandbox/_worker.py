@@ -43,7 +43,11 @@ def main() -> int:
             continue
         try:
             out = engine.run(
-                req["code"], req.get("defs"), req.get("skip") or [], float(req["timeout"]), bool(req.get("fresh"))
+                req["code"],
+                req.get("defs"),
+                req.get("skip") or [],
+                float(req["timeout"]),
+                bool(req.get("fresh")),
             )
         except Exception as e:  # noqa: BLE001 - report, rebuild, keep serving
             traceback.print_exc()

@@ -1566,5 +1566,25 @@ var __callbenchStandin = (function () {
     'AbortController', 'AbortSignal', 'Buffer', 'btoa', 'atob', 'setTimeout', 'clearTimeout', 'setInterval',
     'clearInterval', 'setImmediate', 'clearImmediate', 'global', '__dirname', '__filename'
   ];
+
+  // Everything defined once and shared by all samples.  Listed so that the sandbox
+  // lockdown, which walks properties from globalThis, also reaches (and freezes)
+  // what is otherwise only held by closures (classes, helpers, constant tables).
+  createEnv.shared = [
+    isObject, isPlainObject, put, hasOwn, endsWith, safeDecode,
+    formDecode, formEncode, jsonClone, findKey, describeError, utf8Encode,
+    utf8Decode, base64Encode, base64Decode, encodeString, decodeBytes, Buffer,
+    btoa, atob, bytesToText, pairIterator, entriesOf, initEntries,
+    PairList, FormData, parseQueryPairs, URLSearchParams, removeDotSegments, URL,
+    AbortSignal, AbortController, normalizeHeaderValue, normalizeHeaderName, AxiosHeaders, AxiosError,
+    CanceledError, CancelToken, deepMerge, mergedValue, headersToObject, mergeConfig,
+    isFormDataLike, isURLSearchParamsLike, isBinary, isVisitable, removeBrackets, renderKey,
+    convertFormValue, visitForm, formDataToJSON, stringifySafely, defaultTransformRequest, keyPath,
+    isIndex, assignNested, arrayify, entriesToObject, parseFormBody, decodeText,
+    decodeBody, splitUrl, paramsToObject, formatValue, makeConsole, Timeout,
+    makeTimers, makeDefaults, InterceptorManager, makeAxios, makeRequire, makeProcess,
+    createEnv,
+    METHODS_NO_DATA, METHODS_WITH_DATA, ENTRIES, DEFAULT_PORTS, FROM_CONFIG2, DEFAULT_TO_CONFIG2, URL_RE, FORM_RE
+  ];
   return createEnv;
 })();

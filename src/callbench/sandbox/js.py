@@ -157,6 +157,7 @@ class JsSandbox:
         self.max_console = int(max_console)
         self.startup_timeout_s = float(startup_timeout_s)
         self.worker_starts = 0
+        self.last_worker_stderr = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
         self._buf = b""
@@ -179,8 +180,12 @@ class JsSandbox:
         self._buf = b""
         self.worker_starts += 1
         config = {"memory_mb": self.memory_mb, "max_console": self.max_console}
-        ready = self._exchange(config, time.monotonic() + self.startup_timeout_s)
+        try:
+            ready = self._exchange(config, time.monotonic() + self.startup_timeout_s)
+        except _WorkerGone as gone:
+            raise RuntimeError(f"sandbox worker failed to start: {gone.error}\n{self.last_worker_stderr}") from None
         if not ready.get("ready"):
+            self._kill_worker()
             raise RuntimeError(f"sandbox worker failed to start: {ready}")
         self.worker_info = ready
 
@@ -230,7 +235,9 @@ class JsSandbox:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._kill_worker()
-                raise _WorkerGone("timeout", "execution exceeded the time limit; the sandbox worker was killed")
+                raise _WorkerGone(
+                    "timeout", "execution exceeded the time limit; the sandbox worker was killed"
+                )
             ready, _, _ = select.select([fd], [], [], remaining)
             if not ready:
                 continue
@@ -250,10 +257,13 @@ class JsSandbox:
             except subprocess.TimeoutExpired:
                 pass
         tail = self._stderr_tail()
+        self.last_worker_stderr = tail
         self._kill_worker()
         if any(m in tail.lower() for m in _OOM_MARKERS):
             return _WorkerGone("memory", "V8 ran out of memory; the sandbox worker was restarted")
-        return _WorkerGone("runtime_error", f"the sandbox worker crashed (exit code {code}); it was restarted")
+        return _WorkerGone(
+            "runtime_error", f"the sandbox worker crashed (exit code {code}); it was restarted"
+        )
 
     # ------------------------------------------------------------------ public API
 

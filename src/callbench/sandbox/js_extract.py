@@ -33,7 +33,19 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor
 __all__ = ["Extraction", "extract_invocation", "prepare_code", "strip_fences"]
 
 REQUEST_METHODS = frozenset(
-    {"request", "get", "delete", "head", "options", "post", "put", "patch", "postForm", "putForm", "patchForm"}
+    {
+        "request",
+        "get",
+        "delete",
+        "head",
+        "options",
+        "post",
+        "put",
+        "patch",
+        "postForm",
+        "putForm",
+        "patchForm",
+    }
 )
 _FUNCTION_TYPES = frozenset(
     {
@@ -134,16 +146,17 @@ class _Src:
 
     def __init__(self, text: str):
         self.text = text
-        self.data = text.encode("utf-8")
+        # surrogatepass: model output can contain lone surrogates
+        self.data = text.encode("utf-8", errors="surrogatepass")
         self.ascii = len(self.data) == len(text)
 
     def chars(self, byte_off: int) -> int:
         if self.ascii:
             return byte_off
-        return len(self.data[:byte_off].decode("utf-8", errors="ignore"))
+        return len(self.data[:byte_off].decode("utf-8", errors="surrogatepass"))
 
     def slice(self, start: int, end: int) -> str:
-        return self.data[start:end].decode("utf-8", errors="replace")
+        return self.data[start:end].decode("utf-8", errors="surrogatepass")
 
     def node(self, n: Node) -> str:
         return self.slice(n.start_byte, n.end_byte)
@@ -165,8 +178,10 @@ def _is_require_axios(n: Node | None, src: _Src) -> bool:
         return False
     if n.type == "member_expression":
         prop = n.child_by_field_name("property")
-        return prop is not None and src.node(prop) == "default" and _is_require_axios(
-            n.child_by_field_name("object"), src
+        return (
+            prop is not None
+            and src.node(prop) == "default"
+            and _is_require_axios(n.child_by_field_name("object"), src)
         )
     if n.type != "call_expression":
         return False
@@ -223,6 +238,8 @@ class _Names:
     def is_request_callee(self, n: Node | None, src: _Src) -> bool:
         if n is None:
             return False
+        if n.type == "call_expression":  # axios.create(...)(config)
+            return self.is_create_call(n, src)
         if n.type == "identifier":
             return self.is_alias(n, src) or self.is_instance(n, src)
         if n.type == "member_expression":
@@ -498,7 +515,7 @@ def _closers(top: Node, cut: int, src: _Src) -> str:
 
 
 def _parses_cleanly(code: str) -> bool:
-    return not _parser().parse(code.encode("utf-8")).root_node.has_error
+    return not _parser().parse(code.encode("utf-8", errors="surrogatepass")).root_node.has_error
 
 
 def _repair(top: Node, anchor: Node, src: _Src) -> str | None:
@@ -566,7 +583,13 @@ def _statement_text(n: Node, src: _Src, declared: list[str], unlabel: bool = Fal
         value = n.child_by_field_name("value")
         if value is not None:
             text = src.node(value)
-            if value.type in ("function_expression", "function", "class", "arrow_function", "generator_function"):
+            if value.type in (
+                "function_expression",
+                "function",
+                "class",
+                "arrow_function",
+                "generator_function",
+            ):
                 return f"({text});"
             return text if text.rstrip().endswith(";") else text + ";"
         return ""  # export { a, b }; export * from 'x';
@@ -611,7 +634,11 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
     names = _collect_names(captures, src)
 
     calls = sorted(
-        (c for c in captures.get("call", []) if names.is_request_callee(c.child_by_field_name("function"), src)),
+        (
+            c
+            for c in captures.get("call", [])
+            if names.is_request_callee(c.child_by_field_name("function"), src)
+        ),
         key=lambda c: c.start_byte,
     )
     # A call cut off at the token limit often never becomes a call_expression:
@@ -629,7 +656,9 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
         return _Analysis("no_request", text)
 
     end_of_text = len(src.data.rstrip())
-    if first_broken is not None and (first_call is None or first_broken[0].start_byte < first_call.start_byte):
+    if first_broken is not None and (
+        first_call is None or first_broken[0].start_byte < first_call.start_byte
+    ):
         callee, err = first_broken
         call_range = (src.chars(callee.start_byte), src.chars(err.end_byte))
         if err.end_byte >= end_of_text:
@@ -746,7 +775,9 @@ def prepare_code(code: str) -> tuple[str, tuple[str, ...]]:
     src = _Src(code)
     root = _parser().parse(src.data).root_node
     declared: list[str] = []
-    needs_rewrite = any(c.type in ("import_statement", "export_statement", "hash_bang_line") for c in root.children)
+    needs_rewrite = any(
+        c.type in ("import_statement", "export_statement", "hash_bang_line") for c in root.children
+    )
     for c in root.children:
         if c.type in ("lexical_declaration", "class_declaration"):
             declared.extend(_declared(c, src, lexical_only=True))

@@ -15,13 +15,16 @@ Two modes:
   * A sample is *correct* if the endpoint is correct and every counted argument has the correct
     value; *illegal* if the endpoint or any argument is illegal; otherwise *wrong*.
 
-``strict`` (default) keeps those definitions and fixes three things:
+``strict`` (default) keeps those definitions and fixes these points:
   * values compare schema-aware: where the spec types a parameter as integer/number/boolean, a
     string that spells the same value is equal (query strings and form bodies carry only strings);
-    booleans never equal numbers;
+    booleans never equal numbers; query, path and header values are also equal when they are the
+    same string on the wire (``159874`` vs ``'159874'``);
   * header names compare case-insensitively (HTTP semantics), also for the ignored headers;
   * extra arguments are judged legal or illegal against the spec of the **generated** endpoint
-    (falling back to the expected one when the generated endpoint does not exist).
+    (falling back to the expected one when the generated endpoint does not exist);
+  * an extra query parameter or header written as ``key: null`` is ignored (axios sends nothing);
+    in a body it is counted, since JSON bodies carry the null.
 """
 
 from __future__ import annotations
@@ -174,10 +177,30 @@ def _coerce(value: Any, schema: Any) -> Any:
     return value
 
 
-def values_equal(expected: Any, actual: Any, schema: Any, mode: Scoring) -> bool:
+def _wire(value: Any) -> Any:
+    """A query, path or header value as axios puts it on the wire (JavaScript ``String(v)``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+def values_equal(expected: Any, actual: Any, schema: Any, mode: Scoring, location: str = "data") -> bool:
+    """Compat: Python ``==``. Strict: equal after reading both as the spec's type; for query, path
+    and header values also equal when they are the same string on the wire (``159874`` and
+    ``'159874'`` send identical requests)."""
     if mode == "compat":
         return expected == actual
-    return _strict_equal(_coerce(expected, schema), _coerce(actual, schema))
+    if _strict_equal(_coerce(expected, schema), _coerce(actual, schema)):
+        return True
+    if location in ("params", "path_params", "headers") and not isinstance(expected, dict | list):
+        return _strict_equal(_wire(expected), _wire(actual))
+    return False
 
 
 def _param_schema(spec: ApiSpec, op: Any, location: str, name: str) -> Any:
@@ -202,11 +225,23 @@ def _compat_legal(spec: ApiSpec, op: Any, location: str, name: str, method: str)
         return method in ("put", "post", "patch")
     if op is None:
         return False
-    if location in ("headers", "params") and spec.is_credential(_SPEC_LOCATION[location], name):
+    if location in ("headers", "params") and _compat_credential(spec, _SPEC_LOCATION[location], name):
         return True
     if location == "data":
         return name in op.body_properties()
     return op.parameter(_SPEC_LOCATION[location], name, case_insensitive=False) is not None
+
+
+def _compat_credential(spec: ApiSpec, location: str, name: str) -> bool:
+    """Published rule, names compared exactly: apiKey -> its name in its location; http, oauth2
+    and openIdConnect -> the header ``Authorization``."""
+    for scheme in spec.security_schemes.values():
+        kind = scheme.get("type")
+        if kind == "apiKey" and scheme.get("in") == location and scheme.get("name") == name:
+            return True
+        if kind in ("http", "oauth2", "openIdConnect") and location == "header" and name == "Authorization":
+            return True
+    return False
 
 
 def _strict_legal(spec: ApiSpec, op: Any, location: str, name: str) -> bool:
@@ -292,15 +327,15 @@ def compare_requests(
                 continue
             matched.add(key)
             schema = _param_schema(spec, exp_op, loc, name)
-            ok = values_equal(exp_value, act_values[key], schema, mode)
+            ok = values_equal(exp_value, act_values[key], schema, mode, loc)
             args.append(ArgumentVerdict(loc, name, "correct" if ok else "incorrect_value", exp_value, act_values[key]))
         for name, act_value in act_values.items():
             if name in matched or (loc == "headers" and _is_special(name, mode)):
                 continue
             if _find_key(exp_values, name, ci) is not None:
                 continue
-            if act_value is None and mode == "strict":
-                continue  # `key: null` sends nothing over the wire (axios drops it); compat counts it
+            if act_value is None and mode == "strict" and loc in ("params", "headers"):
+                continue  # axios sends no `key: null` query parameter or header; compat counts it
             if mode == "compat":
                 legal = _compat_legal(spec, judge_op, loc, name, exp_method)
             else:

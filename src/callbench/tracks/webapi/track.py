@@ -12,7 +12,13 @@ from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
 from callbench.specs import ApiSpec, load_spec
 from callbench.tracks.base import Sample, SampleResult, Track
-from callbench.tracks.webapi.dataset import DEFAULT_DATA_FILE, KNOWN_APIS, WebApiTask, load_tasks, spec_path_for
+from callbench.tracks.webapi.dataset import (
+    DEFAULT_DATA_FILE,
+    KNOWN_APIS,
+    WebApiTask,
+    load_tasks,
+    spec_path_for,
+)
 from callbench.tracks.webapi.metrics import aggregate
 from callbench.tracks.webapi.parsing import assemble_program
 from callbench.tracks.webapi.prompting import (
