@@ -43,8 +43,16 @@ def harness_source() -> str:
     return resources.files(__package__).joinpath("js_harness.js").read_text(encoding="utf-8")
 
 
+STUCK_GRACE_S = 0.25
+
+
 class _Timeout(Exception):
     pass
+
+
+class _Stuck(_Timeout):
+    """V8 did not stop when asked (a builtin or a microtask loop that ignores
+    termination); only ending the process frees the isolate thread."""
 
 
 class _DirectEval:
@@ -73,9 +81,12 @@ class _DirectEval:
             result = self._queue.get(timeout=max(timeout, 0.0))
         except queue.Empty:
             self._dll.mr_cancel_task(self._raw, task)
-            # Wait for V8 to actually stop; a builtin that ignores termination keeps
-            # us here until the parent process kills the worker.
-            result = self._queue.get()
+            try:
+                result = self._queue.get(timeout=STUCK_GRACE_S)
+            except queue.Empty:
+                # mini_racer drains microtasks outside eval tasks, where a cancel
+                # cannot reach them; some builtins ignore termination too.
+                raise _Stuck from None
             try:
                 self._to_python(result)
             except Exception:  # noqa: BLE001 - the terminated result is an exception
@@ -133,7 +144,7 @@ class V8Engine:
         try:
             return self._mr.eval(code, timeout_sec=max(timeout, 0.001))
         except JSTimeoutException:
-            raise _Timeout from None
+            raise _Stuck from None  # the public API cannot tell whether V8 stopped
 
     def close(self) -> None:
         if self._mr is not None:
@@ -201,15 +212,19 @@ class V8Engine:
                 raw = self._eval(
                     "__callbench.finish()" if fired >= MAX_TIMER_FIRINGS else "__callbench.settle()", deadline
                 )
-        except _Timeout:
-            partial = self._salvage()
+        except _Timeout as stop:
+            stuck = isinstance(stop, _Stuck)
+            partial = {} if stuck else self._salvage()
             self._dirty = True
-            return {
+            out = {
                 "status": "timeout",
                 "requests": partial.get("requests", []),
                 "console": partial.get("console", []),
                 "error": f"execution exceeded the {timeout_s:g} s time limit",
             }
+            if stuck or partial.get("stuck"):
+                out["fatal"] = True  # the worker must exit: its isolate thread is lost
+            return out
         except JSOOMException:
             self._dirty = True
             return self._memory_result()
@@ -219,6 +234,11 @@ class V8Engine:
             if self._mr.was_hard_memory_limit_reached():
                 return self._memory_result()
             return {"status": "runtime_error", "requests": [], "console": [], "error": _one_line(str(e))}
+        assert self._mr is not None
+        if self._mr.was_hard_memory_limit_reached():
+            # The limit can also stop microtasks, which run outside our evals.
+            self._dirty = True
+            return self._memory_result()
         data = json.loads(raw)
         if data.get("lost"):
             self._dirty = True
@@ -248,6 +268,8 @@ class V8Engine:
         try:
             raw = self._eval_fn("__callbench.finish()", 0.2)
             return json.loads(raw) if isinstance(raw, str) else {}
+        except _Stuck:
+            return {"stuck": True}
         except Exception:  # noqa: BLE001 - best effort only
             return {}
 

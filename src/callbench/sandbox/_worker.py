@@ -54,6 +54,10 @@ def main() -> int:
             engine.close()
             out = {"status": "runtime_error", "requests": [], "console": [], "error": f"sandbox error: {e}"}
         send(out)
+        if out.get("fatal"):
+            # V8 is stuck in a loop we cannot interrupt; leaving is the only way
+            # out.  The parent starts a new worker for the next sample.
+            os._exit(0)
     engine.close()
     return 0
 

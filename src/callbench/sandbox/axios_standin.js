@@ -1290,6 +1290,12 @@ var __callbenchStandin = (function () {
     }
 
     function request(ctx, configOrUrl, config, syntax) {
+      if (state.requests.length >= state.maxRequests || state.exited) {
+        // Past the cap (or after process.exit) requests never settle: a polling loop
+        // such as `while (!done) await axios.get(...)` stalls instead of spinning.
+        state.requestsDropped++;
+        return new Promise(function () {});
+      }
       if (typeof configOrUrl === 'string') {
         config = config || {};
         config.url = configOrUrl;

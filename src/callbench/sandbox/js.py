@@ -183,7 +183,9 @@ class JsSandbox:
         try:
             ready = self._exchange(config, time.monotonic() + self.startup_timeout_s)
         except _WorkerGone as gone:
-            raise RuntimeError(f"sandbox worker failed to start: {gone.error}\n{self.last_worker_stderr}") from None
+            raise RuntimeError(
+                f"sandbox worker failed to start: {gone.error}\n{self.last_worker_stderr}"
+            ) from None
         if not ready.get("ready"):
             self._kill_worker()
             raise RuntimeError(f"sandbox worker failed to start: {ready}")
@@ -305,6 +307,8 @@ class JsSandbox:
             out = self._exchange(payload, time.monotonic() + self.timeout_s + self.kill_grace_s)
         except _WorkerGone as gone:
             return JsResult(gone.status, error=gone.error, code=run_code, elapsed_s=time.perf_counter() - t0)
+        if out.get("fatal"):
+            self._kill_worker()  # it is exiting on its own; reap it before the next sample
         requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
         error = out.get("error")
         if error is not None:

@@ -1,0 +1,175 @@
+"""The shared runner: bounded-concurrency generation, sandboxed evaluation, storage, resume.
+
+Tracks only say what a sample is and how to score it; everything about running lives here, so
+the three tracks share the same resume, progress and failure behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from callbench import __version__
+from callbench.errors import ConfigError
+from callbench.models.base import GenerationConfig, ModelBackend
+from callbench.runs.store import RunStore, write_json_atomic
+from callbench.tracks.base import Sample, Track
+
+
+@dataclass
+class RunOptions:
+    out_dir: Path = Path("runs")
+    run_id: str | None = None
+    limit: int | None = None
+    ids: Sequence[str] | None = None
+    groups: Sequence[str] | None = None
+    concurrency: int = 8
+    scoring: str = "strict"
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    progress: bool = True
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    summary: dict[str, Any]
+    resumed: bool
+    generated: int
+
+
+def _slug(text: str) -> str:
+    text = re.sub(r"\.gguf\b|\[[a-z]+\]|https?://", "", text)
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:40].strip("-.") or "model"
+
+
+def select_samples(samples: list[Sample], opts: RunOptions) -> list[Sample]:
+    out = samples
+    if opts.groups:
+        known = {s.group for s in samples}
+        unknown = [g for g in opts.groups if g not in known]
+        if unknown:
+            raise ConfigError(f"--api {','.join(unknown)}: not in the data (have: {', '.join(sorted(known))})")
+        out = [s for s in out if s.group in set(opts.groups)]
+    if opts.ids:
+        by_id = {s.id: s for s in samples}
+        missing = [i for i in opts.ids if i not in by_id]
+        if missing:
+            raise ConfigError(f"--ids: unknown sample id(s) {', '.join(missing[:5])}")
+        wanted = set(opts.ids)
+        out = [s for s in out if s.id in wanted]
+    if opts.limit is not None:
+        if opts.limit < 1:
+            raise ConfigError("--limit must be >= 1")
+        out = out[: opts.limit]
+    return out
+
+
+def run_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> tuple[str, dict[str, Any]]:
+    ident = {"track": track.name, "model": model.identity, "mode": model.mode, **track.fingerprint(), "generation": asdict(gen)}
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:8]
+    setup = track.fingerprint().get("setup", "")
+    name = "-".join(p for p in (track.name, _slug(model.identity), setup, digest) if p)
+    return name, ident
+
+
+def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str) -> dict[str, Any]:
+    results = store.results()
+    done = [s for s in samples if s.id in results]
+    agg = track.aggregate(done, [results[s.id] for s in done], scoring)
+    cfg = store.config()
+    ident = cfg.get("identity", {})
+    summary = {
+        "track": track.name,
+        "model": ident.get("model"),
+        "setup": ident.get("setup"),
+        "scoring": scoring,
+        "n": len(done),
+        "n_selected": len(samples),
+        "complete": len(done) == len(samples),
+        **agg,
+        "run_id": store.dir.name,
+        "prompt_version": ident.get("prompt_version"),
+        "generation": ident.get("generation"),
+        "callbench_version": __version__,
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    write_json_atomic(store.dir / "summary.json", summary)
+    return summary
+
+
+async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:
+    console = console or Console(stderr=True)
+    if opts.scoring not in track.scoring_modes:
+        raise ConfigError(f"--scoring '{opts.scoring}': choose from {', '.join(track.scoring_modes)}")
+    if opts.concurrency < 1:
+        raise ConfigError("--concurrency must be >= 1")
+    samples = select_samples(track.load_samples(), opts)
+    name, ident = run_identity(track, model, opts.generation)
+    run_dir = opts.out_dir / (opts.run_id or name)
+    config = {
+        "identity": ident,
+        "selection": {"limit": opts.limit, "ids": list(opts.ids or []), "groups": list(opts.groups or [])},
+        "callbench_version": __version__,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    store, resumed = RunStore.create_or_resume(run_dir, config)
+    try:
+        done = store.done_ids()
+        pending = [s for s in samples if s.id not in done]
+        if resumed:
+            console.print(f"[dim]resuming {run_dir}: {len(samples) - len(pending)} of {len(samples)} samples already done[/dim]")
+        sem = asyncio.Semaphore(max(1, min(opts.concurrency, model.max_concurrency)))
+
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not opts.progress,
+            transient=False,
+        )
+
+        async def one(sample: Sample, task_id: Any) -> None:
+            async with sem:
+                inp = track.build_input(sample)
+                t0 = time.perf_counter()
+                out = await model.generate(inp, opts.generation)
+                if out.latency_s is None:
+                    out.latency_s = time.perf_counter() - t0
+            res = track.evaluate(sample, out)
+            store.put(sample.group, inp, out, res)
+            progress.advance(task_id)
+
+        with progress:
+            task_id = progress.add_task(f"{track.name} · {model.identity}", total=len(samples), completed=len(samples) - len(pending))
+            jobs = [asyncio.create_task(one(s, task_id)) for s in pending]
+            try:
+                await asyncio.gather(*jobs)
+            except BaseException:
+                for j in jobs:
+                    j.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
+                raise
+        summary = summarize(track, store, samples, opts.scoring)
+        return RunOutcome(run_dir=run_dir, summary=summary, resumed=resumed, generated=len(pending))
+    finally:
+        store.close()
+        track.close()
+        await model.aclose()
+
+
+def run(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:
+    return asyncio.run(run_async(track, model, opts, console))
