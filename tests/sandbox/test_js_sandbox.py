@@ -395,6 +395,25 @@ def test_prose_wrapped_answer_runs(sb):
     assert r.console == ["{}"]
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "axios.post('https://a?x=1', { a: [1, 2] }, { headers: { 'X-K': 'v' } }); console.log('done');",
+        "console.log('before'); null.x; axios.get('https://never');",
+        "if (typeof window === 'undefined') axios.put('https://a', 'k=v');",
+    ],
+)
+def test_sync_fast_path_matches_async_path(sb, code):
+    # a trailing comment mentioning `.then` forces the two-round-trip path
+    fast, slow = sb.run(code, extract=False), sb.run(code + " // x.then()", extract=False)
+    assert (fast.status, fast.requests, fast.error, fast.console) == (
+        slow.status,
+        slow.requests,
+        slow.error,
+        slow.console,
+    )
+
+
 def test_result_fields(sb):
     r = sb.run("axios.get('https://a');")
     assert isinstance(r, JsResult)

@@ -26,11 +26,13 @@ from py_mini_racer import MiniRacer
 from py_mini_racer._exc import JSEvalException, JSOOMException, JSTimeoutException
 
 MAX_TIMER_FIRINGS = 100
-# Code without any of these tokens cannot leave microtasks or timers behind, so it
-# runs as a plain function and its result comes back in the same eval.
+# Code without any of these cannot leave microtasks or timers behind, so it runs as a
+# plain function and its result comes back in the same eval.  Method names only count
+# after a dot, so words in comments ("get all users") keep the fast path.
 _ASYNC_TOKENS = re.compile(
-    r"\b(?:await|async|then|catch|finally|Promise|nextTick|setTimeout|setInterval|setImmediate|"
-    r"queueMicrotask|interceptors|import|all|allSettled|any|race)\b"
+    r"\b(?:await|async|Promise|nextTick|setTimeout|setInterval|setImmediate|queueMicrotask|"
+    r"interceptors|import|fromAsync)\b"
+    r"|\.\s*(?:then|catch|finally|all|allSettled|any|race)\b"
 )
 GC_CHECK_EVERY = 64
 
