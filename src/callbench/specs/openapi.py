@@ -246,6 +246,10 @@ class ApiSpec:
     global_security: tuple[Mapping[str, tuple[str, ...]], ...]
     document: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
     _templates: dict[int, tuple[_Template, ...]] = field(default_factory=dict, repr=False)
+    # Index: (segment count, literal first segment) -> templates; templates whose first segment
+    # holds a parameter are in _wild_first. Keeps matching O(candidates), not O(paths).
+    _by_first: dict[tuple[int, str], tuple[_Template, ...]] = field(default_factory=dict, repr=False)
+    _wild_first: dict[int, tuple[_Template, ...]] = field(default_factory=dict, repr=False)
     _server_rx: tuple[_Server, ...] = field(default=(), repr=False)
     _by_key: dict[tuple[str, str], Operation] = field(default_factory=dict, repr=False)
     _credentials: frozenset[tuple[str, str]] = field(default=frozenset(), repr=False)
@@ -320,7 +324,9 @@ class ApiSpec:
         for api_path in self._api_paths(url):
             path = api_path.rstrip("/") or "/"
             segments = [unquote(s) for s in path.split("/")[1:]]
-            for tpl in self._templates.get(len(segments), ()):
+            n = len(segments)
+            candidates = self._by_first.get((n, segments[0]), ()) + self._wild_first.get(n, ())
+            for tpl in candidates:
                 if tpl.template in found:
                     continue
                 params = _match_segments(tpl, segments)
@@ -391,6 +397,15 @@ class ApiSpec:
         }
         out["body"] = operation.body_required()
         return out
+
+
+def _index_first(templates: dict[int, list[_Template]]) -> dict[tuple[int, str], tuple[_Template, ...]]:
+    index: dict[tuple[int, str], list[_Template]] = {}
+    for n, ts in templates.items():
+        for t in ts:
+            if isinstance(t.segments[0], str):
+                index.setdefault((n, t.segments[0]), []).append(t)
+    return {k: tuple(v) for k, v in index.items()}
 
 
 def _match_segments(tpl: _Template, segments: list[str]) -> dict[str, str] | None:
@@ -635,6 +650,8 @@ def build_spec(raw: Any, path: Path, label: str | None = None) -> ApiSpec:
         global_security=global_security,
         document=doc,
         _templates={n: tuple(ts) for n, ts in templates.items()},
+        _by_first=_index_first(templates),
+        _wild_first={n: tuple(t for t in ts if not isinstance(t.segments[0], str)) for n, ts in templates.items()},
         _server_rx=server_rx,
         _by_key={(op.method, op.path): op for op in operations},
         _credentials=_credentials(schemes),
