@@ -1,6 +1,7 @@
 """The CLI end to end: the gold self-check on all 395 tasks, replay, report, and clean errors."""
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -109,3 +110,35 @@ def test_missing_dataset_tells_how_to_fetch(tmp_path):
 def test_help_explains():
     res = _invoke("run", "webapi", "--help")
     assert res.exit_code == 0 and "--setup" in res.output and "resumes" in res.output
+
+
+def test_hostile_code_ends_as_errors_and_the_run_goes_on(tmp_path, data_root):
+    call = "\naxios.get('https://app.asana.com/api/1.0/attachments');"
+    hostile = [c + call for c in (
+        "while (true) {}",
+        "require('fs').writeFileSync('/tmp/pwned', 'x');",
+        "process.exit(1);",
+        "let s = 'x'; while (true) { s = s + s; }",
+        "Object.prototype.polluted = 1; Array.prototype.push = null; globalThis.leak = 1;",
+    )]
+    ids = [f"asana_{i}" for i in range(len(hostile) + 1)]
+    rows = [{"id": i, "code": c} for i, c in zip(ids, hostile, strict=False)]
+    # the last sample is a normal, correct call: it must not see anything the others did
+    rows.append({"id": ids[-1], "output": "get('https://app.asana.com/api/1.0/attachments/12345', "
+                                          "{headers: {Authorization: 'Bearer <token>'}});"})
+    preds = tmp_path / "hostile.jsonl"
+    preds.write_text("\n".join(json.dumps(r) for r in rows))
+    res = _invoke("run", "webapi", "--model", f"replay:{preds}", "--ids", ",".join(ids), "--concurrency", "1",
+                  "--out", tmp_path / "runs", "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    assert not Path("/tmp/pwned").exists()
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    m = summary["metrics"]
+    assert m["n"] == 6 and m["total_errors"] == 5
+    assert m["timeouts"] + m["runtime_errors"] == 5
+    import sqlite3
+
+    con = sqlite3.connect(run_dir / "run.sqlite")
+    status = dict(con.execute("SELECT id, status FROM samples"))
+    assert status[ids[-1]] == "ok"
