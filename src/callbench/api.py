@@ -43,7 +43,10 @@ def run(
 ) -> RunOutcome:
     """Run ``track`` with ``model`` and return the run directory and its summary."""
     tr = make_track(track, **track_options)
-    backend = load_model(model, **(model_options or {}))
+    model_options = dict(model_options or {})
+    if model.startswith("openai:"):
+        model_options.setdefault("concurrency", concurrency)
+    backend = load_model(model, **model_options)
     if generation is None:
         generation = tr.default_generation(backend.mode) if hasattr(tr, "default_generation") else GenerationConfig()
     opts = RunOptions(

@@ -139,6 +139,8 @@ def run_webapi(
         opts = _parse_model_args(model_arg)
         if mode:
             opts["mode"] = mode
+        if model.startswith("openai:"):
+            opts.setdefault("concurrency", concurrency)  # the backend's own in-flight bound follows --concurrency
         track = make_track("webapi", setup=setup.value, data=str(data) if data else None, tasks_file=str(tasks) if tasks else None)
         backend = load_model(model, **opts)
         if backend.mode != "completion" and model.startswith("gold"):

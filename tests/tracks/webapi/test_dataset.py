@@ -88,3 +88,13 @@ def test_unknown_api_without_spec(tmp_path):
     (t,) = load_tasks(p)
     with pytest.raises(DataError, match=r"\[0\]\.spec: unknown API 'petstore'"):
         spec_path_for(t, p, tmp_path)
+
+
+def test_task_whose_url_is_not_in_its_spec_fails_at_load(tmp_path, data_root):
+    from callbench.tracks.webapi.track import WebApiOptions, WebApiTrack
+
+    row = {"index": 0, "api": "slack", "task": "x", "config": {"method": "get", "url": "https://slack.com/api/no.such.method"}}
+    p = _write(tmp_path, [row])
+    track = WebApiTrack(WebApiOptions(data=str(data_root), tasks_file=str(p)))
+    with pytest.raises(DataError, match=r"\[0\]\.config\.url: 'https://slack.com/api/no.such.method' matches no path of slack.yaml"):
+        track.load_samples()

@@ -46,7 +46,7 @@ def gold_server(wapii_tasks):
             text = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
             task = re.search(r"^// (.*)$", text, re.MULTILINE).group(1)
             starter, gold = by_task[task]
-            threading.Event().wait(0.02)
+            threading.Event().wait(0.1)  # long enough for all requests to overlap
             if "messages" in body:
                 answer = f"Sure, here is the code:\n\n```javascript\n{starter}{gold}```\n\nIt sends the request."
                 choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
@@ -85,4 +85,4 @@ def test_openai_backend_scores_gold_answers_fully(tmp_path, data_root, gold_serv
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["n"] == 17
     assert summary["metrics"]["correct_implementations_t"] == 1.0
-    assert 1 < state["max_in_flight"] <= 16
+    assert 8 < state["max_in_flight"] <= 16  # --concurrency reaches the backend (its default is 8)

@@ -40,3 +40,12 @@ def test_chat_continuation_that_repeats_open_line():
 def test_unterminated_fence_and_role_marker():
     assert first_code_block("```javascript\naxios.get('u'") == "axios.get('u'"
     assert first_code_block("Assistant: axios.get('u')") == "axios.get('u')"
+
+
+def test_multiline_task_stays_in_its_comment():
+    from callbench.tracks.webapi.dataset import WebApiTask
+    from callbench.tracks.webapi.prompting import build_prompt
+
+    t = WebApiTask(index=0, api="slack", task="Post a message.\nThen: stop", config={"method": "get", "url": "https://x"})
+    starter = build_prompt(t, "full").starter
+    assert starter.splitlines()[0] == "// Post a message. Then: stop"

@@ -50,7 +50,8 @@ class Prompt:
 def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION) -> str:
     t = templates(version)
     base = task.starter_code if task.starter_code else t["full.js"].rstrip("\n")
-    base = base.replace("{task}", task.task)
+    # The task sits in a `//` comment: a newline in it would turn the rest of the task into code.
+    base = base.replace("{task}", " ".join(task.task.split()))
     if setup == "full":
         return base
     if setup == "args":

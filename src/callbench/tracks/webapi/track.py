@@ -76,7 +76,11 @@ class WebApiTrack(Track):
         samples = []
         for t in tasks:
             self._tasks[t.id] = t
-            self._spec_for(t)  # fail early on a missing/malformed spec
+            spec = self._spec_for(t)  # fail early on a missing/malformed spec
+            if not spec.match_paths(t.config.url):
+                raise DataError(
+                    f"{self.tasks_file}: [{t.index}].config.url: '{t.config.url}' matches no path of {Path(spec.source).name}"
+                )
             samples.append(Sample(id=t.id, group=t.api, payload=t))
         return samples
 
