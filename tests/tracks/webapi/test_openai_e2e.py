@@ -31,7 +31,7 @@ def gold_server(wapii_tasks):
         p = build_prompt(t, "full")
         by_task[t.task] = (p.starter, reference_completion(t, "full"))
     state = {"max_in_flight": 0, "in_flight": 0, "n": 0}
-    lock = threading.Lock()
+    lock = threading.Condition()
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -43,10 +43,13 @@ def gold_server(wapii_tasks):
                 state["n"] += 1
                 state["in_flight"] += 1
                 state["max_in_flight"] = max(state["max_in_flight"], state["in_flight"])
+                lock.notify_all()
+                # Hold requests until 12 overlap (or 2 s pass): makes the concurrency check
+                # independent of scheduling; a client capped at 8 cannot get past the timeout.
+                lock.wait_for(lambda: state["in_flight"] >= 12 or state["n"] > 12, timeout=2.0)
             text = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
             task = re.search(r"^// (.*)$", text, re.MULTILINE).group(1)
             starter, gold = by_task[task]
-            threading.Event().wait(0.1)  # long enough for all requests to overlap
             if "messages" in body:
                 answer = f"Sure, here is the code:\n\n```javascript\n{starter}{gold}```\n\nIt sends the request."
                 choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
