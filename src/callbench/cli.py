@@ -123,6 +123,14 @@ def run_webapi(
     data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
     out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name (default: derived from the settings).")] = None,
+    constrained: Annotated[
+        bool,
+        typer.Option(
+            "--constrained",
+            help="Constrained decoding: a grammar derived from the spec masks every token, so no illegal "
+            "endpoint, method or argument can be written (llamacpp:, hf:, or a vLLM server via openai:).",
+        ),
+    ] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
 ) -> None:
     """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
@@ -141,8 +149,18 @@ def run_webapi(
             opts["mode"] = mode
         if model.startswith("openai:"):
             opts.setdefault("concurrency", concurrency)  # the backend's own in-flight bound follows --concurrency
-        track = make_track("webapi", setup=setup.value, data=str(data) if data else None, tasks_file=str(tasks) if tasks else None)
+        track = make_track(
+            "webapi",
+            setup=setup.value,
+            data=str(data) if data else None,
+            tasks_file=str(tasks) if tasks else None,
+            constrained=constrained,
+        )
         backend = load_model(model, **opts)
+        if constrained and not (backend.steerable or backend.name in ("openai", "gold", "replay")):
+            raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits and no server-side grammar")
+        if constrained and backend.mode == "chat" and backend.name != "openai":
+            raise ConfigError("--constrained needs completion mode: the grammar continues the starter code")
         if backend.mode != "completion" and model.startswith("gold"):
             raise ConfigError("gold answers in completion mode only")
         gen = track.default_generation(backend.mode)
@@ -172,6 +190,72 @@ def run_webapi(
         raise typer.Exit(130) from None
     print_summary(outcome.summary, out_console)
     out_console.print(f"run directory: {outcome.run_dir}  (summary.json, run.sqlite; 'callbench report {outcome.run_dir}')")
+
+
+constrain_app = typer.Typer(help="Inspect the grammars constrained decoding derives from API specs.", no_args_is_help=True)
+app.add_typer(constrain_app, name="constrain")
+
+
+def _resolve_spec(spec: str, data: Path | None) -> Path:
+    from callbench.data.paths import data_dir
+    from callbench.tracks.webapi.dataset import KNOWN_APIS, SPEC_DIR
+
+    p = Path(spec)
+    if p.is_file():
+        return p
+    if spec in KNOWN_APIS or spec == "petstore":
+        root = data_dir(data)
+        candidate = (
+            root / "wapiibench/openapi/test/petstore-expanded-modified.yaml"
+            if spec == "petstore"
+            else root / SPEC_DIR / f"{spec}.yaml"
+        )
+        if candidate.is_file():
+            return candidate
+        raise ConfigError(f"--spec {spec}: {candidate} not found; run 'callbench data fetch wapiibench'")
+    raise ConfigError(f"--spec {spec}: no such file and not a known API ({', '.join([*KNOWN_APIS, 'petstore'])})")
+
+
+@constrain_app.command("webapi")
+def constrain_webapi(
+    spec: Annotated[str, typer.Option(help="OpenAPI file, or a WAPIIBench API name (slack, asana, ...).")],
+    show: Annotated[bool, typer.Option("--show", help="Print the grammar (llguidance Lark syntax).")] = False,
+    check: Annotated[Path | None, typer.Option(help="JavaScript file: is its first axios call allowed? why not?")] = None,
+    setup: Annotated[Setup, typer.Option(help="full: grammar after 'axios.'; args: after axios.<method>('<url>',.")] = Setup.full,
+    method: Annotated[str | None, typer.Option(help="Fixed method (setup args).")] = None,
+    url: Annotated[str | None, typer.Option(help="Fixed URL (setup args).")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="Data dir for API names.")] = None,
+) -> None:
+    """Show the grammar derived from a spec, or check an invocation against it."""
+    try:
+        from callbench.constrain.webapi_grammar import build_webapi_grammar
+        from callbench.specs import load_spec
+
+        api_spec = load_spec(_resolve_spec(spec, data))
+        if not show and check is None:
+            raise ConfigError("give --show and/or --check FILE")
+        if show:
+            g = build_webapi_grammar(api_spec, setup=setup.value, method=method, url=url)
+            out_console.print(g.lark, markup=False, highlight=False, soft_wrap=True)
+            err_console.print(
+                f"[dim]{g.n_rules} rules, {g.n_terminals} terminals, {len(g.lark):,} chars, built in {g.build_seconds * 1000:.0f} ms[/dim]"
+            )
+        if check is not None:
+            from callbench.constrain.check import check_invocation
+
+            try:
+                code = check.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"--check {check}: cannot read ({exc.strerror})") from exc
+            res = check_invocation(api_spec, code, setup=setup.value, method=method, url=url)
+            if res.allowed:
+                out_console.print(f"[green]allowed[/green]: {res.call}", highlight=False)
+            else:
+                where = f" at offset {res.offset}" if res.offset is not None else ""
+                out_console.print(f"[red]not allowed[/red]{where}: {res.reason}", highlight=False)
+                raise typer.Exit(1)
+    except CallbenchError as exc:
+        _fail(exc)
 
 
 @app.command("report")

@@ -179,8 +179,15 @@ class OpenAICompatBackend(ModelBackend):
         }
         if config.stop:
             params["stop"] = list(config.stop)
-        if self.extra_body:
-            params["extra_body"] = self.extra_body
+        extra_body = dict(self.extra_body or {})
+        hook = getattr(inp.constraint, "vllm_extra_body", None) if inp.constraint is not None else None
+        if inp.constraint is not None and hook is None:
+            raise ConfigError(f"{self.identity}: constraint {type(inp.constraint).__name__} has no vllm_extra_body()")
+        if hook is not None:
+            # Server-side constrained decoding (vLLM's structured outputs, guidance backend).
+            extra_body.update(hook())
+        if extra_body:
+            params["extra_body"] = extra_body
         if self.mode == "chat":
             return client.chat.completions.create(messages=inp.messages, **params)
         return client.completions.create(prompt=inp.prompt, **params)

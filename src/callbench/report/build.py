@@ -53,6 +53,7 @@ def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
             "track": track_name,
             "model": ident.get("model"),
             "setup": ident.get("setup"),
+            "constrained": bool(ident.get("constrained", False)),
             "scoring": mode,
             "n": len(samples),
             **agg,

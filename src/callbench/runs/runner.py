@@ -100,6 +100,7 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
         "track": track.name,
         "model": ident.get("model"),
         "setup": ident.get("setup"),
+        "constrained": bool(ident.get("constrained", False)),
         "scoring": scoring,
         "n": len(done),
         "n_selected": len(samples),

@@ -109,7 +109,7 @@ class RunStore:
                 out.latency_s,
                 out.prompt_tokens,
                 out.completion_tokens,
-                json.dumps(out.extra, default=str),
+                json.dumps({**out.extra, **({"stats": res.stats} if res.stats else {})}, default=str),
                 time.time(),
             ),
         )
@@ -128,7 +128,12 @@ class RunStore:
         out = {}
         for r in self.rows():
             out[r["id"]] = SampleResult(
-                status=r["status"], parsed=r["parsed"], execution=r["execution"], verdicts=r["verdicts"] or {}, error=r["error"]
+                status=r["status"],
+                parsed=r["parsed"],
+                execution=r["execution"],
+                verdicts=r["verdicts"] or {},
+                error=r["error"],
+                stats=(r.get("extra") or {}).get("stats") or {},
             )
         return out
 

@@ -34,6 +34,7 @@ class SampleResult:
     execution: Any = None  # e.g. captured HTTP request
     verdicts: dict[str, Any] = field(default_factory=dict)  # per scoring mode
     error: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)  # e.g. what constrained decoding did
 
 
 class Track(abc.ABC):

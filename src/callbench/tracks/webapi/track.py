@@ -12,6 +12,7 @@ from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
 from callbench.specs import ApiSpec, load_spec
 from callbench.tracks.base import Sample, SampleResult, Track
+from callbench.tracks.webapi.constraints import summarize_constraint_stats
 from callbench.tracks.webapi.dataset import (
     DEFAULT_DATA_FILE,
     KNOWN_APIS,
@@ -47,6 +48,8 @@ class WebApiOptions:
     tasks_file: str | None = None  # a task file instead of the default dataset
     sandbox_timeout_s: float = 1.0
     sandbox_memory_mb: int = 64
+    constrained: bool = False  # constrained decoding from the spec (steerable backends, vLLM)
+    grammar_options: Any = None  # callbench.constrain.webapi_grammar.GrammarOptions
 
 
 class WebApiTrack(Track):
@@ -69,6 +72,12 @@ class WebApiTrack(Track):
         self._tasks: dict[str, WebApiTask] = {}
         self._specs: dict[str, ApiSpec] = {}
         self._sandbox = None
+        self._constraints = None
+        self._active: dict[str, Any] = {}
+        if self.options.constrained:
+            from callbench.tracks.webapi.constraints import ConstraintFactory
+
+            self._constraints = ConstraintFactory(self.options.setup, self.options.grammar_options)
 
     # -- data
     def load_samples(self) -> list[Sample]:
@@ -101,6 +110,8 @@ class WebApiTrack(Track):
             "prompt_hash": templates_hash(),
             "data_file": str(self.tasks_file),
             "data_sha256": digest,
+            "constrained": self.options.constrained,
+            **({"grammar_options": repr(self.options.grammar_options)} if self.options.grammar_options else {}),
         }
 
     def default_generation(self, mode: str) -> GenerationConfig:
@@ -113,11 +124,16 @@ class WebApiTrack(Track):
     def build_input(self, sample: Sample) -> ModelInput:
         task: WebApiTask = sample.payload
         prompt = build_prompt(task, self.options.setup)  # type: ignore[arg-type]
+        constraint = None
+        if self._constraints is not None:
+            constraint = self._constraints.for_task(task, self._spec_for(task))
+            self._active[sample.id] = constraint
         return ModelInput(
             sample_id=sample.id,
             prompt=prompt.completion_prompt,
             messages=prompt.messages,
             reference=reference_completion(task, self.options.setup),  # type: ignore[arg-type]
+            constraint=constraint,
             metadata={"starter": prompt.starter, "api": task.api},
         )
 
@@ -137,21 +153,31 @@ class WebApiTrack(Track):
         spec = self._spec_for(task)
         starter = build_prompt(task, self.options.setup).starter  # type: ignore[arg-type]
         expected = task.config.as_dict()
+        cd_stats: dict[str, Any] = {}
+        constraint = self._active.pop(sample.id, None)
+        if constraint is not None:
+            cd_stats = {"constraint": constraint.stats()}
+            if cd_stats["constraint"].get("unsatisfiable"):
+                output.extra["unsatisfiable"] = True
         if output.extra.get("unsatisfiable"):
             verdicts = {m: error_verdict("unsatisfiable", expected, spec, m).as_dict() for m in SCORING_MODES}
-            return SampleResult(status="unsatisfiable", parsed=None, verdicts=verdicts, error="constraint unsatisfiable")
+            return SampleResult(
+                status="unsatisfiable", parsed=output.text, verdicts=verdicts, error="constraint unsatisfiable", stats=cd_stats
+            )
         if output.extra.get("timeout"):
             verdicts = {m: error_verdict("timeout", expected, spec, m).as_dict() for m in SCORING_MODES}
-            return SampleResult(status="timeout", parsed=None, verdicts=verdicts, error="generation timed out")
+            return SampleResult(status="timeout", parsed=None, verdicts=verdicts, error="generation timed out", stats=cd_stats)
         program = assemble_program(starter, output.text, output.mode)
         result = self.sandbox.run(program, task.definitions)
         if result.status != "ok" or result.request is None:
             err = _STATUS_TO_ERROR.get(result.status, "runtime_error") if result.status != "ok" else "no_request"
             verdicts = {m: error_verdict(err, expected, spec, m).as_dict() for m in SCORING_MODES}
-            return SampleResult(status=err, parsed=result.code, execution=None, verdicts=verdicts, error=result.error)
+            return SampleResult(
+                status=err, parsed=result.code, execution=None, verdicts=verdicts, error=result.error, stats=cd_stats
+            )
         request = result.request
         verdicts = {m: compare_requests(expected, request, spec, m).as_dict() for m in SCORING_MODES}
-        return SampleResult(status="ok", parsed=result.code, execution=request, verdicts=verdicts)
+        return SampleResult(status="ok", parsed=result.code, execution=request, verdicts=verdicts, stats=cd_stats)
 
     @classmethod
     def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
@@ -163,10 +189,14 @@ class WebApiTrack(Track):
             v = SampleVerdict.from_dict(r.verdicts[scoring])
             all_v.append(v)
             by_api.setdefault(s.group, []).append(v)
-        return {
+        out: dict[str, Any] = {
             "metrics": aggregate(all_v, scoring),
             "by_api": {api: aggregate(vs, scoring) for api, vs in sorted(by_api.items())},
         }
+        cd = summarize_constraint_stats([(r.stats or {}).get("constraint", {}) for r in results])
+        if cd is not None:
+            out["constrained_decoding"] = cd
+        return out
 
     def close(self) -> None:
         if self._sandbox is not None:
