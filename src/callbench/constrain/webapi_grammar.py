@@ -1,0 +1,1061 @@
+"""An llguidance (Lark dialect) grammar for the one axios call an OpenAPI spec allows.
+
+Constrained decoding for the web API track: the model continues the starter code (``axios.`` in
+the ``full`` setup, ``axios.<method>('<url>',`` in the ``args`` setup) and must not write a method,
+URL or argument its API's spec does not allow. The grammar covers the text after the starter up
+to the call's closing ``)``; after it comes ``;`` or ``.then(``/``.catch(``/``.finally(`` (or a
+newline) and then any text, so code after the call stays free.
+
+Hand-written: no library turns OpenAPI operations into grammars for *JavaScript* call syntax
+(JSON-schema compilers emit JSON only: no single quotes, unquoted keys, trailing commas,
+identifiers or URL templates), so the grammar is generated here. Structure:
+
+* ``full``: method name -> only the URL templates with that method (server prefix + path with
+  typed holes, in ``'``, ``"`` or backtick quotes; backtick URLs may hold ``${identifier}``) ->
+  the arguments of that operation. ``args``: only the arguments of the fixed operation.
+* Arguments: ``post``/``put``/``patch`` take ``data`` then an optional ``config``; the others an
+  optional ``config`` (which may carry ``data`` when the operation has a body). ``config`` holds
+  ``params`` (query parameters + apiKey-in-query credentials) and ``headers`` (header parameters,
+  credentials, ``Accept``, ``Content-Type``), values following each parameter's JSON schema.
+* Objects allow any key order, repeated keys, any whitespace and trailing commas. Which keys are
+  unique and which are required before ``}`` is not compactly context-free, so the key tracker
+  (:mod:`callbench.constrain.key_tracker`) enforces it; both use the :class:`SpecModel` shapes
+  built here, so they agree on every object's keys.
+
+Size: every schema's value rule is built once and referenced (named by first-use order, deduped
+by body text), so operations share rules; a recursive schema unrolls into one rule per recursion
+level, bounded by ``GrammarOptions.max_depth`` (past it only ``null`` is left).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Literal
+
+from callbench.errors import CallbenchError
+from callbench.specs import ApiSpec, Operation, required_properties, schema_type
+from callbench.specs.schema import allows_additional_properties
+
+__all__ = [
+    "BODY_METHODS",
+    "GrammarError",
+    "GrammarOptions",
+    "ObjShape",
+    "OpArgs",
+    "SpecModel",
+    "WebApiGrammar",
+    "build_webapi_grammar",
+    "clear_grammar_cache",
+    "schema_scalars",
+    "spec_model",
+]
+
+Setup = Literal["full", "args"]
+BODY_METHODS = ("post", "put", "patch")
+# axios request methods the grammar offers (``trace`` has no axios shorthand).
+AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
+_JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_PARAM_RX = re.compile(r"\{([^{}]*)\}")
+
+
+class GrammarError(CallbenchError, ValueError):
+    """The grammar cannot be built (e.g. the fixed method/URL of the args setup is not in the spec)."""
+
+
+@dataclass(frozen=True)
+class GrammarOptions:
+    """Bounds and switches; defaults are generous so that no legal call is cut off.
+
+    max_depth: nesting of a recursive schema (and of free-form values) before only ``null`` is
+        left. max_array_items / max_string_len: None = unbounded. allow_url_query: accept a
+        ``?query`` in the URL string (off: query parameters belong in ``params``).
+    whitespace_max: longest run of whitespace between two tokens of the call.
+    numeric_strings: accept a string spelling a number/integer/boolean where the schema asks for
+        one (query, header and form values are strings on the wire anyway, and strict scoring
+        reads such strings as the schema's type).
+    """
+
+    max_depth: int = 6
+    max_array_items: int | None = None
+    max_string_len: int | None = None
+    allow_url_query: bool = False
+    whitespace_max: int = 64
+    numeric_strings: bool = True
+
+
+# ============================================================================ shapes (shared)
+class _No:
+    """Marker: undeclared keys are not allowed."""
+
+    def __repr__(self) -> str:
+        return "NO"
+
+
+NO = _No()
+_STRING = MappingProxyType({"type": "string"})
+
+
+@dataclass(eq=False)
+class ObjShape:
+    """The keys one object literal may hold.
+
+    ``props`` maps each declared key to its value descriptor: a schema mapping, another
+    ObjShape, or None (any value). ``extra`` is the descriptor for undeclared keys, or ``NO``.
+    ``required`` keys must appear before ``}`` (only keys the grammar can produce). ``ci``: keys
+    compare case-insensitively (HTTP headers); ``required`` then holds lowercase names.
+    """
+
+    kind: str  # "config" | "params" | "headers" | "data" | "object" | "empty"
+    props: dict[str, Any]
+    required: frozenset[str] = frozenset()
+    extra: Any = NO
+    ci: bool = False
+    _lower: dict[str, str] | None = field(default=None, repr=False)
+
+    def norm(self, key: str) -> str:
+        return key.lower() if self.ci else key
+
+    def declared(self, key: str) -> str | None:
+        """The declared key a written key names (case-folded for headers), or None."""
+        if not self.ci:
+            return key if key in self.props else None
+        if self._lower is None:
+            self._lower = {k.lower(): k for k in self.props}
+        return self._lower.get(key.lower())
+
+    def child(self, key: str) -> Any:
+        """Descriptor of the value under ``key`` (``NO`` if the key is not allowed)."""
+        name = self.declared(key)
+        return self.props[name] if name is not None else self.extra
+
+
+@dataclass(frozen=True, eq=False)
+class OpArgs:
+    """Positional arguments of one operation's call after the URL.
+
+    ``data``: descriptor of the data argument (post/put/patch), None when the method takes none.
+    ``config``: the config object's shape. ``*_mandatory``: the argument must be written (the
+    body has required properties / required query or header parameters exist).
+    """
+
+    operation: Operation
+    label: str  # "GET /attachments"
+    data: Any
+    config: ObjShape
+    data_mandatory: bool
+    config_mandatory: bool
+
+
+def _schema_kw(schema: Any, key: str) -> tuple[Any, ...]:
+    v = schema.get(key) if isinstance(schema, Mapping) else None
+    return tuple(s for s in v if isinstance(s, Mapping)) if isinstance(v, tuple | list) else ()
+
+
+class SpecModel:
+    """Object shapes of one spec's calls, computed lazily and cached; shared by grammar and tracker.
+
+    Thread-safe for reads after construction of each entry (entries are immutable once made; a
+    race only computes an entry twice).
+    """
+
+    def __init__(self, spec: ApiSpec):
+        self.spec = spec
+        self._shapes: dict[int, ObjShape] = {}
+        self._items: dict[int, Any] = {}
+        self._unions: dict[tuple[int, ...], Mapping[str, Any]] = {}
+        self._ops: dict[int, OpArgs] = {}
+        self._keep: list[Any] = []  # keeps schemas alive so their ids stay unique
+
+    # -- schema helpers ----------------------------------------------------------------
+    def union(self, schemas: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+        """One descriptor for several alternative schemas (one cached ``anyOf`` per set)."""
+        uniq = list({id(s): s for s in schemas}.values())
+        if not uniq:
+            return None
+        if len(uniq) == 1:
+            return uniq[0]
+        key = tuple(sorted(id(s) for s in uniq))
+        hit = self._unions.get(key)
+        if hit is None:
+            hit = self._unions[key] = MappingProxyType({"anyOf": tuple(uniq)})
+            self._keep.append(uniq)
+        return hit
+
+    def _collect(self, schema: Any) -> tuple[dict[str, list[Mapping[str, Any]]], list[Any], bool]:
+        """(name -> alternative schemas, additionalProperties values, saw any properties)."""
+        props: dict[str, list[Mapping[str, Any]]] = {}
+        extras: list[Any] = []
+        seen: set[int] = set()
+
+        def rec(node: Any, depth: int) -> None:
+            if not isinstance(node, Mapping) or depth > 16 or id(node) in seen:
+                return
+            seen.add(id(node))
+            p = node.get("properties")
+            if isinstance(p, Mapping):
+                for k, v in p.items():
+                    if isinstance(v, Mapping):
+                        lst = props.setdefault(k, [])
+                        if all(v is not x for x in lst):
+                            lst.append(v)
+                    else:
+                        props.setdefault(k, [])
+            if "additionalProperties" in node:
+                extras.append(node["additionalProperties"])
+            for kw in ("allOf", "oneOf", "anyOf"):
+                for sub in _schema_kw(node, kw):
+                    rec(sub, depth + 1)
+
+        rec(schema, 0)
+        return props, extras, bool(props)
+
+    def shape(self, schema: Any) -> ObjShape:
+        """Shape of a nested object schema: declared properties (allOf merged, oneOf/anyOf
+        united; a property declared differently in several members takes any of its schemas),
+        plus any key when ``additionalProperties`` allows it or no property is declared at all
+        (a free-form object)."""
+        if not isinstance(schema, Mapping):
+            return ObjShape("object", {}, extra=None)
+        hit = self._shapes.get(id(schema))
+        if hit is not None:
+            return hit
+        props, extras, any_props = self._collect(schema)
+        declared = {k: self.union(v) for k, v in props.items()}
+        extra: Any = NO
+        explicit = [e for e in extras if e is not False and e is not None]
+        if explicit:
+            maps = [e for e in explicit if isinstance(e, Mapping)]
+            extra = self.union(maps) if maps and len(maps) == len(explicit) else None
+        elif not any_props and False not in extras:
+            extra = None
+        req = required_properties(schema)
+        req = frozenset(req if extra is not NO else req & declared.keys())
+        out = ObjShape("object", declared, req, extra)
+        self._shapes[id(schema)] = out
+        self._keep.append(schema)
+        return out
+
+    def items(self, schema: Any) -> Any:
+        """Descriptor of an array schema's items (branches united; None = any value)."""
+        if not isinstance(schema, Mapping):
+            return None
+        key = id(schema)
+        if key in self._items:
+            return self._items[key]
+        found: list[Mapping[str, Any]] = []
+        seen: set[int] = set()
+
+        def rec(node: Any, depth: int) -> None:
+            if not isinstance(node, Mapping) or depth > 16 or id(node) in seen:
+                return
+            seen.add(id(node))
+            it = node.get("items")
+            if isinstance(it, Mapping):
+                found.append(it)
+            elif isinstance(it, tuple | list):
+                found.extend(x for x in it if isinstance(x, Mapping))
+            for kw in ("allOf", "oneOf", "anyOf"):
+                for sub in _schema_kw(node, kw):
+                    rec(sub, depth + 1)
+
+        rec(schema, 0)
+        out = self.union(found)
+        self._items[key] = out
+        self._keep.append(schema)
+        return out
+
+    # -- operations ----------------------------------------------------------------------
+    def op_args(self, op: Operation) -> OpArgs:
+        """Arguments of ``op``'s call, mirroring :meth:`ApiSpec.is_legal_argument`."""
+        hit = self._ops.get(id(op))
+        if hit is not None:
+            return hit
+        spec = self.spec
+        label = f"{op.method.upper()} {op.path}"
+        # params: query parameters + apiKey-in-query credentials
+        params: dict[str, Any] = {p.name: p.schema or None for p in op.params_in("query")}
+        headers: dict[str, Any] = {}
+        for p in op.params_in("header"):
+            headers[p.name] = p.schema or None
+        creds = _credential_names(spec)
+        for name in creds.get("query", ()):
+            params.setdefault(name, _STRING)
+        lower = {k.lower() for k in headers}
+        has_body = op.request_body is not None
+        implied = ["Accept", *creds.get("header", ())]
+        if op.method in BODY_METHODS or has_body:
+            implied.append("Content-Type")
+        for name in implied:
+            if name.lower() not in lower:
+                headers[name] = _STRING
+                lower.add(name.lower())
+        params_req = frozenset(p.name for p in op.params_in("query") if p.required)
+        headers_req = frozenset(p.name.lower() for p in op.params_in("header") if p.required)
+        pshape = ObjShape("params", params, params_req)
+        hshape = ObjShape("headers", headers, headers_req, ci=True)
+        data = self.body(op)
+        cprops: dict[str, Any] = {"params": pshape, "headers": hshape}
+        if op.method not in BODY_METHODS and has_body:
+            cprops["data"] = data
+        creq = frozenset(k for k, s in (("params", pshape), ("headers", hshape)) if s.required)
+        config = ObjShape("config", cprops, creq)
+        data_mandatory = isinstance(data, ObjShape) and bool(data.required)
+        out = OpArgs(
+            operation=op,
+            label=label,
+            data=data if op.method in BODY_METHODS else None,
+            config=config,
+            data_mandatory=op.method in BODY_METHODS and data_mandatory,
+            config_mandatory=bool(creq),
+        )
+        self._ops[id(op)] = out
+        return out
+
+    def body(self, op: Operation) -> Any:
+        """Descriptor of the request body: an ObjShape for object bodies (keys exactly as
+        ``is_legal_argument`` allows them), the schema for other bodies, an empty shape when the
+        operation declares no body."""
+        if op.request_body is None:
+            return ObjShape("empty", {})
+        schema = op.body_schema()
+        if not isinstance(schema, Mapping) or not schema:
+            return ObjShape("data", {})
+        types = schema_type(schema)
+        props, _, any_props = self._collect(schema)
+        if not any_props and types and "object" not in types:
+            return schema
+        declared = {k: self.union(v) for k, v in props.items()}
+        extra: Any = NO
+        if allows_additional_properties(schema):
+            ap = schema.get("additionalProperties")
+            extra = ap if isinstance(ap, Mapping) else None
+        req = op.body_required()
+        req = frozenset(req if extra is not NO else req & declared.keys())
+        return ObjShape("data", declared, req, extra)
+
+
+def _credential_names(spec: ApiSpec) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for scheme in spec.security_schemes.values():
+        if not isinstance(scheme, Mapping):
+            continue
+        kind = scheme.get("type")
+        if (
+            kind == "apiKey"
+            and isinstance(scheme.get("name"), str)
+            and scheme.get("in") in ("query", "header")
+        ):
+            lst = out.setdefault(scheme["in"], [])
+            if scheme["name"] not in lst:
+                lst.append(scheme["name"])
+        elif kind in ("http", "oauth2", "openIdConnect"):
+            lst = out.setdefault("header", [])
+            if "Authorization" not in lst:
+                lst.append("Authorization")
+    return out
+
+
+_MODELS: dict[int, tuple[ApiSpec, SpecModel]] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def spec_model(spec: ApiSpec) -> SpecModel:
+    """The one SpecModel of ``spec`` (cached by identity, like the specs themselves)."""
+    with _MODELS_LOCK:
+        hit = _MODELS.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        model = SpecModel(spec)
+        if len(_MODELS) >= 32:
+            _MODELS.pop(next(iter(_MODELS)))
+        _MODELS[id(spec)] = (spec, model)
+        return model
+
+
+# ============================================================================ regex helpers
+def _rx(text: str) -> str:
+    """Regex for literal text: ASCII punctuation as \\xHH (no escaping pitfalls inside /.../)."""
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if ch.isascii() and (ch.isalnum() or ch == "_"):
+            out.append(ch)
+        elif o < 128:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _js_string(value: str, quote: str) -> str:
+    """The canonical JS literal of ``value`` in ``quote`` (JSON escapes; template ``${`` escaped)."""
+    if quote == '"':
+        return json.dumps(value, ensure_ascii=False)
+    body = json.dumps(value, ensure_ascii=False)[1:-1].replace('\\"', '"')
+    body = body.replace(quote, "\\" + quote)
+    if quote == "`":
+        body = body.replace("${", "\\${")
+    return quote + body + quote
+
+
+# ============================================================================ the grammar
+@dataclass(frozen=True, eq=False)
+class WebApiGrammar:
+    """A built grammar plus what the key tracker needs to follow the same call.
+
+    ``lark``: the grammar text for llguidance. ``operation``/``args``: the fixed operation
+    (setup ``args`` only). ``model``: the shapes shared with the tracker. ``key_bytes``: every
+    byte of every declared key name in the grammar (both cases for headers), which the tracker
+    must watch while a key is being written.
+    """
+
+    lark: str
+    setup: str
+    method: str | None
+    url: str | None
+    identifiers: tuple[str, ...]
+    options: GrammarOptions
+    spec: ApiSpec = field(repr=False)
+    model: SpecModel = field(repr=False)
+    operation: Operation | None = None
+    args: OpArgs | None = field(default=None, repr=False)
+    key_bytes: frozenset[int] = field(default=frozenset(), repr=False)
+    build_seconds: float = 0.0
+    n_rules: int = 0
+    n_terminals: int = 0
+
+    def op_args(self, op: Operation) -> OpArgs:
+        return self.model.op_args(op)
+
+
+_CACHE: dict[tuple[Any, ...], WebApiGrammar] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 512
+
+
+def build_webapi_grammar(
+    spec: ApiSpec,
+    *,
+    setup: Setup,
+    method: str | None = None,
+    url: str | None = None,
+    identifiers: Iterable[str] = (),
+    options: GrammarOptions = GrammarOptions(),  # noqa: B008 - frozen, hashable default
+) -> WebApiGrammar:
+    """Build (or fetch from the cache) the grammar of the text the model writes after the starter.
+
+    ``setup="full"``: the text after ``axios.``; ``method`` optionally restricts the method.
+    ``setup="args"``: the text after ``axios.<method>('<url>',``; ``method`` and ``url`` are
+    required and must name an operation of the spec. ``identifiers``: JavaScript names in scope
+    (the task's definitions), accepted in any value position and as ``${name}`` in backticks.
+    """
+    idents = tuple(sorted(dict.fromkeys(i for i in identifiers if _JS_IDENT.match(i))))
+    if setup not in ("full", "args"):
+        raise GrammarError(f"setup must be 'full' or 'args', not {setup!r}")
+    m = method.lower() if method else None
+    if setup == "args" and (not m or not url):
+        raise GrammarError("setup 'args' needs the fixed method and url")
+    if setup == "full" and url is not None:
+        raise GrammarError("setup 'full' lets the model write the URL: pass no url")
+    key = (id(spec), setup, m, url, idents, options)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None and hit.spec is spec:
+        return hit
+    op = None
+    if setup == "args":
+        assert m is not None and url is not None
+        op = _fixed_operation(spec, m, url)
+        # The args grammar depends on the operation, not on the URL literal: share it.
+        by_op = (id(spec), setup, id(op), idents, options)
+        with _CACHE_LOCK:
+            base = _CACHE.get(by_op)
+        if base is None or base.spec is not spec:
+            base = _build(spec, setup, m, url, idents, options, op)
+            _remember(by_op, base)
+        g = base if base.url == url else replace(base, method=m, url=url)
+    else:
+        g = _build(spec, setup, m, url, idents, options, None)
+    _remember(key, g)
+    return g
+
+
+def _fixed_operation(spec: ApiSpec, method: str, url: str) -> Operation:
+    match = spec.match(method, url)
+    if match is not None:
+        return match.operation
+    found = spec.match_paths(url)
+    if found:
+        allowed = sorted({mm for pm in found for mm in pm.operations})
+        raise GrammarError(
+            f"{spec.source}: {method.upper()} is not defined for URL {url!r} (it allows {', '.join(allowed)})"
+        )
+    raise GrammarError(f"{spec.source}: URL {url!r} matches no path of the spec")
+
+
+def _remember(key: tuple[Any, ...], g: WebApiGrammar) -> None:
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = g
+
+
+def clear_grammar_cache() -> None:
+    """Forget all built grammars and shape models (benchmarks, long-running processes)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+    with _MODELS_LOCK:
+        _MODELS.clear()
+
+
+def _build(
+    spec: ApiSpec,
+    setup: str,
+    m: str | None,
+    url: str | None,
+    idents: tuple[str, ...],
+    options: GrammarOptions,
+    op: Operation | None,
+) -> WebApiGrammar:
+    t0 = time.perf_counter()
+    model = spec_model(spec)
+    b = _Builder(spec, model, idents, options)
+    args = None
+    if op is not None:
+        args = model.op_args(op)
+        start = f"start: WS? {b.rest_rule(args)}"
+    else:
+        start = b.full_start(m)
+    text = b.render(start)
+    return WebApiGrammar(
+        lark=text,
+        setup=setup,
+        method=m,
+        url=url,
+        identifiers=idents,
+        options=options,
+        spec=spec,
+        model=model,
+        operation=op,
+        args=args,
+        key_bytes=frozenset(b.key_bytes),
+        build_seconds=time.perf_counter() - t0,
+        n_rules=len(b.rules),
+        n_terminals=len(b.terms),
+    )
+
+
+class _Builder:
+    """Emits rules on demand; equal bodies share one name."""
+
+    def __init__(self, spec: ApiSpec, model: SpecModel, idents: tuple[str, ...], options: GrammarOptions):
+        self.spec = spec
+        self.model = model
+        self.idents = idents
+        self.opt = options
+        self.rules: dict[str, str] = {}  # name -> body
+        self.by_body: dict[str, str] = {}
+        self.terms: dict[str, str] = {}  # name -> definition
+        self.term_by_def: dict[str, str] = {}
+        self.memo: dict[Any, str] = {}
+        self.path: dict[int, int] = {}
+        self.key_bytes: set[int] = set()
+        self.n = 0
+        self.ident_rx = "|".join(_rx(i) for i in idents)
+
+    # -- naming ----------------------------------------------------------------------
+    def _name(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def rule(self, prefix: str, body: str) -> str:
+        hit = self.by_body.get(body)
+        if hit is not None:
+            return hit
+        name = self._name(prefix)
+        self.rules[name] = body
+        self.by_body[body] = name
+        return name
+
+    def term(self, prefix: str, definition: str) -> str:
+        hit = self.term_by_def.get(definition)
+        if hit is not None:
+            return hit
+        name = self._name(prefix.upper())
+        self.terms[name] = definition
+        self.term_by_def[definition] = name
+        return name
+
+    def base(self, name: str) -> str:
+        """A fixed terminal, defined on first use."""
+        if name not in self.terms:
+            self.terms[name] = self._base_def(name)
+        return name
+
+    def _base_def(self, name: str) -> str:
+        o = self.opt
+        rep = "*" if o.max_string_len is None else f"{{0,{o.max_string_len}}}"
+        sq = r"[^\x27\x5c\n\r]|\x5c(?s:.)"
+        dq = r"[^\x22\x5c\n\r]|\x5c(?s:.)"
+        tq = r"[^\x60\x5c$]|\x5c(?s:.)|\$+(?:[^\x60\x5c${]|\x5c(?s:.))"
+        if self.idents:
+            tq += r"|\$*\$\{[ ]*(?:" + self.ident_rx + r")[ ]*\}"
+        num = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+        integer = r"-?(?:0|[1-9][0-9]*)"
+        return {
+            "WS": f"/[ \\t\\r\\n]{{1,{max(1, o.whitespace_max)}}}/",
+            "STR": f"/\\x27(?:{sq}){rep}\\x27|\\x22(?:{dq}){rep}\\x22|\\x60(?:{tq}){rep}\\$*\\x60/",
+            "INT": f"/{integer}/",
+            "NUM": f"/{num}/",
+            "INTSTR": f"/\\x27{integer}\\x27|\\x22{integer}\\x22|\\x60{integer}\\x60/",
+            "NUMSTR": f"/\\x27{num}\\x27|\\x22{num}\\x22|\\x60{num}\\x60/",
+            "BOOL": "/true|false/",
+            "BOOLSTR": r"/\x27(?:true|false)\x27|\x22(?:true|false)\x22|\x60(?:true|false)\x60/",
+            "NULL": '"null"',
+            "UNDEF": '"undefined"',
+            "IDENT": f"/(?:{self.ident_rx})/",
+            "ANYKEY": r"/\x27(?:[^\x27\x5c\n\r]|\x5c(?s:.))*\x27|\x22(?:[^\x22\x5c\n\r]|\x5c(?s:.))*\x22|[A-Za-z_$][A-Za-z0-9_$]*/",
+            "TAIL": r"/(?s:[ \t]*;.*|[ \t\r\n]*\.(?:then|catch|finally)\(.*|[ \t]*\r?\n.*)/",
+        }[name]
+
+    def render(self, start: str) -> str:
+        lines = ["%llguidance {}", start]
+        lines += [f"{n}: {b}" for n, b in self.rules.items()]
+        lines += [f"{n}: {d}" for n, d in self.terms.items()]
+        return "\n".join(lines) + "\n"
+
+    # -- common pieces ---------------------------------------------------------------
+    def ws(self) -> str:
+        return self.base("WS") + "?"
+
+    def end(self) -> str:
+        return self.rule("end", f'")" {self.base("TAIL")}?')
+
+    def with_ident(self, alts: list[str]) -> list[str]:
+        if self.idents:
+            alts = [*alts, self.base("IDENT")]
+        return alts
+
+    def alt(self, prefix: str, alts: list[str]) -> str:
+        alts = list(dict.fromkeys(alts))
+        if len(alts) == 1:
+            return alts[0]
+        return self.rule(prefix, " | ".join(alts))
+
+    # -- keys ------------------------------------------------------------------------
+    def key_term(self, name: str, ci: bool) -> str:
+        forms = [_js_string(name, "'"), _js_string(name, '"')]
+        if _JS_IDENT.match(name):
+            forms.append(name)
+        rx = "|".join(_rx(f) for f in forms)
+        if ci:
+            rx = f"(?i:{rx})"
+            name_bytes = (name.lower() + name.upper()).encode()
+        else:
+            name_bytes = name.encode()
+        self.key_bytes.update(name_bytes)
+        return self.term("K", f"/{rx}/")
+
+    # -- values ------------------------------------------------------------------------
+    def value(self, desc: Any) -> str:
+        """Symbol for a value matching a descriptor (schema mapping, ObjShape, None=any)."""
+        if desc is None:
+            return self.any_value(0)
+        if isinstance(desc, ObjShape):
+            return self.alt("v", self.with_ident([self.object_rule(desc)]))
+        return self.schema_value(desc)
+
+    def any_value(self, depth: int) -> str:
+        """Any JSON-like value, containers nested at most ``max_depth - depth`` deep."""
+        key = ("any", depth)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        ws = self.ws()
+        scalars = [self.base(t) for t in ("STR", "NUM", "BOOL", "NULL")]
+        scalars = self.with_ident(scalars)
+        if depth >= self.opt.max_depth:
+            name = self.alt("any", scalars)
+            self.memo[key] = name
+            return name
+        name = self._name("any")
+        self.memo[key] = name
+        inner = self.any_value(depth + 1)
+        member = self.rule("am", f'{self.base("ANYKEY")} {ws} ":" {ws} {inner}')
+        obj = self.rule("ao", f'"{{" {ws} ({member} {ws} ("," {ws} {member} {ws})* ("," {ws})?)? "}}"')
+        arr = self.array_of(inner)
+        self.rules[name] = " | ".join([*scalars, obj, arr])
+        return name
+
+    def array_of(self, item: str) -> str:
+        ws = self.ws()
+        n = self.opt.max_array_items
+        more = "*" if n is None else f"{{0,{max(0, n - 1)}}}"
+        if n == 0:
+            return self.rule("a", f'"[" {ws} "]"')
+        return self.rule("a", f'"[" {ws} ({item} {ws} ("," {ws} {item} {ws}){more} ("," {ws})?)? "]"')
+
+    def object_rule(self, shape: ObjShape) -> str:
+        key = ("obj", id(shape))
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        ws = self.ws()
+        members = []
+        for name, desc in shape.props.items():
+            k = self.key_term(name, shape.ci)
+            members.append(self.rule("p", f'{k} {ws} ":" {ws} {self.value(desc)}'))
+        if shape.extra is not NO:
+            anykey = self.base("ANYKEY")
+            if shape.props:
+                declared = " | ".join(self.key_term(n, shape.ci) for n in shape.props)
+                anykey = self.term("XK", f"{anykey} & ~({declared})")
+            members.append(self.rule("p", f'{anykey} {ws} ":" {ws} {self.value(shape.extra)}'))
+        if members:
+            m = self.alt("m", members)
+            name = self.rule("o", f'"{{" {ws} ({m} {ws} ("," {ws} {m} {ws})* ("," {ws})?)? "}}"')
+        else:
+            name = self.rule("o", f'"{{" {ws} "}}"')
+        self.memo[key] = name
+        return name
+
+    def schema_value(self, schema: Mapping[str, Any]) -> str:
+        """Symbol for a value of ``schema``. Rules are keyed by (schema, recursion level): a
+        schema met again inside itself gets the next level's rule, and past ``max_depth``
+        levels only ``null`` is left, so recursive schemas unroll into at most
+        ``max_depth + 1`` copies (size stays linear in the number of schemas)."""
+        sid = id(schema)
+        level = self.path.get(sid, 0)
+        if level > self.opt.max_depth:
+            return self.alt("v", self.with_ident([self.base("NULL")]))
+        key = ("s", sid, level)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        self.path[sid] = level + 1
+        try:
+            alts = self.schema_alts(schema)
+        finally:
+            self.path[sid] = level
+        name = self.alt("s", alts)
+        self.memo[key] = name
+        return name
+
+    def schema_alts(self, schema: Mapping[str, Any]) -> list[str]:
+        scal = schema_scalars(schema)
+        if scal is None:
+            return [self.any_value(0)]
+        enums, types = scal
+        alts: list[str] = []
+        if enums is not None:
+            alts.append(self.enum_term(enums))
+            if None in enums:
+                alts.append(self.base("NULL"))
+        ns = self.opt.numeric_strings
+        for t in ("string", "integer", "number", "boolean", "null"):
+            if t not in types:
+                continue
+            if t == "string":
+                alts.append(self.base("STR"))
+            elif t == "integer" and "number" not in types:
+                alts.append(self.base("INT"))
+                if ns:
+                    alts.append(self.base("INTSTR"))
+            elif t == "number":
+                alts.append(self.base("NUM"))
+                if ns:
+                    alts.append(self.base("NUMSTR"))
+            elif t == "boolean":
+                alts.append(self.base("BOOL"))
+                if ns:
+                    alts.append(self.base("BOOLSTR"))
+            elif t == "null":
+                alts.append(self.base("NULL"))
+        if "object" in types:
+            alts.append(self.object_rule(self.model.shape(schema)))
+        if "array" in types:
+            alts.append(self.array_of(self.value(self.model.items(schema))))
+        if not alts:  # e.g. an empty enum: nothing legal but null keeps the grammar closed
+            alts.append(self.base("NULL"))
+        return self.with_ident(alts)
+
+    def enum_term(self, values: list[Any]) -> str:
+        forms: list[str] = []
+        for v in values:
+            if v is None:
+                continue
+            if isinstance(v, bool):
+                forms.append("true" if v else "false")
+                if self.opt.numeric_strings:
+                    forms += [_js_string("true" if v else "false", q) for q in "'\"`"]
+            elif isinstance(v, int | float):
+                text = json.dumps(v)
+                forms.append(text)
+                if self.opt.numeric_strings:
+                    forms += [_js_string(text, q) for q in "'\"`"]
+            elif isinstance(v, str):
+                forms += [_js_string(v, q) for q in "'\"`"]
+            else:  # object/array enum members: their JSON text
+                forms.append(json.dumps(v, ensure_ascii=False))
+        if not forms:
+            return self.base("NULL")
+        rx = "|".join(_rx(f) for f in dict.fromkeys(forms))
+        return self.term("E", f"/{rx}/")
+
+    # -- arguments -------------------------------------------------------------------
+    def data_value(self, args: OpArgs) -> str:
+        d = args.data
+        alts = []
+        if isinstance(d, ObjShape):
+            alts.append(self.object_rule(d))
+        else:
+            alts.append(self.value(d))
+        if not args.data_mandatory:
+            alts += [self.base("NULL"), self.base("UNDEF")]
+        return self.alt("d", self.with_ident(alts))
+
+    def config_value(self, args: OpArgs) -> str:
+        return self.alt("c", self.with_ident([self.object_rule(args.config)]))
+
+    def rest_rule(self, args: OpArgs) -> str:
+        """Everything after the comma that follows the URL (leading whitespace consumed)."""
+        ws = self.ws()
+        end = self.end()
+        c = self.config_value(args)
+        tail_c = f'{c} {ws} ("," {ws})? {end}'
+        if args.operation.method in BODY_METHODS:
+            d = self.data_value(args)
+            if args.config_mandatory:
+                body = f'{d} {ws} "," {ws} {tail_c}'
+            else:
+                body = f'{d} {ws} ("," {ws} ({c} {ws} ("," {ws})?)?)? {end}'
+            if not args.data_mandatory and not args.config_mandatory:
+                body += f" | {end}"
+        else:
+            body = tail_c if args.config_mandatory else f"{tail_c} | {end}"
+        return self.rule("r", body)
+
+    def after_url_rule(self, args: OpArgs) -> str:
+        ws = self.ws()
+        rest = self.rest_rule(args)
+        body = f'"," {ws} {rest}'
+        if not (args.data_mandatory or args.config_mandatory):
+            body += f" | {self.end()}"
+        return self.rule("u", body)
+
+    # -- URLs --------------------------------------------------------------------------
+    def full_start(self, only: str | None) -> str:
+        by_method: dict[str, list[Operation]] = {}
+        for op in self.spec.operations:
+            if op.method in AXIOS_METHODS and (only is None or op.method == only):
+                by_method.setdefault(op.method, []).append(op)
+        if not by_method:
+            raise GrammarError(
+                f"{self.spec.source}: no operation with method {only!r}"
+                if only
+                else f"{self.spec.source}: no operations"
+            )
+        templates = _Templates(self.spec)
+        ws = self.ws()
+        calls = []
+        for method in AXIOS_METHODS:
+            ops = by_method.get(method)
+            if not ops:
+                continue
+            alts = []
+            for op in ops:
+                u = self.url_term(templates, op.path, method)
+                alts.append(f"{u} {ws} {self.after_url_rule(self.model.op_args(op))}")
+            urls = self.rule("urls", " | ".join(dict.fromkeys(alts)))
+            calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {urls}'))
+        return "start: " + " | ".join(calls)
+
+    def url_term(self, templates: _Templates, path: str, method: str) -> str:
+        base = self.url_base(templates, path)
+        better = templates.shadowing(path, method)
+        if not better:
+            return base
+        others = " | ".join(self.url_base(templates, p) for p in better)
+        return self.term("UX", f"{base} & ~({others})")
+
+    def url_base(self, templates: _Templates, path: str) -> str:
+        key = ("url", path)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        holes = templates.hole_schemas(path)
+        servers = [s for s in self.spec.servers]
+        prefixes = ["" if s == "/" else s.rstrip("/") for s in servers]
+        tail = r"\x2f?"
+        if self.opt.allow_url_query:
+            tail += r"(?:\?[^\x27\x22\x60\x5c\s#]*)?"
+        forms = []
+        for q in "'\"`":
+            pieces = _PARAM_RX.split(path.rstrip("/") or "/")
+            body = []
+            for i, piece in enumerate(pieces):
+                if i % 2 == 0:
+                    body.append(_rx(piece))
+                else:
+                    body.append(self.hole_rx(holes.get(piece), q))
+            pre = "|".join(_rx(p) for p in prefixes)
+            forms.append(f"{_rx(q)}(?:{pre}){''.join(body)}{tail}{_rx(q)}")
+        name = self.term("U", "/" + "|".join(forms) + "/")
+        self.memo[key] = name
+        return name
+
+    def hole_rx(self, schema: Any, quote: str) -> str:
+        """Regex for one path parameter's value inside the URL string."""
+        rx = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
+        free = True
+        scal = schema_scalars(schema) if isinstance(schema, Mapping) else None
+        if scal is not None:
+            enums, types = scal
+            if enums is not None:
+                vals = [json.dumps(v) if not isinstance(v, str) else v for v in enums if v is not None]
+                if vals:
+                    rx, free = "|".join(_rx(v) for v in vals), False
+            elif types and types <= {"integer", "null"}:
+                rx, free = r"-?[0-9]+", False
+            elif types and types <= {"integer", "number", "null"}:
+                rx, free = r"-?[0-9]+(?:\.[0-9]+)?", False
+            elif types and types <= {"boolean", "null"}:
+                rx, free = "true|false", False
+        if quote == "`" and self.idents:
+            hole = rf"\$\{{[ ]*(?:{self.ident_rx})[ ]*\}}"
+            # a free-text hole may mix literal characters and ${name}; a typed one is either
+            return rf"(?:{rx[:-1]}|{hole})+" if free else rf"(?:{rx}|{hole})"
+        return f"(?:{rx})"
+
+
+def schema_scalars(schema: Any, depth: int = 0) -> tuple[list[Any] | None, set[str]] | None:
+    """(enum values or None, JSON types) a schema admits; None = unconstrained (any value).
+
+    oneOf/anyOf without own type information unite their branches' scalars (so branch enums stay
+    exact); objects and arrays are then taken from the merged shape/items of the whole schema.
+    """
+    if not isinstance(schema, Mapping) or depth > 16:
+        return None
+    nullable = schema.get("nullable") is True or schema.get("x-nullable") is True
+    if "const" in schema:
+        vals = [schema["const"]]
+        return ([*vals, None] if nullable else vals), set()
+    enum = schema.get("enum")
+    if not (isinstance(enum, tuple | list) and enum):
+        enum = next(
+            (
+                s["enum"]
+                for s in _schema_kw(schema, "allOf")
+                if isinstance(s.get("enum"), tuple | list) and s["enum"]
+            ),
+            None,
+        )
+    if isinstance(enum, tuple | list) and enum:
+        vals = list(enum)
+        types = schema_type(schema)
+        extra = types & {"object", "array"}
+        return ([*vals, None] if nullable and None not in vals else vals), extra
+    branches = _schema_kw(schema, "oneOf") + _schema_kw(schema, "anyOf")
+    own = any(k in schema for k in ("type", "properties", "items", "additionalProperties", "allOf"))
+    if branches and not own:
+        all_enums: list[Any] = []
+        types: set[str] = set()
+        has_enum = False
+        for br in branches:
+            sub = schema_scalars(br, depth + 1)
+            if sub is None:
+                return None
+            e, t = sub
+            if e is not None:
+                has_enum = True
+                all_enums += [v for v in e if v not in all_enums]
+            types |= t
+        if nullable:
+            types.add("null")
+        return (all_enums if has_enum else None), types
+    types = schema_type(schema)
+    if not types:
+        return None
+    return None, set(types)
+
+
+class _Templates:
+    """Path templates of a spec: hole schemas and which templates shadow which.
+
+    ``spec.match`` picks, among the templates a URL matches, the one with fewest parameters
+    (then most literal text) that has the method. A URL the grammar offers for template B must
+    therefore not also match a better-ranked template A with the same method, or the grammar
+    would allow B's arguments where the scorer sees A: such URLs are cut out with ``& ~A``.
+    """
+
+    def __init__(self, spec: ApiSpec):
+        self.spec = spec
+        self.ops: dict[str, dict[str, Operation]] = {}
+        for op in spec.operations:
+            self.ops.setdefault(op.path, {})[op.method] = op
+        self._segs = {p: self._segments(p) for p in self.ops}
+
+    @staticmethod
+    def _segments(path: str) -> list[str | re.Pattern[str]]:
+        norm = path.rstrip("/") or "/"
+        out: list[str | re.Pattern[str]] = []
+        for seg in norm.split("/")[1:]:
+            if _PARAM_RX.search(seg):
+                pieces = _PARAM_RX.split(seg)
+                out.append(
+                    re.compile(
+                        "".join(re.escape(p) if i % 2 == 0 else ".+" for i, p in enumerate(pieces)), re.S
+                    )
+                )
+            else:
+                out.append(seg)
+        return out
+
+    def _rank(self, path: str) -> tuple[int, int, str]:
+        norm = path.rstrip("/") or "/"
+        n = len(_PARAM_RX.findall(norm))
+        lit = sum(len("".join(_PARAM_RX.split(s)[::2])) + 1 for s in norm.split("/")[1:])
+        return (n, -lit, path)
+
+    def _overlap(self, a: str, b: str) -> bool:
+        sa, sb = self._segs[a], self._segs[b]
+        if len(sa) != len(sb):
+            return False
+        for x, y in zip(sa, sb, strict=True):
+            if isinstance(x, str) and isinstance(y, str):
+                if x != y:
+                    return False
+            elif isinstance(x, str):
+                assert not isinstance(y, str)
+                if not y.fullmatch(x):
+                    return False
+            elif isinstance(y, str):
+                if not x.fullmatch(y):
+                    return False
+        return True
+
+    def shadowing(self, path: str, method: str) -> list[str]:
+        mine = self._rank(path)
+        return [
+            p
+            for p, ops in self.ops.items()
+            if p != path and method in ops and self._rank(p) < mine and self._overlap(p, path)
+        ]
+
+    def hole_schemas(self, path: str) -> dict[str, Any]:
+        out: dict[str, list[Mapping[str, Any]]] = {}
+        for op in self.ops.get(path, {}).values():
+            for p in op.params_in("path"):
+                if p.schema:
+                    out.setdefault(p.name, []).append(p.schema)
+        merged: dict[str, Any] = {}
+        for name, schemas in out.items():
+            first = schemas[0]
+            merged[name] = first if all(schema_scalars(s) == schema_scalars(first) for s in schemas) else None
+        return merged
