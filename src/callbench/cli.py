@@ -159,8 +159,8 @@ def run_webapi(
         backend = load_model(model, **opts)
         if constrained and not (backend.steerable or backend.name in ("openai", "gold", "replay")):
             raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits and no server-side grammar")
-        if constrained and backend.mode == "chat" and backend.name != "openai":
-            raise ConfigError("--constrained needs completion mode: the grammar continues the starter code")
+        if constrained and backend.mode == "chat" and backend.name not in ("gold", "replay"):
+            raise ConfigError("--constrained needs completion mode (--mode completion): the grammar continues the starter code")
         if backend.mode != "completion" and model.startswith("gold"):
             raise ConfigError("gold answers in completion mode only")
         gen = track.default_generation(backend.mode)
