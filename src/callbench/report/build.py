@@ -10,7 +10,7 @@ from rich.console import Console
 
 from callbench.errors import ConfigError
 from callbench.report.html import render_html
-from callbench.report.table import by_api_table, summary_table
+from callbench.report.table import by_api_table, constraint_line, summary_table
 from callbench.runs.store import RunStore
 from callbench.tracks.base import Sample, get_track
 
@@ -29,8 +29,27 @@ class Report:
     html_path: Path
 
 
-def _label(run_dir: Path, summary: dict[str, Any], others: list[Path]) -> str:
-    return run_dir.name if len(others) > 1 else str(summary.get("model", run_dir.name))
+def short_labels(summaries: list[dict[str, Any]]) -> list[str]:
+    """Column labels that name only what differs between runs (model, setup, UD/CD)."""
+    if len(summaries) == 1:
+        s = summaries[0]
+        return [f"{s.get('model')} {s.get('setup') or ''}{' CD' if s.get('constrained') else ''}".strip()]
+    parts = []
+    for key in ("model", "setup", "constrained"):
+        if len({str(s.get(key)) for s in summaries}) > 1:
+            parts.append(key)
+    labels = []
+    for s in summaries:
+        bits = []
+        for key in parts:
+            if key == "constrained":
+                bits.append("CD" if s.get("constrained") else "UD")
+            else:
+                bits.append(str(s.get(key)).split(":")[-1][:24])
+        labels.append(" ".join(bits) or str(s.get("run_id")))
+    if len(set(labels)) < len(labels):  # same settings twice: fall back to run ids
+        labels = [str(s.get("run_id")) for s in summaries]
+    return labels
 
 
 def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
@@ -89,13 +108,16 @@ def build_report(
     if len(modes) > 1:
         # Compare like with like: re-score every run in the first run's mode.
         runs = [load_run(Path(d), runs[0].summary["scoring"]) for d in run_dirs]
-    if len(runs) == 1:
-        runs[0].label = str(runs[0].summary.get("model"))
+    for r, label in zip(runs, short_labels([r.summary for r in runs]), strict=True):
+        r.label = label
     if console is not None:
         console.print(summary_table([r.summary for r in runs], [r.label for r in runs]))
         for r in runs:
             if r.summary.get("by_api"):
                 console.print(by_api_table(r.summary))
+            line = constraint_line(r.summary)
+            if line:
+                console.print(f"{r.label}: {line}", highlight=False)
     html_path = html or (runs[0].directory / "report.html")
     html_path.write_text(render_html(runs), encoding="utf-8")
     return Report(runs=runs, html_path=html_path)

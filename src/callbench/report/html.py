@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from callbench.report.table import fmt, relative_gain
+from callbench.report.table import constraint_line, fmt, relative_gain
 from callbench.tracks.webapi.metrics import COUNT_ROWS, TABLE_ROWS
 
 _COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D")
@@ -134,7 +134,10 @@ def render_html(runs: list[Any]) -> str:
     first = runs[0].summary
     meta = "".join(
         f"<li><b>{_e(r.label)}</b>: model <code>{_e(r.summary.get('model'))}</code>, setup {_e(r.summary.get('setup'))}, "
-        f"{r.summary.get('n')} samples, <span class='muted'>{_e(r.directory)}</span></li>"
+        f"{'constrained, ' if r.summary.get('constrained') else ''}{r.summary.get('n')} samples, "
+        f"<span class='muted'>{_e(r.directory)}</span>"
+        + (f"<br><span class='muted'>{_e(constraint_line(r.summary))}</span>" if constraint_line(r.summary) else "")
+        + "</li>"
         for r in runs
     )
     by_api = ""

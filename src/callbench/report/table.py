@@ -80,9 +80,25 @@ def by_api_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def constraint_line(summary: dict[str, Any]) -> str | None:
+    """One line on what constrained decoding did in a run, or None for unconstrained runs."""
+    cd = summary.get("constrained_decoding")
+    if not cd:
+        return None
+    return (
+        f"constrained decoding: {cd['samples']} samples, {cd['steps']} steps; the mask changed the model's "
+        f"top choice {cd['changed_top']} times ({cd['changed_top_per_sample_mean']:.1f}/sample); mask time "
+        f"median {cd['mask_ms_median_of_samples']:.3f} ms (median over samples), worst p99 {cd['mask_ms_p99_max']:.2f} ms; "
+        f"unsatisfiable: {cd['unsatisfiable']}"
+    )
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(summary_table([summary], [str(summary.get("model"))]))
     if summary.get("by_api"):
         console.print(by_api_table(summary))
+    line = constraint_line(summary)
+    if line:
+        console.print(line, highlight=False)
     if not summary.get("complete", True):
         console.print(f"[yellow]partial: {summary['n']} of {summary['n_selected']} samples done[/yellow]")
