@@ -82,7 +82,7 @@ PETSTORE_CALLS = [
     f"delete('{_PET}/pets/7');\n",
     f"get('{_PET}/pets-secure/3', {{ headers: {{ Authorization: 'Bearer abc123' }} }});\n",
     f"put('{_PET}/pets-secure/3', {{ name: 'Rex', tag: 'good dog' }}, {{ params: {{ api_key: 'secret' }} }});\n",
-    f"put(\"{_PET}/pets-secure/3\", {{\"name\": \"Rex\"}}, {{\"headers\": {{\"Authorization\": \"Basic dXNlcjpwYXNz\"}}}});\n",
+    f'put("{_PET}/pets-secure/3", {{"name": "Rex"}}, {{"headers": {{"Authorization": "Basic dXNlcjpwYXNz"}}}});\n',
     f"delete('{_PET}/pets-secure/9', {{ params: {{ api_key: 'secret' }} }});\n",
     f"post('{_PET}/foods', {{ name: 'Kibble', nutrition: {{ calories: 350, fat: 12, protein: 25, carbs: 40 }} }});\n",
     f"get('{_PET}/customers', {{ params: {{ corporate: true }} }});\n",
@@ -213,7 +213,7 @@ def run_baseline(
     rng = np.random.default_rng([args.seed, zlib.crc32(name.encode())])
     n = min(args.baseline_max_steps, len(positions))
     picked = sorted(rng.choice(len(positions), size=n, replace=False).tolist()) if n else []
-    times, checked, ranks = [], [], []
+    times, checked, ranks, in_lang = [], [], [], []
     timeouts = not_gold = gold_unfit = exhausted = 0
     for idx in picked:
         gi, step = positions[idx]
@@ -233,12 +233,19 @@ def run_baseline(
         exhausted += res.token_id is None and not res.timed_out
         if res.token_id != gold and not res.timed_out:
             not_gold += 1
-        try:  # untimed: would the baseline's language let the gold token through here at all?
-            fits = baseline.fits(completion + token_strings[gold], timeout=args.baseline_timeout_s)
-        except TimeoutError:
-            fits = False
-        gold_unfit += not fits
+        # Untimed: is the gold's prefix still in the regex's language, and does the gold token fit?
+        in_lang.append(_fits(baseline, completion, args.baseline_timeout_s))
+        gold_unfit += not _fits(baseline, completion + token_strings[gold], args.baseline_timeout_s)
     ms = _ms(times)
+    inside = np.asarray(in_lang, dtype=bool)
+    timed_out = np.asarray([t >= args.baseline_timeout_s for t in times], dtype=bool)
+    golds_unmatched = 0
+    for toks in golds_tokens:
+        try:
+            whole = baseline.compiled.fullmatch("".join(token_strings[t] for t in toks), timeout=10.0)
+        except TimeoutError:
+            whole = None
+        golds_unmatched += whole is None
     out = {
         "baseline_build_s": round(t2 - t0, 4),
         "baseline_regex_build_s": round(t1 - t0, 4),
@@ -249,6 +256,15 @@ def run_baseline(
         "baseline_mask_p99_ms": round(float(np.percentile(ms, 99)), 4) if ms.size else None,
         "baseline_mask_max_ms": round(float(ms.max()), 4) if ms.size else None,
         "baseline_timeouts": timeouts,
+        "baseline_steps_prefix_in_language": int(inside.sum()),
+        "baseline_timeouts_prefix_in_language": int((timed_out & inside).sum()),
+        "baseline_mask_median_ms_prefix_in_language": round(float(np.median(ms[inside])), 4)
+        if inside.any()
+        else None,
+        "baseline_mask_p99_ms_prefix_in_language": round(float(np.percentile(ms[inside], 99)), 4)
+        if inside.any()
+        else None,
+        "baseline_golds_not_in_language": golds_unmatched,
         "baseline_candidates_median": float(np.median(checked)) if checked else None,
         "baseline_candidates_mean": round(float(np.mean(checked)), 2) if checked else None,
         "baseline_gold_rank_mean": round(float(np.mean(ranks)), 2) if ranks else None,
@@ -257,6 +273,30 @@ def run_baseline(
         "baseline_gold_not_in_language": gold_unfit,
     }
     return out, picked
+
+
+def _fits(baseline: RegexBaseline, text: str, timeout: float) -> bool:
+    try:
+        return baseline.fits(text, timeout=timeout)
+    except TimeoutError:
+        return False
+
+
+# Buckets of "grammar-allowed tokens the key tracker had to judge" for the cost breakdown.
+CANDIDATE_BUCKETS = [(0, 0), (1, 9), (10, 99), (100, 999), (1000, None)]
+
+
+def _by_candidates(ms: np.ndarray, cands: np.ndarray) -> dict[str, dict[str, Any]]:
+    out = {}
+    for lo, hi in CANDIDATE_BUCKETS:
+        sel = (cands >= lo) & ((cands <= hi) if hi is not None else True)
+        label = f"{lo}" if lo == hi else (f"{lo}-{hi}" if hi is not None else f"{lo}+")
+        out[label] = {
+            "steps": int(sel.sum()),
+            "median_ms": round(float(np.median(ms[sel])), 4) if sel.any() else None,
+            "p99_ms": round(float(np.percentile(ms[sel], 99)), 4) if sel.any() else None,
+        }
+    return out
 
 
 # ------------------------------------------------------------------------------ one spec
@@ -340,12 +380,14 @@ def measure_spec(
         "filter_active_steps": int(active.sum()),
         "filter_candidates_median_when_active": float(np.median(cands[active])) if active.any() else 0.0,
         "filter_candidates_max": int(cands.max()) if cands.size else 0,
-        "mask_median_ms_filter_idle": round(float(np.median(ms[~active])), 4) if (~active).any() else None,
-        "mask_median_ms_filter_active": round(float(np.median(ms[active])), 4) if active.any() else None,
+        "mask_by_tracker_candidates": _by_candidates(ms, cands),
         "tracked_decode_s": round(tracked_s, 3),
         "timeouts": over_budget + len(tracked.errors) + len(plain.errors),
         "timeouts_over_budget": over_budget,
-        "llguidance_errors": {**tracked.errors, **{f"{k} (grammar only)": v for k, v in plain.errors.items()}},
+        "llguidance_errors": {
+            **tracked.errors,
+            **{f"{k} (grammar only)": v for k, v in plain.errors.items()},
+        },
         "rejected_expected": expected,
         "rejected_unexpected": unexpected,
         "known_spec_breaking_still_accepted": still_accepted,
@@ -361,7 +403,9 @@ def measure_spec(
     }
 
     t0 = time.perf_counter()
-    base, picked = run_baseline(spec, name, golds_tokens, tracked.positions, vocab, token_strings, text_ids, args)
+    base, picked = run_baseline(
+        spec, name, golds_tokens, tracked.positions, vocab, token_strings, text_ids, args
+    )
     out.update(base)
     out["baseline_run_s"] = round(time.perf_counter() - t0, 3)
     same = _ms([tracked.times[i] for i in picked])
@@ -398,7 +442,9 @@ def _mark(ok: bool) -> str:
 
 def print_tables(console: Console, specs: dict[str, dict[str, Any]], settings: dict[str, Any]) -> None:
     budget = settings["mask_budget_ms"]
-    eng = Table(title=f"Constrained decoding on the Qwen2.5 vocabulary ({settings['vocab_size']:,} tokens): ms per mask")
+    eng = Table(
+        title=f"Constrained decoding on the Qwen2.5 vocabulary ({settings['vocab_size']:,} tokens): ms per mask"
+    )
     for col, just in [
         ("spec", "left"),
         ("golds / steps", "right"),
@@ -440,8 +486,9 @@ def print_tables(console: Console, specs: dict[str, dict[str, Any]], settings: d
         "ms/step med",
         "p99",
         "candidates\nmean",
-        "timeouts",
-        "gold not in\nregex language",
+        "timeouts\n(all / prefix\nin language)",
+        "med, prefix\nin language",
+        "golds not in\nregex language",
         "engine med,\nsame steps",
         "ratio\nbaseline/engine",
     ]:
@@ -454,12 +501,28 @@ def print_tables(console: Console, specs: dict[str, dict[str, Any]], settings: d
             _f(r["baseline_mask_median_ms"]),
             _f(r["baseline_mask_p99_ms"], 1),
             _f(r["baseline_candidates_mean"], 1),
-            str(r["baseline_timeouts"]),
-            str(r["baseline_gold_not_in_language"]),
+            f"{r['baseline_timeouts']} / {r['baseline_timeouts_prefix_in_language']}",
+            _f(r["baseline_mask_median_ms_prefix_in_language"]),
+            f"{r['baseline_golds_not_in_language']} / {r['golds']}",
             _f(r["mask_median_ms_on_baseline_steps"]),
             f"{_f(r['ratio'], 1)}× ({_f(r['ratio_same_steps'], 1)}×)",
         )
     console.print(base)
+
+    split = Table(
+        title="Where the key tracker's time goes: mask ms (median) by grammar-allowed tokens it had to judge"
+    )
+    split.add_column("spec")
+    labels = list(next(iter(specs.values()))["mask_by_tracker_candidates"])
+    for label in labels:
+        split.add_column(f"{label} tokens\nsteps: med ms", justify="right")
+    for name, r in specs.items():
+        cells = []
+        for label in labels:
+            b = r["mask_by_tracker_candidates"][label]
+            cells.append(f"{b['steps']:,}: {_f(b['median_ms'])}" if b["steps"] else "-")
+        split.add_row(name, *cells)
+    console.print(split)
 
     tgt = Table(title="Targets (key tracker on, i.e. the real configuration)")
     tgt.add_column("target")
@@ -475,7 +538,10 @@ def print_tables(console: Console, specs: dict[str, dict[str, Any]], settings: d
         tgt.add_row(label, *[f"{fmt.format(r[key])} {_mark(r['targets'][key])}" for r in specs.values()])
     tgt.add_row(
         "(grammar only) median / p99",
-        *[f"{r['grammar_only_mask_median_ms']:.3f} / {r['grammar_only_mask_p99_ms']:.3f}" for r in specs.values()],
+        *[
+            f"{r['grammar_only_mask_median_ms']:.3f} / {r['grammar_only_mask_p99_ms']:.3f}"
+            for r in specs.values()
+        ],
     )
     console.print(tgt)
 
@@ -485,7 +551,9 @@ def print_tables(console: Console, specs: dict[str, dict[str, Any]], settings: d
         for gid, why in r["llguidance_errors"].items():
             console.print(f"[red]{name}: {gid}: error[/red] {why}")
         if r["known_spec_breaking_still_accepted"]:
-            console.print(f"[yellow]{name}: known spec-breaking golds accepted: {r['known_spec_breaking_still_accepted']}")
+            console.print(
+                f"[yellow]{name}: known spec-breaking golds accepted: {r['known_spec_breaking_still_accepted']}"
+            )
 
 
 METHOD = {
@@ -507,7 +575,8 @@ METHOD = {
     "so far; candidate order = seeded random permutation of all non-empty tokens with the gold token "
     "swapped to rank R ~ Geometric(p=0.2) (R >= 1, mean 5); RegexBaseline.next_token is timed. "
     "Candidates ahead of the gold that fit end the step early (baseline_chose_other_token). "
-    "baseline_timeouts = steps hitting baseline_timeout_s. ratio = baseline_mask_median_ms / "
+    "baseline_timeouts = steps hitting baseline_timeout_s (split by whether the gold prefix is still in the "
+    "regex's language: once it is not, no candidate can fit and the step always runs into the timeout). ratio = baseline_mask_median_ms / "
     "mask_median_ms; ratio_same_steps uses the engine's median on the same positions.",
 }
 
@@ -515,11 +584,15 @@ METHOD = {
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the figures to this JSON file")
-    ap.add_argument("--specs", nargs="+", choices=list(SPEC_FILES), default=list(SPEC_FILES), help="specs to measure")
+    ap.add_argument(
+        "--specs", nargs="+", choices=list(SPEC_FILES), default=list(SPEC_FILES), help="specs to measure"
+    )
     ap.add_argument("--max-golds", type=int, default=None, help="gold calls per spec (default: all)")
     ap.add_argument("--data", type=Path, help="data dir (default: $CALLBENCH_DATA_DIR or the user cache)")
     ap.add_argument("--mask-budget-ms", type=float, default=50.0, help="a mask slower than this is a timeout")
-    ap.add_argument("--baseline-timeout-s", type=float, default=1.0, help="per-step budget of the regex baseline")
+    ap.add_argument(
+        "--baseline-timeout-s", type=float, default=1.0, help="per-step budget of the regex baseline"
+    )
     ap.add_argument("--baseline-max-steps", type=int, default=300, help="baseline steps measured per spec")
     ap.add_argument("--walks", type=int, default=20, help="random walks per spec (mask_time_profile)")
     ap.add_argument("--walk-tokens", type=int, default=150, help="max tokens per random walk")
@@ -557,7 +630,12 @@ def main() -> int:
         "walks": args.walks,
         "walk_tokens": args.walk_tokens,
         "seed": args.seed,
-        "targets": {"build_s": TARGET_BUILD_S, "mask_median_ms": TARGET_MEDIAN_MS, "mask_p99_ms": TARGET_P99_MS, "timeouts": 0},
+        "targets": {
+            "build_s": TARGET_BUILD_S,
+            "mask_median_ms": TARGET_MEDIAN_MS,
+            "mask_p99_ms": TARGET_P99_MS,
+            "timeouts": 0,
+        },
         "runtime_s": round(runtime, 1),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
@@ -569,7 +647,9 @@ def main() -> int:
     console.print(f"runtime {runtime:.1f} s (vocabulary build {vocab_s:.2f} s)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"settings": settings, "method": METHOD, "specs": specs}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps({"settings": settings, "method": METHOD, "specs": specs}, indent=2) + "\n"
+        )
     return 0
 
 

@@ -1,0 +1,157 @@
+"""Child side of the Python tool sandbox (stdlib only; run as ``python -I -c <this source>``).
+
+Protocol: the first stdin line is the config (limits, temp dir, tool sources); each further line is
+``{"name", "arguments", "fields"}`` and gets one JSON line back on the saved stdout fd. Tool output
+printed to stdout goes to stderr (discarded by the parent) so it cannot corrupt the protocol.
+Limits are applied before any tool source runs.
+"""
+
+import inspect
+import json
+import os
+import resource
+import sys
+
+
+def _limits(cfg):
+    mb = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_mb"] * mb, cfg["memory_mb"] * mb))
+    resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_s"], cfg["cpu_s"] + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["fsize_mb"] * mb, cfg["fsize_mb"] * mb))
+    resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"], cfg["nproc"]))  # not enforced for root
+
+
+def _guard(tmpdir):
+    """Audit hook (cannot be removed once added): no network, no processes, no native code loading,
+    no writes/renames/deletes outside ``tmpdir``. Pure-Python tools cannot bypass it."""
+    root = os.path.realpath(tmpdir)
+    denied = {
+        "socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo", "socket.gethostbyname",
+        "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.system", "os.spawn", "subprocess.Popen",
+        "os.kill", "os.killpg", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
+    }
+    write_events = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
+                    "os.symlink", "os.truncate", "os.utime", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
+
+    def inside(path):
+        try:
+            p = os.fsdecode(path) if not isinstance(path, int) else None
+        except TypeError:
+            return False
+        if p is None:
+            return True  # an already opened fd
+        p = os.path.realpath(p)
+        return p == root or p.startswith(root + os.sep)
+
+    def hook(event, args):
+        if event in denied:
+            raise PermissionError(f"sandbox: {event} is not allowed")
+        if event == "open" and args:
+            path, mode, flags = (list(args) + [None, None])[:3]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+            )
+            if writing and not inside(path):
+                raise PermissionError(f"sandbox: writing {path!r} outside the sandbox directory is not allowed")
+        elif event in write_events:
+            for a in args[:2]:
+                if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
+                    raise PermissionError(f"sandbox: {event} on {a!r} outside the sandbox directory is not allowed")
+
+    sys.addaudithook(hook)
+    import socket
+
+    def blocked(*a, **k):
+        raise PermissionError("sandbox: network access is not allowed")
+
+    socket.create_connection = blocked
+    socket.socket.connect = blocked
+    socket.socket.connect_ex = blocked
+
+
+def _bind(fn, arguments):
+    """Keyword arguments by name; ``arg_i`` that is not a parameter name binds to the i-th parameter."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = {p.name for p in params}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = any(p.kind == p.VAR_POSITIONAL for p in params)
+    args, kwargs, extra = [], {}, {}
+    for key, value in arguments.items():
+        if key in names:
+            kwargs[key] = value
+        elif key.startswith("arg_") and key[4:].isdigit():
+            extra[int(key[4:])] = value
+        else:
+            kwargs[key] = value  # let the call raise a clear TypeError
+    for i in sorted(extra):
+        if i < len(positional) and positional[i].name not in kwargs and positional[i].kind != positional[i].POSITIONAL_ONLY:
+            kwargs[positional[i].name] = extra[i]
+        elif i < len(positional) or var_pos:
+            args.append(extra[i])
+        else:
+            raise TypeError(f"{fn.__name__}() has no parameter for arg_{i}")
+    return args, kwargs
+
+
+def _wrap(value, fields):
+    if isinstance(value, dict) and fields and all(f in value for f in fields):
+        return value
+    if isinstance(value, tuple):
+        return {f"output_{i}": v for i, v in enumerate(value)}
+    return {"output_0": value}
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def main():
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    cfg = json.loads(sys.stdin.readline())
+    _limits(cfg)
+    os.chdir(cfg["tmpdir"])
+    _guard(cfg["tmpdir"])
+    tools, load_errors = {}, []
+    for mod in cfg["modules"]:
+        ns = {"__name__": "callbench_tool", "__file__": mod["path"]}
+        try:
+            exec(compile(mod["source"], mod["path"], "exec"), ns)
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            load_errors.append(f"{mod['path']}: {type(exc).__name__}: {exc}")
+            continue
+        for name in mod["functions"]:
+            if callable(ns.get(name)):
+                tools[name] = ns[name]
+    proto.write(json.dumps({"ready": True, "tools": sorted(tools), "load_errors": load_errors}) + "\n")
+    proto.flush()
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            fn = tools.get(req["name"])
+            if fn is None:
+                raise LookupError(f"unknown tool '{req['name']}'")
+            args, kwargs = _bind(fn, req.get("arguments") or {})
+            out = _wrap(fn(*args, **kwargs), req.get("fields"))
+            text = json.dumps({"ok": True, "output": _jsonable(out)})
+        except MemoryError:
+            text = json.dumps({"ok": False, "error": "MemoryError: memory limit exceeded"})
+        except BaseException as exc:  # noqa: BLE001 - any tool failure is a call error
+            text = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+        proto.write(text + "\n")
+        proto.flush()
+
+
+main()

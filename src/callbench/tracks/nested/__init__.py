@@ -1,0 +1,1 @@
+"""NESTFUL-style nested tool-call track: sequences of calls whose arguments reference earlier outputs."""

@@ -1,0 +1,568 @@
+"""Metrics for the nested tool-call track (NESTFUL-style sequences of labelled calls).
+
+Two modes exist because the published NESTFUL scorer (IBM/NESTFUL ``src/scorer.py`` + ``src/utils.py``)
+has behaviours that make its numbers hard to interpret, yet results must stay comparable with the
+paper.  ``compat`` reproduces that scorer's arithmetic, quirks included; ``strict`` (the default)
+fixes them.  docs/nested-scoring.md lists every definition and quirk with sources.
+
+Per-sample scores come from :func:`score_sample`; corpus numbers from :func:`aggregate`, because the
+published F1 is a corpus-level macro average that cannot be computed as a mean of per-sample values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Mode = Literal["strict", "compat"]
+MODES: tuple[str, ...] = ("strict", "compat")
+
+SUMMARY_KEYS: tuple[str, ...] = (
+    "f1_function",
+    "f1_parameter",
+    "partial_sequence_accuracy",
+    "full_sequence_accuracy",
+    "win_rate",
+    "parse_error_rate",
+)
+
+
+class _NoAnswer:
+    """Sentinel type: the sample has no gold answer (non-executable domain), so win is undefined."""
+
+    _instance: _NoAnswer | None = None
+
+    def __new__(cls) -> _NoAnswer:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_ANSWER"
+
+
+NO_ANSWER: Any = _NoAnswer()
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Numeric tolerance for strict answer comparison (win rate).
+
+    ``math.isclose(a, b, rel_tol=rel, abs_tol=abs)``: relative 1e-6 absorbs float noise from
+    differently ordered arithmetic chains; absolute 1e-9 makes answers near zero comparable.
+    """
+
+    rel: float = 1e-6
+    abs: float = 1e-9
+
+
+DEFAULT_TOLERANCE = Tolerance()
+
+# Call-argument literals are compared after rounding numbers to this many significant digits
+# (hash-based multiset matching needs an exact key, so a transitive quantisation replaces isclose).
+ARG_SIGNIFICANT_DIGITS = 12
+
+
+# --------------------------------------------------------------------------------------------
+# shared helpers
+# --------------------------------------------------------------------------------------------
+
+_VAR_LABEL = re.compile(r"^var_?(\d+)$", re.IGNORECASE)
+
+
+def normalise_label(label: Any) -> str | None:
+    """Canonical label text: ``$var1``, ``var_1`` and ``$var_1$`` all become ``var_1``.
+
+    v1 data labels ``var1`` while v2 uses ``$var_1``; models mix both, and the choice carries no meaning.
+    """
+    if not isinstance(label, str):
+        return None
+    body = label.strip().strip("$").strip()
+    if not body:
+        return None
+    m = _VAR_LABEL.match(body)
+    return f"var_{int(m.group(1))}" if m else body
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _prf(tp: int, fp: int, fn: int) -> tuple[float | None, float | None, float | None]:
+    """Micro precision/recall/F1; None where the denominator is zero (undefined, not zero)."""
+    return _ratio(tp, tp + fp), _ratio(tp, tp + fn), _ratio(2 * tp, 2 * tp + fp + fn)
+
+
+def _well_formed(calls: Any) -> bool:
+    if not isinstance(calls, list):
+        return False
+    for c in calls:
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            return False
+        if not isinstance(c.get("arguments", {}), dict):
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# strict mode
+# --------------------------------------------------------------------------------------------
+
+
+def _norm_literal(v: Any) -> Hashable:
+    """Type-aware canonical form: bools never equal numbers, strings never equal numbers,
+    ints equal floats numerically (to ARG_SIGNIFICANT_DIGITS), lists equal tuples."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, int | float):
+        f = float(v)
+        if math.isnan(f):
+            return ("num", "nan")
+        if math.isinf(f):
+            return ("num", f)
+        return ("num", float(f"{f:.{ARG_SIGNIFICANT_DIGITS}g}") + 0.0)
+    if isinstance(v, str):
+        return ("str", v)
+    if v is None:
+        return ("none",)
+    if isinstance(v, list | tuple):
+        return ("list", tuple(_norm_literal(x) for x in v))
+    if isinstance(v, dict):
+        return ("dict", tuple(sorted((str(k), _norm_literal(x)) for k, x in v.items())))
+    return ("other", repr(v))
+
+
+@dataclass
+class _Ref:
+    target: int
+    field: str | None
+
+
+class _Seq:
+    """A call sequence with references resolved to call indices and Merkle signatures per call.
+
+    A reference resolves only to a label defined by an *earlier* call, so a forward reference
+    (an impossible execution order) stays a literal string and can never match gold.
+    """
+
+    def __init__(self, calls: list[dict]):
+        self.calls = calls
+        self.names: list[str] = [c["name"] for c in calls]
+        self.args: list[dict[str, Any]] = []
+        defined: dict[str, int] = {}
+        for i, c in enumerate(calls):
+            resolved: dict[str, Any] = {}
+            for k, v in (c.get("arguments") or {}).items():
+                resolved[str(k)] = self._resolve(v, defined)
+            self.args.append(resolved)
+            lab = normalise_label(c.get("label"))
+            if lab is not None:
+                defined[lab] = i
+        self.sigs: list[str] = []
+        for i in range(len(calls)):
+            self.sigs.append(self._sig(i))
+
+    @staticmethod
+    def _resolve(v: Any, defined: dict[str, int]) -> Any:
+        if isinstance(v, str) and v.startswith("$"):
+            head, _, field = v.strip().strip("$").partition(".")
+            lab = normalise_label(head)
+            if lab is not None and lab in defined:
+                return _Ref(defined[lab], field or None)
+        return v
+
+    def _sig(self, i: int) -> str:
+        # Called in index order, and references only point backwards, so self.sigs[target] exists.
+        items = []
+        for k, v in sorted(self.args[i].items()):
+            if isinstance(v, _Ref):
+                items.append((k, ("ref", self.sigs[v.target], v.field)))
+            else:
+                items.append((k, _norm_literal(v)))
+        return hashlib.sha1(repr((self.names[i], tuple(items))).encode()).hexdigest()
+
+
+def _match(pred: _Seq, gold: _Seq) -> dict[int, int]:
+    """Pair predicted calls with gold calls: identical computations first, then same name in order.
+
+    The first pass makes order-insensitive comparison exact; the second keeps a call with one wrong
+    literal paired with its gold counterpart so references *to* it still count as right.
+    """
+    mapping: dict[int, int] = {}
+    free_gold: dict[Hashable, list[int]] = defaultdict(list)
+    for g, s in enumerate(gold.sigs):
+        free_gold[s].append(g)
+    used: set[int] = set()
+    for p, s in enumerate(pred.sigs):
+        if free_gold[s]:
+            g = free_gold[s].pop(0)
+            mapping[p] = g
+            used.add(g)
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for g, n in enumerate(gold.names):
+        if g not in used:
+            by_name[n].append(g)
+    for p, n in enumerate(pred.names):
+        if p not in mapping and by_name[n]:
+            mapping[p] = by_name[n].pop(0)
+    return mapping
+
+
+def _param_values(seq: _Seq, i: int, ref_key: Callable[[int], Hashable]) -> dict[str, Hashable]:
+    out: dict[str, Hashable] = {}
+    for k, v in seq.args[i].items():
+        out[k] = ("ref", ref_key(v.target), v.field) if isinstance(v, _Ref) else _norm_literal(v)
+    return out
+
+
+def answers_equal(pred: Any, gold: Any, tolerance: Tolerance = DEFAULT_TOLERANCE) -> bool:
+    """Strict answer equality: numbers within tolerance (int 6 == float 6.0), bools only equal bools,
+    strings never equal numbers, tuples equal lists, containers compared element-wise."""
+    if isinstance(pred, bool) or isinstance(gold, bool):
+        return isinstance(pred, bool) and isinstance(gold, bool) and pred == gold
+    if isinstance(pred, int | float) and isinstance(gold, int | float):
+        if math.isnan(pred) or math.isnan(gold):
+            return math.isnan(pred) and math.isnan(gold)
+        return math.isclose(pred, gold, rel_tol=tolerance.rel, abs_tol=tolerance.abs)
+    if isinstance(pred, list | tuple) and isinstance(gold, list | tuple):
+        return len(pred) == len(gold) and all(answers_equal(a, b, tolerance) for a, b in zip(pred, gold, strict=True))
+    if isinstance(pred, dict) and isinstance(gold, dict):
+        return pred.keys() == gold.keys() and all(answers_equal(pred[k], gold[k], tolerance) for k in gold)
+    if type(pred) is not type(gold) and not (pred is None and gold is None):
+        return False
+    return pred == gold
+
+
+def _score_strict(pred_calls, gold_calls, *, parse_error, pred_answer, gold_answer, executed_ok, tolerance):
+    gold = _Seq(gold_calls)
+    gold_triples: Counter = Counter()
+    for g in range(len(gold.calls)):
+        for k, v in _param_values(gold, g, lambda t: gold.sigs[t]).items():
+            gold_triples[(gold.names[g], k, v)] += 1
+    gold_names = Counter(gold.names)
+
+    if parse_error:
+        fn_counts = (0, 0, sum(gold_names.values()))
+        par_counts = (0, 0, sum(gold_triples.values()))
+        partial, full = 0.0, False
+        win = None if gold_answer is NO_ANSWER else False
+    else:
+        pred = _Seq(pred_calls)
+        mapping = _match(pred, gold)
+
+        def pred_ref_key(t: int) -> Hashable:
+            return gold.sigs[mapping[t]] if t in mapping else ("unmatched-pred", t)
+
+        pred_names = Counter(pred.names)
+        tp = sum((pred_names & gold_names).values())
+        fn_counts = (tp, sum(pred_names.values()) - tp, sum(gold_names.values()) - tp)
+
+        pred_triples: Counter = Counter()
+        for p in range(len(pred.calls)):
+            for k, v in _param_values(pred, p, pred_ref_key).items():
+                pred_triples[(pred.names[p], k, v)] += 1
+        tp = sum((pred_triples & gold_triples).values())
+        par_counts = (tp, sum(pred_triples.values()) - tp, sum(gold_triples.values()) - tp)
+
+        correct = 0
+        for p, g in mapping.items():
+            if pred.names[p] == gold.names[g] and _param_values(pred, p, pred_ref_key) == _param_values(
+                gold, g, lambda t: gold.sigs[t]
+            ):
+                correct += 1
+        denom = max(len(pred.calls), len(gold.calls))
+        partial = correct / denom if denom else 1.0
+        # Same computations (a relabelling that keeps a valid order) and the same final call,
+        # because the last call's output is the sequence's answer.
+        full = Counter(pred.sigs) == Counter(gold.sigs) and (
+            not gold.sigs or (bool(pred.sigs) and pred.sigs[-1] == gold.sigs[-1])
+        )
+        if gold_answer is NO_ANSWER:
+            win = None
+        else:
+            win = bool(pred_calls) and executed_ok and answers_equal(pred_answer, gold_answer, tolerance)
+
+    return {
+        "f1_function": _prf(*fn_counts)[2],
+        "f1_parameter": _prf(*par_counts)[2],
+        "partial_sequence_accuracy": partial,
+        "full_sequence_accuracy": float(full),
+        "win": win,
+        "_function_counts": fn_counts,
+        "_parameter_counts": par_counts,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# compat mode: the published scorer's arithmetic (see docs/nested-scoring.md, "quirks")
+# --------------------------------------------------------------------------------------------
+
+
+def _compat_is_dummy(call: dict) -> bool:
+    return call.get("name") == "dummy" and call.get("arguments") == {} and set(call) <= {"name", "arguments"}
+
+
+def _compat_value(val: Any, *, is_pred: bool) -> str:
+    # Quirk Q5: only *predicted* references missing their closing '$' get one appended.
+    if is_pred and isinstance(val, str) and val.startswith("$") and not val.endswith("$"):
+        val = val + "$"
+    return str(val)  # Quirk Q3/Q4: values compared as Python str(), so "5" == 5 but 5 != 5.0.
+
+
+def _compat_slot_map(calls: list, *, is_pred: bool) -> tuple[dict[str, list[str]], bool]:
+    """name -> ["arg = val", ...]; a repeated name overwrites the earlier call (quirk Q2)."""
+    out: dict[str, list[str]] = {}
+    bad = False
+    for c in calls:
+        if is_pred and isinstance(c, dict) and _compat_is_dummy(c):
+            continue
+        if not isinstance(c, dict) or "name" not in c:
+            bad = True
+            continue
+        out[c["name"]] = []
+        args = c.get("arguments")
+        if not isinstance(args, dict):
+            bad = True
+            continue
+        for k, v in args.items():
+            out[c["name"]].append(f"{k} = {_compat_value(v, is_pred=is_pred)}")
+    return out, bad
+
+
+def _compat_call_str(c: dict, *, is_pred: bool) -> str:
+    args = c.get("arguments")
+    if isinstance(args, dict):
+        body = ", ".join(sorted(f"{k} = {_compat_value(v, is_pred=is_pred)}" for k, v in args.items()))
+    else:
+        body = "{}"
+    return f"{c['name']}({body})"
+
+
+def _compat_align(gold: list[str], pred: list[str]) -> tuple[list[str], list[str]]:
+    """The published greedy alignment by name (quirk Q6): on a mismatch the *gold* call is paired
+    with a blank; only after gold is exhausted are leftover predictions paired with blanks."""
+    gold_names = [s.split("(", 1)[0] for s in gold]
+    pred_names = [s.split("(", 1)[0] for s in pred]
+    if len(gold_names) == len(pred_names):
+        return gold, pred
+    out_g: list[str] = []
+    out_p: list[str] = []
+    i = j = 0
+    while i < len(gold) or j < len(pred):
+        if i < len(gold) and j < len(pred) and gold_names[i] == pred_names[j]:
+            out_g.append(gold[i])
+            out_p.append(pred[j])
+            i += 1
+            j += 1
+        elif i < len(gold):
+            out_g.append(gold[i])
+            out_p.append("")
+            i += 1
+        else:
+            out_g.append("")
+            out_p.append(pred[j])
+            j += 1
+    return out_g, out_p
+
+
+def _compat_win(pred_calls, pred_answer, gold_answer, executed_ok) -> bool | None:
+    if gold_answer is NO_ANSWER:
+        return None
+    if not pred_calls:
+        return False
+    # Quirk Q7: the published executor returns False on any failure, and False == 0 in Python.
+    ans = pred_answer if executed_ok else False
+    if type(gold_answer) is float and type(ans) is float:
+        text = str(gold_answer)
+        if "." in text:  # quirk Q8: round to as many decimals as the gold answer prints with
+            ans = round(ans, len(text.split(".")[1]))
+        # else: the published scorer raises IndexError (e.g. gold 1e-05); we compare unrounded.
+    if ans == gold_answer:
+        return True
+    if isinstance(ans, tuple) and isinstance(gold_answer, list):
+        return _listify(ans) == gold_answer
+    return False
+
+
+def _listify(v: Any) -> Any:
+    return [_listify(x) for x in v] if isinstance(v, list | tuple) else v
+
+
+def _compat_parts(pred_calls, gold_calls, *, pred_answer, gold_answer, executed_ok) -> dict:
+    parse_error = pred_calls is None or not isinstance(pred_calls, list)
+    pred_list = pred_calls if isinstance(pred_calls, list) else []
+
+    gold_names = [str(c["name"]) for c in gold_calls]
+    pred_names: list[str] = []
+    for c in pred_list:
+        if isinstance(c, dict) and _compat_is_dummy(c):
+            continue
+        if isinstance(c, dict) and "name" in c:
+            pred_names.append(str(c["name"]))
+        else:
+            parse_error = True
+
+    gold_map, _ = _compat_slot_map(gold_calls, is_pred=False)
+    pred_map, bad = _compat_slot_map(pred_list, is_pred=True)
+    parse_error = parse_error or bad
+    slot_rows = [(gold_map.get(k, []), pred_map.get(k, [])) for k in sorted(set(gold_map) | set(pred_map))]
+
+    gold_strs = [_compat_call_str(c, is_pred=False) for c in gold_calls]
+    pred_strs = [_compat_call_str(c, is_pred=True) for c in pred_list if isinstance(c, dict) and "name" in c]
+    g_al, p_al = _compat_align(gold_strs, pred_strs)
+    if len(g_al) == len(p_al) and g_al:
+        partial = sum(a == b for a, b in zip(g_al, p_al, strict=True)) / len(g_al)
+    else:
+        partial = 0.0
+
+    return {
+        "partial_sequence_accuracy": partial,
+        "full_sequence_accuracy": float(partial == 1),
+        "win": _compat_win(pred_list, pred_answer, gold_answer, executed_ok) if pred_calls is not None else (
+            None if gold_answer is NO_ANSWER else False
+        ),
+        "parse_error": parse_error,
+        "_function_rows": [(gold_names, pred_names)],
+        "_parameter_rows": slot_rows,
+    }
+
+
+def macro_prf_gold_fitted(
+    rows: Iterable[tuple[Iterable[str], Iterable[str]]],
+) -> tuple[float | None, float | None, float | None]:
+    """Macro P/R/F1 as ``MultiLabelBinarizer().fit(gold)`` + sklearn ``average='macro'`` computes it.
+
+    Classes are the labels seen in gold; predicted labels outside them are dropped (quirk Q1);
+    each row is a *set* of labels, so repeats collapse.  Per-class precision with no predictions
+    is 0 (sklearn's zero_division default).  None when gold has no labels at all.
+    """
+    rows = [(set(g), set(p)) for g, p in rows]
+    classes = sorted(set().union(*(g for g, _ in rows))) if rows else []
+    if not classes:
+        return None, None, None
+    ps, rs, fs = [], [], []
+    for c in classes:
+        tp = sum(1 for g, p in rows if c in g and c in p)
+        fp = sum(1 for g, p in rows if c not in g and c in p)
+        fn = sum(1 for g, p in rows if c in g and c not in p)
+        ps.append(tp / (tp + fp) if tp + fp else 0.0)
+        rs.append(tp / (tp + fn) if tp + fn else 0.0)
+        fs.append(2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else 0.0)
+    n = len(classes)
+    return sum(ps) / n, sum(rs) / n, sum(fs) / n
+
+
+# --------------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------------
+
+
+def score_sample(
+    pred_calls: list[dict] | None,
+    gold_calls: list[dict],
+    *,
+    mode: Mode = "strict",
+    pred_answer: Any = None,
+    gold_answer: Any = NO_ANSWER,
+    executed_ok: bool = False,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
+    domain: str | None = None,
+    sample_id: str | None = None,
+) -> dict:
+    """Score one prediction against its gold sequence.
+
+    ``pred_calls`` is None when the model output could not be parsed; ``pred_answer`` and
+    ``executed_ok`` come from executing the *predicted* sequence (done elsewhere); leave
+    ``gold_answer`` unset for non-executable samples, whose win is then None and not counted.
+    Per-sample F1 values are returned for inspection, but :func:`aggregate` recomputes corpus
+    F1 from the raw counts/labels carried under ``_``-prefixed keys.
+    """
+    _check_mode(mode)
+    base = {
+        "mode": mode,
+        "domain": domain,
+        "sample_id": sample_id,
+        "gold_length": len(gold_calls),
+    }
+    if mode == "compat":
+        parts = _compat_parts(
+            pred_calls, gold_calls, pred_answer=pred_answer, gold_answer=gold_answer, executed_ok=executed_ok
+        )
+        parts["f1_function"] = macro_prf_gold_fitted(parts["_function_rows"])[2]
+        parts["f1_parameter"] = macro_prf_gold_fitted(parts["_parameter_rows"])[2]
+        return {**base, **parts}
+    parse_error = not _well_formed(pred_calls)
+    parts = _score_strict(
+        pred_calls,
+        gold_calls,
+        parse_error=parse_error,
+        pred_answer=pred_answer,
+        gold_answer=gold_answer,
+        executed_ok=executed_ok,
+        tolerance=tolerance,
+    )
+    return {**base, **parts, "parse_error": parse_error}
+
+
+def aggregate(samples: list[dict], mode: Mode = "strict") -> dict:
+    """Corpus summary: strict F1 is micro over summed counts; compat F1 is the published macro-F1
+    with the label binarizer fitted on these samples' gold.  Undefined values are None."""
+    _check_mode(mode)
+    wrong = {s.get("mode") for s in samples} - {mode}
+    if wrong:
+        raise ValueError(f"samples scored in mode(s) {sorted(wrong)} cannot be aggregated as {mode!r}")
+    n = len(samples)
+    out: dict[str, Any] = {"mode": mode, "n": n}
+    if mode == "strict":
+        for kind in ("function", "parameter"):
+            tp = sum(s[f"_{kind}_counts"][0] for s in samples)
+            fp = sum(s[f"_{kind}_counts"][1] for s in samples)
+            fn = sum(s[f"_{kind}_counts"][2] for s in samples)
+            p, r, f = _prf(tp, fp, fn)
+            out[f"precision_{kind}"], out[f"recall_{kind}"], out[f"f1_{kind}"] = p, r, f
+    else:
+        for kind in ("function", "parameter"):
+            rows = [row for s in samples for row in s[f"_{kind}_rows"]]
+            p, r, f = macro_prf_gold_fitted(rows)
+            out[f"precision_{kind}"], out[f"recall_{kind}"], out[f"f1_{kind}"] = p, r, f
+    out["partial_sequence_accuracy"] = _ratio(sum(s["partial_sequence_accuracy"] for s in samples), n)
+    out["full_sequence_accuracy"] = _ratio(sum(s["full_sequence_accuracy"] for s in samples), n)
+    wins = [s["win"] for s in samples if s["win"] is not None]
+    out["win_rate"] = _ratio(sum(bool(w) for w in wins), len(wins))
+    out["win_n"] = len(wins)
+    out["parse_error_rate"] = _ratio(sum(bool(s["parse_error"]) for s in samples), n)
+    return out
+
+
+def by_group(samples: list[dict], key: Callable[[dict], Hashable], mode: Mode = "strict") -> dict:
+    """Aggregate each group separately (compat F1 refits its label set per group, as running the
+    published scorer on that subset would)."""
+    groups: dict[Hashable, list[dict]] = defaultdict(list)
+    for s in samples:
+        groups[key(s)].append(s)
+    return {g: aggregate(members, mode) for g, members in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+
+
+def by_domain(samples: list[dict], mode: Mode = "strict") -> dict:
+    """Breakdown by the ``domain`` given to :func:`score_sample` (None when it was not given)."""
+    return by_group(samples, lambda s: s.get("domain"), mode)
+
+
+def by_length(samples: list[dict], mode: Mode = "strict") -> dict:
+    """Breakdown by gold sequence length (number of gold calls): accuracy falls with depth."""
+    return by_group(samples, lambda s: s["gold_length"], mode)
+
+
+def summarize(samples: list[dict], mode: Mode = "strict") -> dict:
+    """Overall summary plus ``by_domain`` and ``by_length`` breakdowns in one dict."""
+    return {**aggregate(samples, mode), "by_domain": by_domain(samples, mode), "by_length": by_length(samples, mode)}

@@ -1,0 +1,126 @@
+"""Pydantic models for nested tool-call rows.
+
+NESTFUL published three label styles (v1 ``var1``, v2 code ``$var1``, v2 math ``$var_1``); they are
+normalised to one canonical form (``var_1``) so a model writing ``$var1`` and gold ``$var_1`` refer to
+the same call, while ``raw_label`` keeps what the file said.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_LABEL = re.compile(r"^\$?var_?(\d+)\$?$")
+FINAL_CALL = "var_result"  # v1 pseudo-call that assembles the final answer from earlier outputs
+
+
+def canonical_label(label: str) -> str:
+    """``var1``, ``$var1``, ``$var_1`` -> ``var_1``; any other label just loses its ``$`` sigils."""
+    m = _LABEL.match(label.strip())
+    if m:
+        return f"var_{int(m.group(1))}"
+    return label.strip().strip("$")
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    label: str | None = None
+    raw_label: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _canon(self) -> ToolCall:
+        if self.label is not None:
+            if self.raw_label is None:
+                self.raw_label = self.label
+            self.label = canonical_label(self.label)
+            if not self.label:
+                raise ValueError("label is empty")
+        return self
+
+
+def _flatten(params: Any) -> tuple[dict[str, Any], list[str]]:
+    """Accept ``{name: spec}`` or a JSON-schema object (``{"properties": ..., "required": [...]}``)."""
+    if not isinstance(params, dict):
+        raise ValueError(f"expected an object, got {type(params).__name__}")
+    if isinstance(params.get("properties"), dict) and params.get("type", "object") == "object":
+        return dict(params["properties"]), list(params.get("required") or [])
+    required = [k for k, v in params.items() if isinstance(v, dict) and v.get("required") is True]
+    return dict(params), required
+
+
+class ToolSpec(BaseModel):
+    """One catalog entry. ``parameters`` keeps the published order: ``arg_i`` binds to the i-th one."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    required: list[str] = Field(default_factory=list)
+    output_parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "parameters" not in data:
+            # v1 specs: glaive/executable use query_parameters (+ path_parameters), sgd uses arguments
+            merged: dict[str, Any] = {}
+            for key in ("path_parameters", "query_parameters", "arguments"):
+                if isinstance(data.get(key), dict):
+                    merged.update(data[key])
+            data["parameters"] = merged
+        if "output_parameters" not in data and "output_parameter" in data:  # older v2 spelling
+            data["output_parameters"] = data["output_parameter"]
+        params, required = _flatten(data.get("parameters") or {})
+        data["parameters"] = params
+        data.setdefault("required", required)
+        if data.get("output_parameters") is not None:
+            data["output_parameters"], _ = _flatten(data["output_parameters"])
+        else:
+            data["output_parameters"] = {}
+        return data
+
+    @property
+    def parameter_names(self) -> list[str]:
+        return list(self.parameters)
+
+
+class NestedTask(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(min_length=1)
+    input: str = Field(min_length=1)
+    output: list[ToolCall] = Field(min_length=1)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    gold_answer: Any = None
+    domain: str = "api"
+    source: str = ""
+
+    @field_validator("domain")
+    @classmethod
+    def _domain(cls, v: str) -> str:
+        if v not in ("math", "code", "api"):
+            raise ValueError(f"'{v}' is not a domain (math, code, api)")
+        return v
+
+    @model_validator(mode="after")
+    def _labels(self) -> NestedTask:
+        seen: set[str] = set()
+        for i, call in enumerate(self.output):
+            if call.label is None:
+                continue
+            if call.label in seen:
+                raise ValueError(f"output.{i}.label: duplicate label '{call.raw_label}'")
+            seen.add(call.label)
+        return self
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)
