@@ -39,6 +39,19 @@ class SampleConstraint:
         return sessions[0].summary()
 
 
+def in_scope(starter: str) -> set[str]:
+    """Variables the starter code declares (usable as values in the call), except axios itself."""
+    if not starter:
+        return set()
+    from callbench.sandbox import prepare_code
+
+    try:
+        _, declared = prepare_code(starter)
+    except Exception:  # noqa: BLE001 - a starter we cannot parse just contributes no names
+        return set()
+    return {name for name in declared if name != "axios"}
+
+
 class ConstraintFactory:
     """Builds (and caches) the constraint for a task."""
 
@@ -47,12 +60,12 @@ class ConstraintFactory:
         self.options = options
         self._shared: dict[tuple[Any, ...], Any] = {}
 
-    def for_task(self, task: WebApiTask, spec: ApiSpec) -> SampleConstraint:
+    def for_task(self, task: WebApiTask, spec: ApiSpec, starter: str = "") -> SampleConstraint:
         from callbench.constrain.engine import GrammarConstraint
         from callbench.constrain.key_tracker import make_key_tracker
         from callbench.constrain.webapi_grammar import GrammarOptions, build_webapi_grammar
 
-        idents = tuple(sorted((task.definitions or {}).keys()))
+        idents = tuple(sorted(set(task.definitions or {}) | in_scope(starter)))
         options = self.options or GrammarOptions()
         if self.setup == "args":
             key = (id(spec), "args", task.config.method, task.config.url, idents)

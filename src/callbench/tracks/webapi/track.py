@@ -126,7 +126,7 @@ class WebApiTrack(Track):
         prompt = build_prompt(task, self.options.setup)  # type: ignore[arg-type]
         constraint = None
         if self._constraints is not None:
-            constraint = self._constraints.for_task(task, self._spec_for(task))
+            constraint = self._constraints.for_task(task, self._spec_for(task), prompt.starter)
             self._active[sample.id] = constraint
         return ModelInput(
             sample_id=sample.id,
