@@ -27,12 +27,39 @@ def _guard(tmpdir):
     no writes/renames/deletes outside ``tmpdir``. Pure-Python tools cannot bypass it."""
     root = os.path.realpath(tmpdir)
     denied = {
-        "socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo", "socket.gethostbyname",
-        "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.system", "os.spawn", "subprocess.Popen",
-        "os.kill", "os.killpg", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
+        "socket.connect",
+        "socket.bind",
+        "socket.sendto",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.exec",
+        "os.system",
+        "os.spawn",
+        "subprocess.Popen",
+        "os.kill",
+        "os.killpg",
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.cdata",
     }
-    write_events = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
-                    "os.symlink", "os.truncate", "os.utime", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
+    write_events = {
+        "os.remove",
+        "os.rename",
+        "os.rmdir",
+        "os.mkdir",
+        "os.chmod",
+        "os.chown",
+        "os.link",
+        "os.symlink",
+        "os.truncate",
+        "os.utime",
+        "shutil.rmtree",
+        "shutil.copyfile",
+        "shutil.move",
+    }
 
     def inside(path):
         try:
@@ -50,14 +77,19 @@ def _guard(tmpdir):
         if event == "open" and args:
             path, mode, flags = (list(args) + [None, None])[:3]
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+                isinstance(flags, int)
+                and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
             )
             if writing and not inside(path):
-                raise PermissionError(f"sandbox: writing {path!r} outside the sandbox directory is not allowed")
+                raise PermissionError(
+                    f"sandbox: writing {path!r} outside the sandbox directory is not allowed"
+                )
         elif event in write_events:
             for a in args[:2]:
                 if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
-                    raise PermissionError(f"sandbox: {event} on {a!r} outside the sandbox directory is not allowed")
+                    raise PermissionError(
+                        f"sandbox: {event} on {a!r} outside the sandbox directory is not allowed"
+                    )
 
     sys.addaudithook(hook)
     import socket
@@ -88,7 +120,11 @@ def _bind(fn, arguments):
         else:
             kwargs[key] = value  # let the call raise a clear TypeError
     for i in sorted(extra):
-        if i < len(positional) and positional[i].name not in kwargs and positional[i].kind != positional[i].POSITIONAL_ONLY:
+        if (
+            i < len(positional)
+            and positional[i].name not in kwargs
+            and positional[i].kind != positional[i].POSITIONAL_ONLY
+        ):
             kwargs[positional[i].name] = extra[i]
         elif i < len(positional) or var_pos:
             args.append(extra[i])
@@ -98,7 +134,10 @@ def _bind(fn, arguments):
 
 
 def _wrap(value, fields):
-    if isinstance(value, dict) and fields and all(f in value for f in fields):
+    """Named output fields pass through when the spec lists them (or, without a spec, when the tool
+    returns the MathQA ``{"result": ...}`` shape); anything else becomes ``output_0`` (tuples:
+    ``output_i``), the convention of the v2 code rows."""
+    if isinstance(value, dict) and (all(f in value for f in fields) if fields else set(value) == {"result"}):
         return value
     if isinstance(value, tuple):
         return {f"output_{i}": v for i, v in enumerate(value)}

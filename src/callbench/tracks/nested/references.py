@@ -79,13 +79,17 @@ def lookup(ref: Reference, env: dict[str, Any]) -> Any:
     for key in ref.path:
         if isinstance(value, dict):
             if key not in value:
-                raise UnknownKeyError(f"{ref}: '{walked}' has no key '{key}' (keys: {', '.join(map(str, value)) or 'none'})")
+                raise UnknownKeyError(
+                    f"{ref}: '{walked}' has no key '{key}' (keys: {', '.join(map(str, value)) or 'none'})"
+                )
             value = value[key]
         elif isinstance(value, (list, tuple)):
             try:
                 value = value[int(key)]
             except (ValueError, IndexError):
-                raise UnknownKeyError(f"{ref}: '{walked}' is a list of {len(value)}; '{key}' is not an index in it") from None
+                raise UnknownKeyError(
+                    f"{ref}: '{walked}' is a list of {len(value)}; '{key}' is not an index in it"
+                ) from None
         else:
             raise UnknownKeyError(f"{ref}: '{walked}' is a {type(value).__name__}, it has no key '{key}'")
         walked += f".{key}"

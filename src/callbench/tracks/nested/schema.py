@@ -103,6 +103,8 @@ class NestedTask(BaseModel):
     gold_answer: Any = None
     domain: str = "api"
     source: str = ""
+    # Duplicate labels are allowed: the published glaive data reuses one (row 45); a later call
+    # with the same label shadows the earlier one, as sequential execution implies.
 
     @field_validator("domain")
     @classmethod
@@ -110,17 +112,6 @@ class NestedTask(BaseModel):
         if v not in ("math", "code", "api"):
             raise ValueError(f"'{v}' is not a domain (math, code, api)")
         return v
-
-    @model_validator(mode="after")
-    def _labels(self) -> NestedTask:
-        seen: set[str] = set()
-        for i, call in enumerate(self.output):
-            if call.label is None:
-                continue
-            if call.label in seen:
-                raise ValueError(f"output.{i}.label: duplicate label '{call.raw_label}'")
-            seen.add(call.label)
-        return self
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)

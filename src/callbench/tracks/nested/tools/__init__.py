@@ -32,7 +32,9 @@ def _module(path: Path) -> ToolModule:
     except SyntaxError as exc:
         raise DataError(f"{path}:{exc.lineno}: syntax error ({exc.msg})") from exc
     names = tuple(
-        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")
     )
     return ToolModule(str(path), source, names)
 

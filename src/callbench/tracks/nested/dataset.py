@@ -1,0 +1,148 @@
+"""Load NESTFUL-style rows into :class:`NestedTask`.
+
+Auto-detected layouts: a v1 ``*-data.json`` (rows ``{input, output}``) with its sibling
+``*-spec.json`` as the catalog of every row; v2 JSONL or JSON list (``sample_id``, per-row ``tools``,
+``gold_answer``); the Hugging Face parquet export where ``output``/``tools``/``gold_answer`` are JSON
+text in string columns. A bad row fails with ``file: [i].field: msg``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from callbench.errors import DataError, MissingExtraError
+from callbench.tracks.nested.schema import NestedTask, ToolSpec
+from callbench.tracks.nested.tools import mathqa_names
+
+_JSON_COLUMNS = ("output", "tools", "gold_answer")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+
+
+def _read_jsonl(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    return rows
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("pyarrow", "parquet") from None
+    try:
+        return pq.read_table(path).to_pylist()
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
+        raise DataError(f"{path}: cannot read parquet ({exc})") from exc
+
+
+def _decode_columns(row: dict[str, Any], path: Path, i: int) -> dict[str, Any]:
+    """HF exports store nested fields as JSON text; a gold answer that is not JSON stays a string."""
+    row = dict(row)
+    for key in _JSON_COLUMNS:
+        value = row.get(key)
+        if isinstance(value, str):
+            try:
+                row[key] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                if key != "gold_answer":
+                    raise DataError(f"{path}: [{i}].{key}: invalid JSON text ({exc.msg})") from None
+    return row
+
+
+def detect_domain(row: dict[str, Any]) -> str:
+    """``math`` when every call is a MathQA operation, ``code`` for StarCoder-derived rows (tools
+    answer in ``output_0``), else ``api``."""
+    names = [c.get("name") for c in row.get("output") or [] if isinstance(c, dict)]
+    if names and all(n in mathqa_names() for n in names):
+        return "math"
+    for tool in row.get("tools") or []:
+        if isinstance(tool, dict):
+            out = tool.get("output_parameters") or tool.get("output_parameter") or {}
+            if isinstance(out, dict) and ("output_0" in out or "output_0" in (out.get("properties") or {})):
+                return "code"
+    return "api"
+
+
+def _spec_for(path: Path) -> Path | None:
+    if path.name.endswith("-data.json"):
+        spec = path.with_name(path.name[: -len("-data.json")] + "-spec.json")
+        return spec if spec.is_file() else None
+    return None
+
+
+def _validate(row: dict[str, Any], path: Path, i: int) -> NestedTask:
+    try:
+        return NestedTask.model_validate(row)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(row)"
+        raise DataError(f"{path}: [{i}].{loc}: {err['msg']}") from None
+
+
+def load_nested(path: str | Path) -> list[NestedTask]:
+    """Every row of ``path``, validated; the first bad row raises :class:`DataError`."""
+    path = Path(path)
+    catalog: list[ToolSpec] | None = None
+    if path.suffix == ".parquet":
+        rows: list[Any] = _read_parquet(path)
+    elif path.suffix == ".jsonl":
+        rows = _read_jsonl(path)
+    else:
+        doc = _read_json(path)
+        if not isinstance(doc, list):
+            raise DataError(f"{path}: expected a list of rows")
+        rows = doc
+        spec = _spec_for(path)
+        if spec is not None:
+            specs = _read_json(spec)
+            if not isinstance(specs, list):
+                raise DataError(f"{spec}: expected a list of tool specs")
+            catalog = []
+            for j, s in enumerate(specs):
+                try:
+                    catalog.append(ToolSpec.model_validate(s))
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    loc = ".".join(str(p) for p in err["loc"]) or "(row)"
+                    raise DataError(f"{spec}: [{j}].{loc}: {err['msg']}") from None
+    stem = path.name.removesuffix(path.suffix).removesuffix("-data")
+    tasks: list[NestedTask] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: [{i}]: expected an object, got {type(row).__name__}")
+        row = _decode_columns(row, path, i)
+        row.setdefault("id", row.get("sample_id") or f"{stem}-{i}")
+        if catalog is not None:
+            row.setdefault("tools", catalog)
+        row.setdefault(
+            "domain", detect_domain({**row, "tools": [] if catalog is not None else row.get("tools")})
+        )
+        row.setdefault("source", path.name)
+        task = _validate(row, path, i)
+        if task.id in seen:
+            raise DataError(f"{path}: [{i}].id: duplicate id '{task.id}'")
+        seen.add(task.id)
+        tasks.append(task)
+    return tasks
