@@ -21,6 +21,10 @@ def make_track(track: str, **track_options: Any):
         from callbench.tracks.webapi.track import WebApiOptions
 
         return cls(WebApiOptions(**track_options))
+    if track == "nested":
+        from callbench.tracks.nested.track import NestedOptions
+
+        return cls(NestedOptions(**track_options))
     return cls(**track_options)
 
 

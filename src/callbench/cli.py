@@ -258,6 +258,76 @@ def constrain_webapi(
         _fail(exc)
 
 
+@run_app.command("nested")
+def run_nested(
+    model: Annotated[str, typer.Option("--model", "-m", help="Backend spec, as for 'run webapi'.")],
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="Task file (NESTFUL v1/v2 JSON/JSONL or HF parquet); default: callbench's own generated set."),
+    ] = None,
+    shots: Annotated[int, typer.Option(help="In-context examples (0-3, the published NESTFUL examples).")] = 0,
+    icl: Annotated[Path | None, typer.Option(help="In-context examples file (v2 schema).")] = None,
+    functions: Annotated[Path | None, typer.Option(help="Directory of Python files with executable tools.")] = None,
+    scoring: Annotated[Scoring, typer.Option(help="strict (default) or compat (the published scorer).")] = Scoring.strict,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
+    max_tokens: Annotated[int, typer.Option(help="New tokens per sample.")] = 512,
+    mode: Annotated[str | None, typer.Option(help="Backend mode: completion or chat.")] = None,
+    model_arg: Annotated[list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable).")] = None,
+    out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
+    run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+) -> None:
+    """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
+
+    Scored on function/parameter F1, partial/full sequence accuracy, and win rate (the predicted
+    calls are executed in a sandboxed process and the final answer compared). Resumable.
+    """
+    from callbench.api import make_track
+    from callbench.models.base import GenerationConfig
+    from callbench.models.registry import load_model
+    from callbench.report.table import print_nested_summary
+    from callbench.runs.runner import RunOptions, run
+
+    try:
+        opts = _parse_model_args(model_arg)
+        if mode:
+            opts["mode"] = mode
+        if model.startswith("openai:"):
+            opts.setdefault("concurrency", concurrency)
+        track = make_track(
+            "nested",
+            data=str(data) if data else None,
+            shots=shots,
+            icl_file=str(icl) if icl else None,
+            functions=str(functions) if functions else None,
+        )
+        backend = load_model(model, **opts)
+        outcome = run(
+            track,
+            backend,
+            RunOptions(
+                out_dir=out,
+                run_id=run_id,
+                limit=limit,
+                ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                concurrency=concurrency,
+                scoring=scoring.value,
+                generation=GenerationConfig(max_tokens=max_tokens),
+                progress=not no_progress,
+            ),
+            console=err_console,
+        )
+    except CallbenchError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted: finished samples are saved; run the same command to resume[/yellow]")
+        raise typer.Exit(130) from None
+    print_nested_summary(outcome.summary, out_console)
+    out_console.print(f"run directory: {outcome.run_dir}")
+
+
 @app.command("report")
 def report_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run directories; several are compared side by side.")],

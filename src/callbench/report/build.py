@@ -110,6 +110,16 @@ def build_report(
         runs = [load_run(Path(d), runs[0].summary["scoring"]) for d in run_dirs]
     for r, label in zip(runs, short_labels([r.summary for r in runs]), strict=True):
         r.label = label
+    if runs[0].summary["track"] == "nested":
+        from callbench.report.html import render_nested_html
+        from callbench.report.table import print_nested_summary
+
+        if console is not None:
+            for r in runs:
+                print_nested_summary(r.summary, console)
+        html_path = html or (runs[0].directory / "report.html")
+        html_path.write_text(render_nested_html(runs), encoding="utf-8")
+        return Report(runs=runs, html_path=html_path)
     if console is not None:
         console.print(summary_table([r.summary for r in runs], [r.label for r in runs]))
         for r in runs:

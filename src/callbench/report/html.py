@@ -164,3 +164,35 @@ compat: the published WAPIIBench scorer's definitions).</p>
 <h2>Samples that are not correct (first 60 per run)</h2>{failures}
 </body></html>
 """
+
+
+def render_nested_html(runs: list[Any]) -> str:
+    """Nested-track report: overall metrics per run, then by domain and by sequence length."""
+    from callbench.report.table import NESTED_KEYS
+
+    first = runs[0].summary
+    sections = []
+    for r in runs:
+        groups = [("all", r.summary["metrics"])]
+        groups += [(f"domain={k}", v) for k, v in r.summary.get("by_domain", {}).items()]
+        groups += [(f"length={k}", v) for k, v in sorted(r.summary.get("by_length", {}).items(), key=lambda kv: int(kv[0]))]
+        head = "".join(f"<th>{_e(name)} (n={m.get('n')})</th>" for name, m in groups)
+        rows = "".join(
+            f"<tr><td>{_e(label)}</td>" + "".join(f"<td>{fmt(m.get(key))}</td>" for _, m in groups) + "</tr>"
+            for label, key in NESTED_KEYS
+        )
+        chart = bar_chart("Win rate by group", [g for g, _ in groups], [(r.label, [m.get("win_rate") for _, m in groups])])
+        sections.append(
+            f"<h2>{_e(r.label)}</h2><p class='muted'>{_e(r.directory)}</p>"
+            f"<table><thead><tr><th>metric (%)</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+            f"<div class='chart'>{chart}</div>"
+        )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>callbench report · nested</title>
+<style>{_CSS}</style></head><body>
+<h1>callbench · nested · scoring={_e(first['scoring'])}</h1>
+<p class="muted">F1 over functions and parameters, partial/full sequence accuracy, win rate (executed final
+answer equals gold), parse error rate; in %. Scoring {_e(first['scoring'])}: see docs/nested-scoring.md.</p>
+{''.join(sections)}
+</body></html>
+"""

@@ -102,3 +102,27 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(line, highlight=False)
     if not summary.get("complete", True):
         console.print(f"[yellow]partial: {summary['n']} of {summary['n_selected']} samples done[/yellow]")
+
+
+NESTED_KEYS = (
+    ("F1 function", "f1_function"),
+    ("F1 parameter", "f1_parameter"),
+    ("Partial sequence accuracy", "partial_sequence_accuracy"),
+    ("Full sequence accuracy", "full_sequence_accuracy"),
+    ("Win rate", "win_rate"),
+    ("Parse error rate", "parse_error_rate"),
+)
+
+
+def print_nested_summary(summary: dict[str, Any], console: Console) -> None:
+    """Overall metrics plus the by-domain and by-length breakdowns of a nested run."""
+    groups = [("all", summary["metrics"])]
+    groups += [(f"domain={k}", v) for k, v in summary.get("by_domain", {}).items()]
+    groups += [(f"length={k}", v) for k, v in sorted(summary.get("by_length", {}).items(), key=lambda kv: int(kv[0]))]
+    table = Table(title=f"nested · {summary.get('model')} · scoring={summary.get('scoring')}", caption="in %")
+    table.add_column("metric", style="bold")
+    for name, m in groups:
+        table.add_column(f"{name}\n(n={m.get('n')})", justify="right")
+    for label, key in NESTED_KEYS:
+        table.add_row(label, *[fmt(m.get(key)) for _, m in groups])
+    console.print(table)

@@ -68,7 +68,10 @@ class Track(abc.ABC):
         """Release sandboxes and the like."""
 
 
-_TRACKS = {"webapi": "callbench.tracks.webapi.track:WebApiTrack"}
+_TRACKS = {
+    "webapi": "callbench.tracks.webapi.track:WebApiTrack",
+    "nested": "callbench.tracks.nested.track:NestedTrack",
+}
 
 
 def available_tracks() -> list[str]:

@@ -1,0 +1,1 @@
+"""Versioned prompt templates for the nested track."""

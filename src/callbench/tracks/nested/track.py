@@ -1,0 +1,191 @@
+"""The nested tool-call track (NESTFUL) on the shared runner.
+
+A sample's model output is parsed into calls, executed in the sandboxed Python executor when the
+task is executable (its tools are built in or given with ``--functions``) and scored in both
+scoring modes; aggregation breaks down by domain and by gold sequence length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from callbench.data.paths import data_dir
+from callbench.errors import ConfigError, DataError
+from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
+from callbench.tracks.base import Sample, SampleResult, Track
+from callbench.tracks.nested.dataset import load_nested
+from callbench.tracks.nested.metrics import NO_ANSWER, score_sample, summarize
+from callbench.tracks.nested.parsing import parse_calls
+from callbench.tracks.nested.prompting import PROMPT_VERSION, build_prompt, gold_json, templates_hash
+from callbench.tracks.nested.schema import NestedTask, ToolCall
+
+SCORING_MODES = ("strict", "compat")
+ICL_FILE = "nestful/v2-samples/icl_examples.json"
+
+
+def builtin_task_file() -> Path:
+    """callbench's own offline benchmark, generated over the built-in tools (used by default)."""
+    return Path(str(resources.files("callbench.tracks.nested.data").joinpath("generated_v1.jsonl")))
+
+
+@dataclass
+class NestedOptions:
+    data: str | None = None  # task file (v1/v2 JSON/JSONL/parquet) or data dir; default: built-in set
+    shots: int = 0
+    icl_file: str | None = None  # in-context examples (v2 schema); default <data dir>/nestful/v2-samples/
+    functions: str | None = None  # directory of Python files with executable tools
+    mode: str = "direct"
+    call_timeout_s: float = 5.0
+
+
+class NestedTrack(Track):
+    name = "nested"
+    scoring_modes = SCORING_MODES
+
+    def __init__(self, options: NestedOptions | None = None):
+        self.options = options or NestedOptions()
+        if self.options.mode != "direct":
+            raise ConfigError(f"--mode {self.options.mode}: only 'direct' is implemented so far (react and tools are planned)")
+        if self.options.shots not in (0, 1, 2, 3):
+            raise ConfigError("--shots must be 0, 1, 2 or 3")
+        given = Path(self.options.data) if self.options.data else None
+        if given is not None and given.is_file():
+            self.task_file = given
+        elif given is not None and not given.exists():
+            raise DataError(f"{given}: no such file or directory")
+        else:
+            self.task_file = builtin_task_file()
+            if not self.task_file.is_file():
+                raise DataError(f"{self.task_file}: the built-in nested task set is missing from this install")
+        self._tasks: dict[str, NestedTask] = {}
+        self._examples: list[NestedTask] = []
+        self._executor = None
+        self._modules = None
+
+    # -- data
+    def load_samples(self) -> list[Sample]:
+        tasks = load_nested(self.task_file)
+        if self.options.shots:
+            icl = Path(self.options.icl_file) if self.options.icl_file else data_dir() / ICL_FILE
+            if not icl.is_file():
+                raise DataError(f"{icl}: in-context examples not found (give --icl FILE or fetch the NESTFUL data)")
+            self._examples = load_nested(icl)[: self.options.shots]
+        out = []
+        for t in tasks:
+            self._tasks[t.id] = t
+            out.append(Sample(id=t.id, group=t.domain or "unknown", payload=t))
+        return out
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "setup": f"{self.options.mode}-{self.options.shots}shot",
+            "prompt_version": PROMPT_VERSION,
+            "prompt_hash": templates_hash(),
+            "data_file": str(self.task_file),
+            "data_sha256": hashlib.sha256(self.task_file.read_bytes()).hexdigest()[:16],
+            "functions": self.options.functions,
+        }
+
+    def default_generation(self, mode: str) -> GenerationConfig:
+        return GenerationConfig(max_tokens=512)
+
+    # -- prompting
+    def build_input(self, sample: Sample) -> ModelInput:
+        task: NestedTask = sample.payload
+        prompt, messages = build_prompt(task, self._examples)
+        return ModelInput(sample_id=sample.id, prompt=prompt, messages=messages, reference=gold_json(task))
+
+    # -- execution
+    def _tool_modules(self):
+        if self._modules is None:
+            from callbench.tracks.nested.tools import builtin_tools, load_tools
+
+            self._modules = list(builtin_tools()) + (load_tools(self.options.functions) if self.options.functions else [])
+        return self._modules
+
+    def _executable(self, task: NestedTask) -> bool:
+        if task.gold_answer is None:
+            return False
+        names = {f for m in self._tool_modules() for f in m.functions}
+        return all(c.name in names for c in task.output)
+
+    @property
+    def executor(self):
+        if self._executor is None:
+            from callbench.sandbox.python import Limits
+            from callbench.tracks.nested.executor import NestedExecutor
+
+            self._executor = NestedExecutor(self._tool_modules(), Limits(timeout_s=self.options.call_timeout_s))
+        return self._executor
+
+    def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
+        task: NestedTask = sample.payload
+        gold = [{"name": c.name, "label": c.raw_label or c.label, "arguments": c.arguments} for c in task.output]
+        calls = parse_calls(output.text)
+        executable = self._executable(task)
+        pred_answer: Any = None
+        executed_ok = False
+        execution = None
+        if calls is not None and executable:
+            try:
+                parsed = [ToolCall.model_validate(c) for c in calls]
+            except Exception:  # noqa: BLE001 - malformed calls are scored as such, not executed
+                parsed = None
+            if parsed:
+                result = self.executor.run(parsed, task.tools)
+                pred_answer, executed_ok = result.final, result.ok
+                execution = {
+                    "ok": result.ok,
+                    "final": _jsonable(result.final),
+                    "calls": [{"label": c.label, "name": c.name, "output": _jsonable(c.output)} for c in result.calls],
+                }
+        verdicts = {
+            mode: score_sample(
+                calls,
+                gold,
+                mode=mode,
+                pred_answer=pred_answer,
+                gold_answer=task.gold_answer if executable else NO_ANSWER,
+                executed_ok=executed_ok,
+                domain=task.domain,
+                sample_id=task.id,
+            )
+            for mode in SCORING_MODES
+        }
+        status = "parse_error" if calls is None else "ok"
+        return SampleResult(status=status, parsed=None if calls is None else _dumps(calls), execution=execution, verdicts=verdicts)
+
+    @classmethod
+    def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
+        if scoring not in SCORING_MODES:
+            raise ConfigError(f"--scoring '{scoring}': choose from {', '.join(SCORING_MODES)}")
+        scored = [r.verdicts[scoring] for r in results]
+        summary = summarize(scored, scoring) if scored else {}
+        by_domain = summary.pop("by_domain", {})
+        by_length = summary.pop("by_length", {})
+        return {"metrics": summary, "by_domain": by_domain, "by_length": {str(k): v for k, v in by_length.items()}}
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def _dumps(calls: list[dict]) -> str:
+    import json
+
+    return json.dumps(calls, ensure_ascii=False, default=repr)
