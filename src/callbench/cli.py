@@ -328,6 +328,34 @@ def run_nested(
     out_console.print(f"run directory: {outcome.run_dir}")
 
 
+generate_app = typer.Typer(help="Generate benchmark tasks.", no_args_is_help=True)
+app.add_typer(generate_app, name="generate")
+
+
+@generate_app.command("nested")
+def generate_nested(
+    n: Annotated[int, typer.Option(help="Number of tasks.")] = 200,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same tasks).")] = 0,
+    out: Annotated[Path, typer.Option(help="Output JSONL file (NESTFUL v2 schema).")] = Path("tasks.jsonl"),
+    min_calls: Annotated[int, typer.Option(help="Fewest calls per task.")] = 2,
+    max_calls: Annotated[int, typer.Option(help="Most calls per task.")] = 6,
+    fan_in: Annotated[int, typer.Option(help="Most earlier outputs one call may take.")] = 2,
+    distractors: Annotated[int, typer.Option(help="Unused tools added to each task's catalog.")] = 3,
+) -> None:
+    """Executable nested tasks over the built-in MathQA tools; gold answers computed by execution."""
+    from rich.progress import Progress
+
+    from callbench.tracks.nested.generator import generate_tasks, write_jsonl
+
+    if n < 1 or min_calls < 1 or max_calls < min_calls or fan_in < 1 or distractors < 0:
+        _fail(ConfigError("need n >= 1, 1 <= min-calls <= max-calls, fan-in >= 1, distractors >= 0"))
+    with Progress(console=err_console, transient=True) as progress:
+        progress.add_task(f"generating {n} tasks", total=None)
+        rows = generate_tasks(n, seed, min_calls=min_calls, max_calls=max_calls, fan_in=fan_in, distractors=distractors)
+    write_jsonl(rows, out)
+    out_console.print(f"{len(rows)} tasks written to {out}")
+
+
 @app.command("report")
 def report_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run directories; several are compared side by side.")],

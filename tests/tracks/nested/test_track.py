@@ -110,3 +110,16 @@ def test_cli_run_nested_and_report(tmp_path, nestful_dir):
     assert (run_dir / "report.html").read_text().startswith("<!doctype html>")
     res = runner.invoke(app, ["run", "nested", "--model", "gold", "--data", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path)])
     assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_cli_generate_then_run_gold(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "tasks.jsonl"
+    res = runner.invoke(app, ["generate", "nested", "--n", "12", "--seed", "3", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(out.read_text().splitlines()) == 12
+    res = runner.invoke(app, ["run", "nested", "--model", "gold", "--data", str(out), "--out", str(tmp_path / "r"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    (run_dir,) = list((tmp_path / "r").iterdir())
+    m = json.loads((run_dir / "summary.json").read_text())["metrics"]
+    assert m["win_rate"] == 1.0 and m["full_sequence_accuracy"] == 1.0 and m["n"] == 12
