@@ -13,6 +13,8 @@ from callbench.constrain.engine import (
     vocab_from_tiktoken_file,
 )
 from callbench.constrain.key_tracker import KeyTracker, make_key_tracker
+from callbench.constrain.label_tracker import LabelTracker, make_label_tracker
+from callbench.constrain.nested_grammar import NestedGrammar, NestedGrammarError, build_nested_grammar
 from callbench.constrain.sampling import sample_under_grammar
 from callbench.constrain.vllm import vllm_extra_body
 from callbench.constrain.webapi_grammar import (
@@ -37,6 +39,11 @@ __all__ = [
     "GrammarError",
     "GrammarOptions",
     "KeyTracker",
+    "LabelTracker",
+    "NestedGrammar",
+    "NestedGrammarError",
+    "build_nested_grammar",
+    "make_label_tracker",
     "TokenFilter",
     "WebApiGrammar",
     "build_webapi_grammar",
