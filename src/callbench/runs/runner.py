@@ -154,7 +154,8 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
             async with sem:
                 inp = track.build_input(sample)
                 t0 = time.perf_counter()
-                out = await model.generate(inp, opts.generation)
+                # A track may drive several model turns for one sample (e.g. a ReAct loop).
+                out = await track.interact(sample, inp, model, opts.generation)
                 if out.latency_s is None:
                     out.latency_s = time.perf_counter() - t0
             res = track.evaluate(sample, out)

@@ -49,6 +49,11 @@ class Track(abc.ABC):
     def build_input(self, sample: Sample) -> ModelInput:
         """Prompt + chat messages + gold reference for one sample."""
 
+    async def interact(self, sample: Sample, inp: ModelInput, model: Any, config: Any) -> ModelOutput:
+        """Get the model's answer for one sample: one call by default; multi-turn tracks
+        (ReAct: call, observe, call again) override this and return the whole transcript."""
+        return await model.generate(inp, config)
+
     @abc.abstractmethod
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         """Parse, execute (sandboxed) and score one output, in every scoring mode."""
