@@ -218,24 +218,23 @@ def _why_rejected(session: ConstraintSession, vocab: TokenVocab, tok: int, step:
 
 # ------------------------------------------------------------------------------ baseline
 def run_baseline(
-    pattern_spec: ApiSpec,
+    spec: ApiSpec,
     name: str,
     golds_tokens: list[list[int]],
     positions: list[tuple[int, int]],
-    vocab: TokenVocab,
     token_strings: list[str],
     text_ids: np.ndarray,
     args: argparse.Namespace,
 ) -> tuple[dict[str, Any], list[int]]:
     t0 = time.perf_counter()
-    pattern = build_baseline_regex(pattern_spec)
+    pattern = build_baseline_regex(spec)
     t1 = time.perf_counter()
     baseline = RegexBaseline(pattern, token_strings, timeout_s=args.baseline_timeout_s)
     t2 = time.perf_counter()
     rng = np.random.default_rng([args.seed, zlib.crc32(name.encode())])
     n = min(args.baseline_max_steps, len(positions))
     picked = sorted(rng.choice(len(positions), size=n, replace=False).tolist()) if n else []
-    times, checked, ranks, in_lang = [], [], [], []
+    times, checked, ranks, in_lang, hit_budget = [], [], [], [], []
     timeouts = not_gold = gold_unfit = exhausted = 0
     for idx in picked:
         gi, step = positions[idx]
@@ -252,6 +251,7 @@ def run_baseline(
         checked.append(res.checked)
         ranks.append(rank)
         timeouts += res.timed_out
+        hit_budget.append(res.timed_out)
         exhausted += res.token_id is None and not res.timed_out
         if res.token_id != gold and not res.timed_out:
             not_gold += 1
@@ -260,7 +260,7 @@ def run_baseline(
         gold_unfit += not _fits(baseline, completion + token_strings[gold], args.baseline_timeout_s)
     ms = _ms(times)
     inside = np.asarray(in_lang, dtype=bool)
-    timed_out = np.asarray([t >= args.baseline_timeout_s for t in times], dtype=bool)
+    timed_out = np.asarray(hit_budget, dtype=bool)
     golds_unmatched = 0
     for toks in golds_tokens:
         try:
@@ -446,9 +446,7 @@ def measure_spec(
     }
 
     t0 = time.perf_counter()
-    base, picked = run_baseline(
-        spec, name, golds_tokens, tracked.positions, vocab, token_strings, text_ids, args
-    )
+    base, picked = run_baseline(spec, name, golds_tokens, tracked.positions, token_strings, text_ids, args)
     out.update(base)
     out["baseline_run_s"] = round(time.perf_counter() - t0, 3)
     same = _ms([tracked.times[i] for i in picked])

@@ -302,3 +302,31 @@ def test_grammar_and_tracker_never_dead_end(spec):
             r = check_continuation(spec, out.decode("utf-8", "replace"))
             assert r.allowed, (bytes(out), r.reason)
     assert closed >= 20
+
+
+def test_string_suffix_memo_is_exact(wapii_tasks, wapii_specs):
+    """allows() memoises verdicts inside strings on the bytes from the closing quote on; at every
+    step of real gold decodes, for every quote-bearing token, it must equal the plain scan."""
+    import pytest
+
+    pytest.importorskip("llguidance")
+    from callbench.constrain.check import gpt2_tokenizer
+    from callbench.constrain.engine import vocab_for_lltokenizer
+    from callbench.constrain.webapi_grammar import build_webapi_grammar
+    from callbench.tracks.webapi.prompting import reference_completion
+
+    vocab = vocab_for_lltokenizer(gpt2_tokenizer())
+    quoted = [b for b in vocab.token_bytes if b and (b"'" in b or b'"' in b or b"`" in b)]
+    checked = 0
+    for api in ("slack", "asana"):
+        spec = wapii_specs[api]
+        g = build_webapi_grammar(spec, setup="full")
+        for task in [t for t in wapii_tasks if t.api == api][:6]:
+            tr = make_key_tracker(g, spec)
+            for tok in vocab.lltok.tokenize_str(reference_completion(task, "full")):
+                if tr.active():
+                    for b in quoted[::7]:
+                        assert tr.allows(b) == tr._scan(b), (task.id, b)
+                        checked += 1
+                tr.feed(vocab.token_bytes[tok])
+    assert checked > 10_000

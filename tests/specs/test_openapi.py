@@ -842,3 +842,14 @@ def test_to_json_schema_on_real_bodies(specs):
     v.validate({"channel": "C1", "text": "hi"})
     with pytest.raises(jsonschema.ValidationError):
         v.validate({"text": "hi"})
+
+
+def test_malformed_urls_match_nothing_instead_of_raising(tmp_path):
+    from callbench.specs import build_spec
+
+    spec = build_spec({"openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+                       "servers": [{"url": "https://x.example/api"}],
+                       "paths": {"/a": {"get": {"responses": {"200": {"description": "ok"}}}}}}, tmp_path / "s.yaml")
+    for url in ("https://[x.example/api/a", "http://]/a", "https://x.example/api/a["):
+        assert spec.match("get", url) is None or spec.match("get", url).operation.path == "/a"
+        spec.match_paths(url)  # must not raise

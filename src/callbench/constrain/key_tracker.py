@@ -175,6 +175,7 @@ class KeyTracker:
         "_method",
         "_args",
         "violation",
+        "_memo",
     )
 
     def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
@@ -192,6 +193,9 @@ class KeyTracker:
         self._method: str | None = None
         self._args: OpArgs | None = None
         self.violation: str | None = None
+        # allows() verdicts for the current state, keyed on the bytes from a string's closing
+        # quote onward (see allows); cleared whenever the state changes.
+        self._memo: dict[bytes, bool] = {}
         call = _Frame("call", C_METHOD, "")
         if grammar.setup == "args":
             self._method = grammar.method
@@ -231,12 +235,15 @@ class KeyTracker:
         t._buf = bytearray(self._buf)
         t._url = bytearray(self._url) if self._url is not None else None
         t._method, t._args, t.violation = self._method, self._args, self.violation
+        t._memo = {}
         return t
 
     def active(self) -> bool:
         return self._mode not in (M_DONE, M_LOST) and self.violation is None
 
     def feed(self, data: bytes) -> None:
+        if data:
+            self._memo = {}
         for b in data:
             if self._mode in (M_DONE, M_LOST):
                 return
@@ -248,6 +255,25 @@ class KeyTracker:
             return True
         if mode == M_STR and self._q not in data and self._url is None:
             return True  # the string stays open: nothing can break
+        if mode == M_STR and self._url is None and not (self._esc or self._hole or self._dollar):
+            # Inside a string value, bytes before the closing quote change no state unless they
+            # are a backslash (or, in backticks, part of `${`). Then the verdict depends only on
+            # the bytes from the quote on, which many tokens share (`",`, `"}`, `"\n` ...):
+            # exact memoisation that turns hundreds of scans per step into a few.
+            q = self._q
+            idx = data.index(q)
+            head = data[:idx]
+            if 92 not in head and (q != _BQ or (36 not in head and 123 not in head)):
+                key = bytes(data[idx:])
+                verdict = self._memo.get(key)
+                if verdict is None:
+                    verdict = self._scan(key)
+                    self._memo[key] = verdict
+                return verdict
+        return self._scan(data)
+
+    def _scan(self, data: bytes) -> bool:
+        """Would appending ``data`` keep the rules satisfiable? (simulation on a clone)"""
         t = self.clone()
         for b in data:
             if t._mode in (M_DONE, M_LOST):

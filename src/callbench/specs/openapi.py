@@ -285,13 +285,19 @@ class ApiSpec:
     def _api_paths(self, url: str) -> list[str]:
         """Candidate API-relative paths for a URL (server prefixes stripped), best first."""
         text = url.strip()
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError:  # e.g. "Invalid IPv6 URL" for a stray '[': such a URL matches nothing
+            return []
         if not parts.netloc and not text.startswith("/") and parts.scheme == "":
             head = text.split("/", 1)[0]
             if "." in head and any(
                 s.netloc and s.netloc.fullmatch(_norm_netloc(head)) for s in self._server_rx
             ):
-                parts = urlsplit("https://" + text)  # scheme-less absolute URL
+                try:
+                    parts = urlsplit("https://" + text)  # scheme-less absolute URL
+                except ValueError:
+                    return []
         path = parts.path or "/"
         out: list[str] = []
         if parts.netloc:

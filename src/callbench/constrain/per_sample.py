@@ -1,0 +1,57 @@
+"""Per-sample view of a shared constraint, and the run-level summary of what CD did.
+
+A grammar is compiled once and shared by every sample that needs it; each sample gets a thin view
+that hands the backend hooks through and remembers its own decoding sessions, so the track can
+store per-sample statistics (steps, interventions, mask time, unsatisfiable).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+
+class SampleConstraint:
+    """Delegates the backend hooks to a shared :class:`GrammarConstraint` and keeps the sessions
+    of this sample's generation (in-process backends generate one sample at a time)."""
+
+    def __init__(self, shared: Any):
+        self.shared = shared
+        self._sessions: list[Any] | None = None
+
+    def llamacpp_logits_processor(self, llama: Any) -> Any:
+        proc = self.shared.llamacpp_logits_processor(llama)
+        self._sessions = self.shared.last_sessions
+        return proc
+
+    def hf_logits_processor(self, tokenizer: Any) -> Any:
+        proc = self.shared.hf_logits_processor(tokenizer)
+        self._sessions = None  # created lazily per batch row; read after generation
+        return proc
+
+    def vllm_extra_body(self) -> dict[str, Any]:
+        self._sessions = []
+        return self.shared.vllm_extra_body()
+
+    def stats(self) -> dict[str, Any]:
+        sessions = self._sessions if self._sessions is not None else self.shared.last_sessions
+        if not sessions:
+            return {"server_side": self._sessions == []}
+        return sessions[0].summary()
+
+
+def summarize_constraint_stats(stats: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Run-level view of what constrained decoding did (None when no sample was constrained)."""
+    local = [s for s in stats if s and "steps" in s]
+    if not local:
+        return None
+    steps = sum(s["steps"] for s in local)
+    return {
+        "samples": len(local),
+        "steps": steps,
+        "changed_top": sum(s["changed_top"] for s in local),
+        "changed_top_per_sample_mean": statistics.fmean(s["changed_top"] for s in local),
+        "mask_ms_median_of_samples": statistics.median(s["mask_ms_median"] for s in local),
+        "mask_ms_p99_max": max(s["mask_ms_p99"] for s in local),
+        "unsatisfiable": sum(1 for s in local if s.get("unsatisfiable")),
+    }
