@@ -268,6 +268,10 @@ def run_nested(
     shots: Annotated[int, typer.Option(help="In-context examples (0-3, the published NESTFUL examples).")] = 0,
     icl: Annotated[Path | None, typer.Option(help="In-context examples file (v2 schema).")] = None,
     functions: Annotated[Path | None, typer.Option(help="Directory of Python files with executable tools.")] = None,
+    strategy: Annotated[
+        str, typer.Option("--strategy", help="direct (the whole call list at once) or react (one call per turn, executed, output fed back).")
+    ] = "direct",
+    max_steps: Annotated[int, typer.Option("--max-steps", help="react: most model turns per task.")] = 12,
     scoring: Annotated[Scoring, typer.Option(help="strict (default) or compat (the published scorer).")] = Scoring.strict,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
@@ -277,6 +281,14 @@ def run_nested(
     model_arg: Annotated[list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable).")] = None,
     out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
+    constrained: Annotated[
+        bool,
+        typer.Option(
+            "--constrained",
+            help="Reference-aware constrained decoding: only catalog tools, their parameters, typed values and "
+            "references to earlier labels' outputs can be written (llamacpp:, hf:).",
+        ),
+    ] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
 ) -> None:
     """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
@@ -302,8 +314,15 @@ def run_nested(
             shots=shots,
             icl_file=str(icl) if icl else None,
             functions=str(functions) if functions else None,
+            mode=strategy,
+            max_steps=max_steps,
+            constrained=constrained,
         )
         backend = load_model(model, **opts)
+        if constrained and not (backend.steerable or backend.name in ("gold", "replay")):
+            raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits (use llamacpp: or hf:)")
+        if constrained and backend.mode == "chat" and backend.name not in ("gold", "replay"):
+            raise ConfigError("--constrained needs completion mode: the grammar continues the prompt's 'Answer: '")
         outcome = run(
             track,
             backend,

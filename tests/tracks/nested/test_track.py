@@ -123,3 +123,15 @@ def test_cli_generate_then_run_gold(tmp_path):
     (run_dir,) = list((tmp_path / "r").iterdir())
     m = json.loads((run_dir / "summary.json").read_text())["metrics"]
     assert m["win_rate"] == 1.0 and m["full_sequence_accuracy"] == 1.0 and m["n"] == 12
+
+
+def test_constrained_run_records_cd_stats(tmp_path):
+    pytest.importorskip("llguidance")
+    from callbench.api import make_track
+
+    track = make_track("nested", constrained=True)
+    samples = track.load_samples()[:2]
+    inp = track.build_input(samples[0])
+    assert inp.constraint is not None and "start" in inp.constraint.shared.lark
+    with pytest.raises(Exception, match="strategy direct"):
+        make_track("nested", constrained=True, mode="react")

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from callbench.constrain.per_sample import summarize_constraint_stats
 from callbench.data.paths import data_dir
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
@@ -38,8 +39,10 @@ class NestedOptions:
     shots: int = 0
     icl_file: str | None = None  # in-context examples (v2 schema); default <data dir>/nestful/v2-samples/
     functions: str | None = None  # directory of Python files with executable tools
-    mode: str = "direct"
+    mode: str = "direct"  # "direct" (one answer) or "react" (call, observe, call again)
+    max_steps: int = 12  # react: most model turns per sample (a 9-call task needs 10)
     call_timeout_s: float = 5.0
+    constrained: bool = False  # reference-aware constrained decoding (direct strategy)
 
 
 class NestedTrack(Track):
@@ -48,10 +51,20 @@ class NestedTrack(Track):
 
     def __init__(self, options: NestedOptions | None = None):
         self.options = options or NestedOptions()
-        if self.options.mode != "direct":
-            raise ConfigError(f"--mode {self.options.mode}: only 'direct' is implemented so far (react and tools are planned)")
+        if self.options.mode not in ("direct", "react"):
+            raise ConfigError(f"--strategy {self.options.mode}: choose direct or react")
+        if self.options.max_steps < 1:
+            raise ConfigError("--max-steps must be >= 1")
         if self.options.shots not in (0, 1, 2, 3):
             raise ConfigError("--shots must be 0, 1, 2 or 3")
+        if self.options.constrained and self.options.mode != "direct":
+            raise ConfigError("--constrained works with --strategy direct (one JSON answer per sample)")
+        self._constraints = None
+        self._active: dict[str, Any] = {}
+        if self.options.constrained:
+            from callbench.tracks.nested.constraints import NestedConstraintFactory
+
+            self._constraints = NestedConstraintFactory()
         given = Path(self.options.data) if self.options.data else None
         if given is not None and given.is_file():
             self.task_file = given
@@ -88,6 +101,8 @@ class NestedTrack(Track):
             "data_file": str(self.task_file),
             "data_sha256": hashlib.sha256(self.task_file.read_bytes()).hexdigest()[:16],
             "functions": self.options.functions,
+            "constrained": self.options.constrained,
+            **({"max_steps": self.options.max_steps, "react_prompt_hash": _react_hash()} if self.options.mode == "react" else {}),
         }
 
     def default_generation(self, mode: str) -> GenerationConfig:
@@ -97,7 +112,24 @@ class NestedTrack(Track):
     def build_input(self, sample: Sample) -> ModelInput:
         task: NestedTask = sample.payload
         prompt, messages = build_prompt(task, self._examples)
-        return ModelInput(sample_id=sample.id, prompt=prompt, messages=messages, reference=gold_json(task))
+        constraint = None
+        if self._constraints is not None:
+            constraint = self._constraints.for_task(task)
+            self._active[sample.id] = constraint
+        return ModelInput(
+            sample_id=sample.id, prompt=prompt, messages=messages, reference=gold_json(task), constraint=constraint
+        )
+
+    async def interact(self, sample: Sample, inp: ModelInput, model: Any, config: Any) -> ModelOutput:
+        if self.options.mode != "react":
+            return await super().interact(sample, inp, model, config)
+        from callbench.tracks.nested.react import react_interact
+
+        task: NestedTask = sample.payload
+        execute = (lambda calls: self.executor.run(calls, task.tools)) if self._executable(task) else None
+        return await react_interact(
+            task, self._examples, model, config, max_steps=self.options.max_steps, execute=execute, sample_id=sample.id
+        )
 
     # -- execution
     def _tool_modules(self):
@@ -125,7 +157,10 @@ class NestedTrack(Track):
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         task: NestedTask = sample.payload
         gold = [{"name": c.name, "label": c.raw_label or c.label, "arguments": c.arguments} for c in task.output]
-        calls = parse_calls(output.text)
+        from callbench.tracks.nested.react import final_answer, is_react_output, recorded_calls
+
+        # ReAct: the calls the loop executed are the prediction (the transcript is not re-parsed)
+        calls = recorded_calls(output) if is_react_output(output) else parse_calls(output.text)
         executable = self._executable(task)
         pred_answer: Any = None
         executed_ok = False
@@ -137,7 +172,7 @@ class NestedTrack(Track):
                 parsed = None
             if parsed:
                 result = self.executor.run(parsed, task.tools)
-                pred_answer, executed_ok = result.final, result.ok
+                pred_answer, executed_ok = final_answer(output, result), result.ok
                 execution = {
                     "ok": result.ok,
                     "final": _jsonable(result.final),
@@ -157,7 +192,19 @@ class NestedTrack(Track):
             for mode in SCORING_MODES
         }
         status = "parse_error" if calls is None else "ok"
-        return SampleResult(status=status, parsed=None if calls is None else _dumps(calls), execution=execution, verdicts=verdicts)
+        stats: dict[str, Any] = {}
+        constraint = self._active.pop(sample.id, None)
+        if constraint is not None:
+            stats = {"constraint": constraint.stats()}
+            if stats["constraint"].get("unsatisfiable"):
+                status = "unsatisfiable"
+        return SampleResult(
+            status=status,
+            parsed=None if calls is None else _dumps(calls),
+            execution=execution,
+            verdicts=verdicts,
+            stats=stats,
+        )
 
     @classmethod
     def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
@@ -167,12 +214,26 @@ class NestedTrack(Track):
         summary = summarize(scored, scoring) if scored else {}
         by_domain = summary.pop("by_domain", {})
         by_length = summary.pop("by_length", {})
-        return {"metrics": summary, "by_domain": by_domain, "by_length": {str(k): v for k, v in by_length.items()}}
+        out: dict[str, Any] = {
+            "metrics": summary,
+            "by_domain": by_domain,
+            "by_length": {str(k): v for k, v in by_length.items()},
+        }
+        cd = summarize_constraint_stats([(r.stats or {}).get("constraint", {}) for r in results])
+        if cd is not None:
+            out["constrained_decoding"] = cd
+        return out
 
     def close(self) -> None:
         if self._executor is not None:
             self._executor.close()
             self._executor = None
+
+
+def _react_hash() -> str:
+    from callbench.tracks.nested.react import react_templates_hash
+
+    return react_templates_hash()
 
 
 def _jsonable(value: Any) -> Any:

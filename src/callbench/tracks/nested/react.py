@@ -1,0 +1,388 @@
+"""ReAct for the nested track: one call per model turn, executed at once, its output fed back.
+
+Format. Each model turn is one line ``Action: <JSON object>``; the object is either a call
+``{"name": ..., "label": "$var_k", "arguments": {...}}`` (references ``"$var_j.key$"`` to earlier
+labels allowed; a missing label becomes ``$var_<n+1>``) or a finish action ``{"finish": <answer>}``
+whose answer is normally a label reference (``"$var_k.result$"``). ``Finish: <answer>`` is accepted
+too, as is a bare JSON object (chat models that drop the marker). Callbench answers with
+``Observation: <label> = <output>`` or ``Observation: Error: ...``; text a model writes after its
+action (a hallucinated ``Observation:``) is cut off and never read.
+
+Execution. The calls that succeeded so far are the episode's sequence; each new call is executed by
+re-running that sequence plus the new call in the sandboxed :class:`NestedExecutor` (fresh sandbox,
+deterministic, exactly what ``evaluate`` re-runs later) and taking the last call's outcome. A call
+that fails is reported back and *not* recorded, so a corrected retry leaves an executable sequence.
+Tasks whose tools cannot run offline are not executed: well-formed calls are recorded unexecuted.
+
+Result. ``ModelOutput.text`` is the whole transcript; ``extra["react"]`` holds ``calls`` (the
+recorded calls in order: what is scored), ``steps`` (model turns), ``finished``, ``parse_failures``,
+``errors`` (calls or finishes refused), ``answer`` (the finish value) and ``max_steps``.
+
+The ``gold`` backend plays along: every step's :class:`ModelInput` carries as ``reference`` the gold
+action that comes next (gold call k, then a finish on the last gold label).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from pydantic import ValidationError
+
+from callbench.models.base import ModelInput, ModelOutput
+from callbench.tracks.nested.executor import CallError, SequenceResult, final_value
+from callbench.tracks.nested.prompting import PROMPT_VERSION, tools_json
+from callbench.tracks.nested.references import (
+    ReferenceResolutionError,
+    find_references,
+    parse_reference,
+    resolve,
+)
+from callbench.tracks.nested.schema import FINAL_CALL, NestedTask, ToolCall
+
+REACT_FILES = ("react_system.md", "react_user.md", "react_example.md")
+OBSERVATION_STOP = "\nObservation:"
+MAX_OBSERVATION_CHARS = 2000
+
+Executor = Callable[[list[ToolCall]], SequenceResult]
+
+_MARKER = re.compile(r"(?im)^[ \t>*`]*(action|finish)[ \t]*:[ \t]*")
+_OBSERVATION = re.compile(r"\n[ \t]*observation[ \t]*:", re.IGNORECASE)
+_FENCE_OPEN = re.compile(r"\s*(?:```[A-Za-z0-9_-]*\s*)?")
+_DECODER = json.JSONDecoder()
+_FORMAT_HINT = (
+    'Reply with one line: Action: {"name": "<function>", "label": "$var_<k>", "arguments": {...}} '
+    'to call a function, or Action: {"finish": "$var_<k>.result$"} to give the answer.'
+)
+
+
+# -- prompts
+
+
+@lru_cache(maxsize=4)
+def react_templates(version: str = PROMPT_VERSION) -> dict[str, str]:
+    base = resources.files("callbench.tracks.nested.prompts").joinpath(version)
+    return {name: base.joinpath(name).read_text(encoding="utf-8") for name in REACT_FILES}
+
+
+def react_templates_hash(version: str = PROMPT_VERSION) -> str:
+    h = hashlib.sha256()
+    for name, text in sorted(react_templates(version).items()):
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def gold_actions(task: NestedTask) -> list[str]:
+    """The gold episode as action JSON texts: each gold call, then the finish on the last label."""
+    actions = [
+        json.dumps({"name": c.name, "label": c.raw_label or c.label, "arguments": c.arguments}, ensure_ascii=False)
+        for c in task.output
+    ]
+    last = task.output[-1].raw_label or task.output[-1].label
+    answer = f"${last.strip('$')}$" if last else None
+    actions.append(json.dumps({"finish": answer}, ensure_ascii=False))
+    return actions
+
+
+def build_react_prompt(task: NestedTask, examples: list[NestedTask]) -> tuple[str, str]:
+    """(system, user) texts of a ReAct episode."""
+    t = react_templates()
+    ex = "".join(
+        t["react_example.md"].format(question=e.input, actions="\n".join(f"Action: {a}" for a in gold_actions(e)))
+        for e in examples
+    )
+    user = t["react_user.md"].strip().format(tools=tools_json(task), examples=ex, question=task.input)
+    return t["react_system.md"].strip(), user
+
+
+# -- parsing one turn
+
+
+@dataclass
+class Step:
+    kind: str  # "call", "finish" or "invalid"
+    kept: str  # the model's text as it stays in the conversation
+    call: dict[str, Any] | None = None
+    answer: Any = None
+    reason: str | None = None
+
+
+def _decode_at(text: str, pos: int) -> tuple[Any, int] | None:
+    pos = _FENCE_OPEN.match(text, pos).end()
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError:
+        return None
+
+
+def _first_json(text: str, pos: int) -> tuple[Any, int] | None:
+    for m in re.finditer(r"[\[{]", text[pos:]):
+        found = _decode_at(text, pos + m.start())
+        if found is not None:
+            return found
+    return None
+
+
+def parse_step(text: str) -> Step:
+    """One model turn: a call, a finish, or an invalid action (with the reason)."""
+    body = _OBSERVATION.split(text, maxsplit=1)[0]
+    if not body.strip():
+        return Step("invalid", "", reason="empty reply")
+    marker = _MARKER.search(body)
+    kind = marker.group(1).lower() if marker else "action"
+    pos = marker.end() if marker else 0
+    found = _decode_at(body, pos) if marker else None
+    if found is None and kind == "finish":  # Finish: <plain text answer>
+        line = body[pos:].splitlines()[0].strip() if body[pos:].strip() else ""
+        if not line:
+            return Step("invalid", body.strip(), reason="'Finish:' without an answer")
+        return Step("finish", body[: pos + len(body[pos:].split("\n", 1)[0])].strip(), answer=line)
+    if found is None:
+        found = _first_json(body, pos)
+    if found is None:
+        return Step("invalid", body.strip()[:1000], reason="no JSON object found")
+    value, end = found
+    kept = body[:end].strip()
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if kind == "finish":
+        answer = value["finish"] if isinstance(value, dict) and "finish" in value else value
+        return Step("finish", kept, answer=answer)
+    if isinstance(value, list):
+        return Step("invalid", kept, reason=f"one call per step, got a list of {len(value)}")
+    if not isinstance(value, dict):
+        return Step("invalid", kept, reason=f"expected a JSON object, got {type(value).__name__}")
+    if "finish" in value:
+        return Step("finish", kept, answer=value["finish"])
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        return Step("invalid", kept, reason='the object has no "name" (or "finish")')
+    arguments = value.get("arguments", {})
+    if not isinstance(arguments, dict):
+        return Step("invalid", kept, reason='"arguments" must be an object')
+    label = value.get("label")
+    if label is not None and not isinstance(label, str):
+        return Step("invalid", kept, reason='"label" must be a string such as "$var_1"')
+    return Step("call", kept, call={"name": name, "label": label, "arguments": arguments})
+
+
+# -- the loop
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, CallError):
+        value = value.to_json()
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= MAX_OBSERVATION_CHARS else text[:MAX_OBSERVATION_CHARS] + " ...(truncated)"
+
+
+class _Episode:
+    """State of one ReAct episode: recorded calls and the environment of their outputs."""
+
+    def __init__(self, task: NestedTask, execute: Executor | None):
+        self.task = task
+        self.execute = execute
+        self.calls: list[dict[str, Any]] = []
+        self.tool_calls: list[ToolCall] = []
+        self.result: SequenceResult | None = None
+        self.errors = 0
+
+    def _labels(self) -> set[str]:
+        return {c.label for c in self.tool_calls if c.label}
+
+    def call(self, call: dict[str, Any]) -> str:
+        label = call["label"] or f"$var_{len(self.calls) + 1}"
+        try:
+            tc = ToolCall.model_validate({"name": call["name"], "label": label, "arguments": call["arguments"]})
+        except ValidationError as exc:
+            return self._refuse(f"invalid call ({exc.errors()[0]['msg']})")
+        known = {t.name for t in self.task.tools}
+        if known and tc.name not in known and tc.name != FINAL_CALL:
+            return self._refuse(f"unknown function '{tc.name}' (available: {', '.join(sorted(known))})")
+        if self.execute is None:
+            missing = sorted({r.label for r in find_references(tc.arguments)} - self._labels())
+            if missing:
+                return self._refuse(f"unknown label(s) {', '.join(missing)}")
+            self._record(call, label, tc)
+            return f"{label} recorded (this function cannot be executed here; use its output as \"${label.strip('$')}.<output key>$\")"
+        result = self.execute([*self.tool_calls, tc])
+        outcome = result.calls[-1]
+        if not outcome.ok:
+            return self._refuse(outcome.output.message)
+        self.result = result
+        self._record(call, label, tc)
+        return f"{label} = {_show(outcome.output)}"
+
+    def _record(self, call: dict[str, Any], label: str, tc: ToolCall) -> None:
+        self.calls.append({"name": call["name"], "label": label, "arguments": call["arguments"]})
+        self.tool_calls.append(tc)
+
+    def _refuse(self, message: str) -> str:
+        self.errors += 1
+        return f"Error: {message}. Nothing was recorded; correct the call and try again."
+
+    def check_finish(self, answer: Any) -> str | None:
+        """None when the answer can be accepted, else the observation that refuses it."""
+        refs = find_references(answer)
+        if not refs:
+            return None
+        if self.execute is None:
+            missing = sorted({r.label for r in refs} - self._labels())
+            if missing:
+                self.errors += 1
+                return f"Error: cannot finish: unknown label(s) {', '.join(missing)}."
+            return None
+        try:
+            resolve(answer, _env(self.result))
+        except ReferenceResolutionError as exc:
+            self.errors += 1
+            return f"Error: cannot finish: {exc}."
+        return None
+
+
+def _env(result: SequenceResult | None) -> dict[str, Any]:
+    return {c.label: c.output for c in (result.calls if result else []) if c.label}
+
+
+def _with_stop(config: Any) -> Any:
+    if dataclasses.is_dataclass(config) and hasattr(config, "stop"):
+        stop = tuple(config.stop or ())
+        return dataclasses.replace(config, stop=stop if OBSERVATION_STOP in stop else (*stop, OBSERVATION_STOP))
+    return config
+
+
+async def react_interact(
+    task: NestedTask,
+    examples: list[NestedTask],
+    model: Any,
+    config: Any,
+    *,
+    max_steps: int = 8,
+    execute: Executor | None = None,
+    sample_id: str | None = None,
+) -> ModelOutput:
+    """Run one ReAct episode of ``task`` with ``model``; ``execute`` runs a call sequence (None: the
+    task's tools cannot run here, calls are recorded unexecuted)."""
+    system, user = build_react_prompt(task, examples)
+    base_prompt = f"{system}\n\n{user}\n"
+    messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    chat = getattr(model, "mode", "completion") == "chat"
+    gold = gold_actions(task)
+    episode = _Episode(task, execute)
+    gen = _with_stop(config)
+    history = ""  # completion transcript: exactly what the model saw and wrote
+    transcript: list[str] = []
+    steps = parse_failures = 0
+    finished = False
+    answer: Any = None
+    prompt_tokens: list[int | None] = []
+    completion_tokens: list[int | None] = []
+    for step in range(max_steps):
+        inp = ModelInput(
+            sample_id=sample_id or task.id,
+            prompt=base_prompt + history + "Action: ",
+            messages=[dict(m) for m in messages],
+            reference=gold[min(len(episode.calls), len(gold) - 1)],
+            metadata={"react_step": step},
+        )
+        out = await model.generate(inp, gen)
+        steps += 1
+        prompt_tokens.append(out.prompt_tokens)
+        completion_tokens.append(out.completion_tokens)
+        parsed = parse_step(out.text)
+        if chat:
+            shown = parsed.kept if _MARKER.match(parsed.kept) else f"Action: {parsed.kept}"
+        else:
+            shown = f"Action: {parsed.kept}"
+        if parsed.kind == "invalid":
+            parse_failures += 1
+            observation = f"Invalid action ({parsed.reason}). {_FORMAT_HINT}"
+        elif parsed.kind == "finish":
+            observation = episode.check_finish(parsed.answer)
+            if observation is None:
+                finished, answer = True, parsed.answer
+                transcript.append(shown + "\n")
+                break
+        else:
+            observation = episode.call(parsed.call)  # type: ignore[arg-type]
+        transcript.append(f"{shown}\nObservation: {observation}\n")
+        history += f"Action: {parsed.kept}\nObservation: {observation}\n"
+        messages.append({"role": "assistant", "content": parsed.kept or out.text.strip()})
+        messages.append({"role": "user", "content": f"Observation: {observation}"})
+    return ModelOutput(
+        text="".join(transcript),
+        mode="chat" if chat else "completion",
+        prompt_tokens=_total(prompt_tokens),
+        completion_tokens=_total(completion_tokens),
+        finish_reason="finish" if finished else "max_steps",
+        extra={
+            "react": {
+                "calls": episode.calls,
+                "steps": steps,
+                "finished": finished,
+                "parse_failures": parse_failures,
+                "errors": episode.errors,
+                "answer": answer,
+                "max_steps": max_steps,
+            }
+        },
+    )
+
+
+def _total(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+# -- evaluation helpers used by NestedTrack.evaluate
+
+
+def is_react_output(output: ModelOutput) -> bool:
+    react = (output.extra or {}).get("react")
+    return isinstance(react, dict) and isinstance(react.get("calls"), list)
+
+
+def recorded_calls(output: ModelOutput) -> list[dict] | None:
+    """The calls a ReAct episode recorded (None: not a ReAct output, or no turn ever parsed)."""
+    if not is_react_output(output):
+        return None
+    react = output.extra["react"]
+    calls = react["calls"]
+    if not calls and react.get("steps", 0) and react.get("parse_failures", 0) >= react["steps"]:
+        return None  # the model never wrote a parsable action: a parse error
+    return calls
+
+
+def final_answer(output: ModelOutput, result: SequenceResult) -> Any:
+    """The predicted answer: the value a ReAct finish references (``$var_k.result$``), resolved
+    against the executed calls; else (direct mode, literal or no finish) the last call's output."""
+    react = (output.extra or {}).get("react")
+    answer = react.get("answer") if isinstance(react, dict) else None
+    if not isinstance(answer, str) or parse_reference(answer) is None:
+        return result.final
+    try:
+        value = resolve(answer, _env(result))
+    except ReferenceResolutionError as exc:
+        return CallError(f"{type(exc).__name__}: {exc}")
+    return value if isinstance(value, CallError) else final_value(value)
+
+
+__all__ = [
+    "Step",
+    "build_react_prompt",
+    "final_answer",
+    "gold_actions",
+    "is_react_output",
+    "parse_step",
+    "react_interact",
+    "react_templates",
+    "react_templates_hash",
+    "recorded_calls",
+]
