@@ -282,3 +282,14 @@ def test_prepare_code_keeps_everything():
     assert declared == ("axios",)
     code, declared = prepare_code("const x = 1;\nlet y;\nclass Z {}\nfunction f() {}")
     assert declared == ("x", "y", "Z")
+
+
+def test_nul_byte_inside_a_string_does_not_stop_parsing():
+    """tree-sitter stops at NUL; JavaScript allows it in a string. A broken chain after a complete
+    call must still be trimmed, and the NUL kept in what runs."""
+    from callbench.sandbox.js_extract import extract_invocation
+
+    ex = extract_invocation("axios.get('https://x/a\x00b').finally(&")
+    assert ex.status == "ok"
+    assert "\x00" in ex.code and "&" not in ex.code
+    assert ex.call_text == "axios.get('https://x/a\x00b')"

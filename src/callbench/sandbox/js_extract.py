@@ -751,8 +751,26 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
     return _Analysis("ok", code, call_range, tuple(dict.fromkeys(declared)))
 
 
+# tree-sitter stops reading at a NUL byte, although JavaScript allows one inside a string literal.
+# Parse with a 1-byte stand-in (same offsets) and put the NULs back in what is returned.
+_NUL_STANDIN = "\x01"
+
+
 def extract_invocation(code: str) -> Extraction:
     """Locate the first axios call in `code` and return what should run (see module doc)."""
+    if "\x00" in code and _NUL_STANDIN not in code:
+        ex = _extract(code.replace("\x00", _NUL_STANDIN))
+
+        def back(t: str) -> str:
+            return t.replace(_NUL_STANDIN, "\x00")
+
+        return Extraction(
+            ex.status, back(ex.code), back(ex.call_text) if ex.call_text else ex.call_text, ex.call_start, ex.call_end, ex.declared
+        )
+    return _extract(code)
+
+
+def _extract(code: str) -> Extraction:
     best: tuple[int, _Analysis] | None = None
     for offset, segment in _segments(code):
         analysis = _analyze(segment)
