@@ -47,6 +47,17 @@ def _parse_model_args(items: list[str] | None) -> dict[str, object]:
     return opts
 
 
+def _run_track(track, backend, options):
+    """Run with the shared runner; an interrupt keeps finished samples and says how to resume."""
+    from callbench.runs.runner import run
+
+    try:
+        return run(track, backend, options, console=err_console)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted: finished samples are saved; run the same command to resume[/yellow]")
+        raise typer.Exit(130) from None
+
+
 class Setup(str, Enum):  # noqa: UP042 - typer needs the str mixin
     full = "full"
     args = "args"
@@ -141,7 +152,7 @@ def run_webapi(
     from callbench.models.base import GenerationConfig
     from callbench.models.registry import load_model
     from callbench.report.table import print_summary
-    from callbench.runs.runner import RunOptions, run
+    from callbench.runs.runner import RunOptions
 
     try:
         opts = _parse_model_args(model_arg)
@@ -167,7 +178,7 @@ def run_webapi(
         gen = GenerationConfig(max_tokens=max_tokens, temperature=temperature, stop=gen.stop)
         if backend.identity.startswith("llamacpp") and getattr(backend, "note", None):
             err_console.print(f"[yellow]{backend.note}[/yellow]")
-        outcome = run(
+        outcome = _run_track(
             track,
             backend,
             RunOptions(
@@ -181,13 +192,9 @@ def run_webapi(
                 generation=gen,
                 progress=not no_progress,
             ),
-            console=err_console,
         )
     except CallbenchError as exc:
         _fail(exc)
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted: finished samples are saved; run the same command to resume[/yellow]")
-        raise typer.Exit(130) from None
     print_summary(outcome.summary, out_console)
     out_console.print(f"run directory: {outcome.run_dir}  (summary.json, run.sqlite; 'callbench report {outcome.run_dir}')")
 
@@ -300,7 +307,7 @@ def run_nested(
     from callbench.models.base import GenerationConfig
     from callbench.models.registry import load_model
     from callbench.report.table import print_nested_summary
-    from callbench.runs.runner import RunOptions, run
+    from callbench.runs.runner import RunOptions
 
     try:
         opts = _parse_model_args(model_arg)
@@ -323,7 +330,7 @@ def run_nested(
             raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits (use llamacpp: or hf:)")
         if constrained and backend.mode == "chat" and backend.name not in ("gold", "replay"):
             raise ConfigError("--constrained needs completion mode: the grammar continues the prompt's 'Answer: '")
-        outcome = run(
+        outcome = _run_track(
             track,
             backend,
             RunOptions(
@@ -336,13 +343,9 @@ def run_nested(
                 generation=GenerationConfig(max_tokens=max_tokens),
                 progress=not no_progress,
             ),
-            console=err_console,
         )
     except CallbenchError as exc:
         _fail(exc)
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted: finished samples are saved; run the same command to resume[/yellow]")
-        raise typer.Exit(130) from None
     print_nested_summary(outcome.summary, out_console)
     out_console.print(f"run directory: {outcome.run_dir}")
 

@@ -49,6 +49,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from callbench.constrain.lark_text import literal_regex as _rx
 from callbench.errors import CallbenchError
 from callbench.tracks.nested.schema import ToolSpec
 
@@ -150,18 +151,6 @@ class NestedGrammar:
         return label[1:] if label.startswith("$") else label
 
 
-def _rx(text: str) -> str:
-    """Regex for literal text: ASCII punctuation as \\xHH (no escaping pitfalls inside /.../)."""
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if ch.isascii() and (ch.isalnum() or ch == "_"):
-            out.append(ch)
-        elif o < 128:
-            out.append(f"\\x{o:02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _jstr(text: str) -> str:

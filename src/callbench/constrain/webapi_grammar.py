@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from callbench.constrain.lark_text import literal_regex as _rx
 from callbench.errors import CallbenchError
 from callbench.specs import ApiSpec, Operation, required_properties, schema_type
 from callbench.specs.schema import allows_additional_properties
@@ -379,18 +380,6 @@ def spec_model(spec: ApiSpec) -> SpecModel:
 
 
 # ============================================================================ regex helpers
-def _rx(text: str) -> str:
-    """Regex for literal text: ASCII punctuation as \\xHH (no escaping pitfalls inside /.../)."""
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if ch.isascii() and (ch.isalnum() or ch == "_"):
-            out.append(ch)
-        elif o < 128:
-            out.append(f"\\x{o:02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _js_string(value: str, quote: str) -> str:

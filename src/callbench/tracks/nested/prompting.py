@@ -5,12 +5,11 @@ Templates are files under ``prompts/<version>/``; their hash is part of a run's 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import lru_cache
-from importlib import resources
 
 from callbench.tracks.nested.schema import NestedTask
+from callbench.tracks.templates import load_templates, templates_digest
 
 PROMPT_VERSION = "v1"
 _FILES = ("system.md", "user.md", "example.md")
@@ -18,15 +17,11 @@ _FILES = ("system.md", "user.md", "example.md")
 
 @lru_cache(maxsize=4)
 def templates(version: str = PROMPT_VERSION) -> dict[str, str]:
-    base = resources.files("callbench.tracks.nested.prompts").joinpath(version)
-    return {name: base.joinpath(name).read_text(encoding="utf-8") for name in _FILES}
+    return load_templates("callbench.tracks.nested.prompts", version, _FILES)
 
 
 def templates_hash(version: str = PROMPT_VERSION) -> str:
-    h = hashlib.sha256()
-    for name, text in sorted(templates(version).items()):
-        h.update(name.encode() + b"\0" + text.encode() + b"\0")
-    return h.hexdigest()[:16]
+    return templates_digest(templates(version))
 
 
 def tools_json(task: NestedTask) -> str:

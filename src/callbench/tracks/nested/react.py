@@ -25,13 +25,11 @@ action that comes next (gold call k, then a finish on the last gold label).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from pydantic import ValidationError
@@ -46,6 +44,7 @@ from callbench.tracks.nested.references import (
     resolve,
 )
 from callbench.tracks.nested.schema import FINAL_CALL, NestedTask, ToolCall
+from callbench.tracks.templates import load_templates, templates_digest
 
 REACT_FILES = ("react_system.md", "react_user.md", "react_example.md")
 OBSERVATION_STOP = "\nObservation:"
@@ -68,15 +67,11 @@ _FORMAT_HINT = (
 
 @lru_cache(maxsize=4)
 def react_templates(version: str = PROMPT_VERSION) -> dict[str, str]:
-    base = resources.files("callbench.tracks.nested.prompts").joinpath(version)
-    return {name: base.joinpath(name).read_text(encoding="utf-8") for name in REACT_FILES}
+    return load_templates("callbench.tracks.nested.prompts", version, REACT_FILES)
 
 
 def react_templates_hash(version: str = PROMPT_VERSION) -> str:
-    h = hashlib.sha256()
-    for name, text in sorted(react_templates(version).items()):
-        h.update(name.encode() + b"\0" + text.encode() + b"\0")
-    return h.hexdigest()[:16]
+    return templates_digest(react_templates(version))
 
 
 def gold_actions(task: NestedTask) -> list[str]:

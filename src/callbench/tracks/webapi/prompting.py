@@ -8,14 +8,13 @@ Templates are files under ``prompts/<version>/``; their hash is part of a run's 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Literal
 
 from callbench.errors import ConfigError
+from callbench.tracks.templates import load_templates, templates_digest
 from callbench.tracks.webapi.dataset import KNOWN_APIS, WebApiTask
 
 Setup = Literal["full", "args"]
@@ -27,17 +26,11 @@ AXIOS_DEFAULT_ACCEPT = "application/json, text/plain, */*"
 
 @lru_cache(maxsize=4)
 def templates(version: str = PROMPT_VERSION) -> dict[str, str]:
-    base = resources.files("callbench.tracks.webapi.prompts").joinpath(version)
-    if not base.is_dir():
-        raise ConfigError(f"prompt version '{version}' not found")
-    return {name: base.joinpath(name).read_text(encoding="utf-8") for name in _FILES}
+    return load_templates("callbench.tracks.webapi.prompts", version, _FILES)
 
 
 def templates_hash(version: str = PROMPT_VERSION) -> str:
-    h = hashlib.sha256()
-    for name, text in sorted(templates(version).items()):
-        h.update(name.encode() + b"\0" + text.encode() + b"\0")
-    return h.hexdigest()[:16]
+    return templates_digest(templates(version))
 
 
 @dataclass(frozen=True)
