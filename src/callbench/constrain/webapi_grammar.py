@@ -382,6 +382,9 @@ def spec_model(spec: ApiSpec) -> SpecModel:
 # ============================================================================ regex helpers
 
 
+_JS_ESCAPE = r"\x5c(?:[^ux0-9\r\n]|\n|\r\n?|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|u\{0*(?:[0-9a-fA-F]{1,5}|10[0-9a-fA-F]{4})\})"
+
+
 def _js_string(value: str, quote: str) -> str:
     """The canonical JS literal of ``value`` in ``quote`` (JSON escapes; template ``${`` escaped)."""
     if quote == '"':
@@ -590,9 +593,13 @@ class _Builder:
     def _base_def(self, name: str) -> str:
         o = self.opt
         rep = "*" if o.max_string_len is None else f"{{0,{o.max_string_len}}}"
-        sq = r"[^\x27\x5c\n\r]|\x5c(?s:.)"
-        dq = r"[^\x22\x5c\n\r]|\x5c(?s:.)"
-        tq = r"[^\x60\x5c$]|\x5c(?s:.)|\$+(?:[^\x60\x5c${]|\x5c(?s:.))"
+        # Escapes valid in strict-mode JavaScript (the sandbox runs strict code): \x and \u need
+        # their hex digits, digit escapes (legacy octal) are errors, a backslash-newline continues
+        # the line. `\0` alone is valid but needs a lookahead to tell from `\01`; it is left out.
+        esc = _JS_ESCAPE
+        sq = r"[^\x27\x5c\n\r]|" + esc
+        dq = r"[^\x22\x5c\n\r]|" + esc
+        tq = r"[^\x60\x5c$]|" + esc + r"|\$+(?:[^\x60\x5c${]|" + esc + ")"
         if self.idents:
             tq += r"|\$*\$\{[ ]*(?:" + self.ident_rx + r")[ ]*\}"
         num = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
@@ -609,7 +616,7 @@ class _Builder:
             "NULL": '"null"',
             "UNDEF": '"undefined"',
             "IDENT": f"/(?:{self.ident_rx})/",
-            "ANYKEY": r"/\x27(?:[^\x27\x5c\n\r]|\x5c(?s:.))*\x27|\x22(?:[^\x22\x5c\n\r]|\x5c(?s:.))*\x22|[A-Za-z_$][A-Za-z0-9_$]*/",
+            "ANYKEY": r"/\x27(?:[^\x27\x5c\n\r]|" + esc + r")*\x27|\x22(?:[^\x22\x5c\n\r]|" + esc + r")*\x22|[A-Za-z_$][A-Za-z0-9_$]*/",
             "TAIL": r"/(?s:[ \t]*;.*|[ \t\r\n]*\.(?:then|catch|finally)\(.*|[ \t]*\r?\n.*)/",
         }[name]
 
