@@ -270,6 +270,17 @@ class KeyTracker:
                     verdict = self._scan(key)
                     self._memo[key] = verdict
                 return verdict
+        if mode == M_CODE:
+            # Between tokens of the call, whitespace changes no state (`_code_byte` ignores it), so
+            # tokens that differ only in leading whitespace (" ,", "\n    }") share a verdict.
+            key = bytes(data).lstrip(b" \t\r\n")
+            if not key:
+                return True
+            verdict = self._memo.get(key)
+            if verdict is None:
+                verdict = self._scan(key)
+                self._memo[key] = verdict
+            return verdict
         return self._scan(data)
 
     def _scan(self, data: bytes) -> bool:
