@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from callbench.errors import ConfigError
 from callbench.models.base import GenerationConfig
 from callbench.models.registry import load_model
 from callbench.runs.runner import RunOptions, RunOutcome
@@ -26,6 +27,27 @@ def make_track(track: str, **track_options: Any):
 
         return cls(NestedOptions(**track_options))
     return cls(**track_options)
+
+
+def load_backend(model: str, options: dict[str, Any], *, concurrency: int, track: Any, constrained: bool):
+    """Build the backend for a run and check it can do what the run asks.
+
+    The openai backend's own in-flight bound follows the run's concurrency; constrained runs need
+    logits (or, where the track allows it, a server-side grammar) and completion mode, since the
+    grammar continues the prompt.
+    """
+    options = dict(options)
+    if model.startswith("openai:"):
+        options.setdefault("concurrency", concurrency)
+    backend = load_model(model, **options)
+    if constrained and backend.name not in ("gold", "replay"):
+        server_ok = track.server_constraints and backend.name == "openai"
+        if not (backend.steerable or server_ok):
+            where = "llamacpp:, hf: or a vLLM server via openai:" if track.server_constraints else "llamacpp: or hf:"
+            raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits (use {where})")
+        if backend.mode == "chat":
+            raise ConfigError("--constrained needs completion mode (--mode completion): the grammar continues the prompt")
+    return backend
 
 
 def run(
@@ -47,10 +69,9 @@ def run(
 ) -> RunOutcome:
     """Run ``track`` with ``model`` and return the run directory and its summary."""
     tr = make_track(track, **track_options)
-    model_options = dict(model_options or {})
-    if model.startswith("openai:"):
-        model_options.setdefault("concurrency", concurrency)
-    backend = load_model(model, **model_options)
+    backend = load_backend(
+        model, model_options or {}, concurrency=concurrency, track=tr, constrained=bool(track_options.get("constrained"))
+    )
     if generation is None:
         generation = tr.default_generation(backend.mode) if hasattr(tr, "default_generation") else GenerationConfig()
     opts = RunOptions(

@@ -148,9 +148,8 @@ def run_webapi(
 
     Re-running the same command resumes: finished samples are kept and skipped.
     """
-    from callbench.api import make_track
+    from callbench.api import load_backend, make_track
     from callbench.models.base import GenerationConfig
-    from callbench.models.registry import load_model
     from callbench.report.table import print_summary
     from callbench.runs.runner import RunOptions
 
@@ -158,8 +157,6 @@ def run_webapi(
         opts = _parse_model_args(model_arg)
         if mode:
             opts["mode"] = mode
-        if model.startswith("openai:"):
-            opts.setdefault("concurrency", concurrency)  # the backend's own in-flight bound follows --concurrency
         track = make_track(
             "webapi",
             setup=setup.value,
@@ -167,11 +164,7 @@ def run_webapi(
             tasks_file=str(tasks) if tasks else None,
             constrained=constrained,
         )
-        backend = load_model(model, **opts)
-        if constrained and not (backend.steerable or backend.name in ("openai", "gold", "replay")):
-            raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits and no server-side grammar")
-        if constrained and backend.mode == "chat" and backend.name not in ("gold", "replay"):
-            raise ConfigError("--constrained needs completion mode (--mode completion): the grammar continues the starter code")
+        backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
         if backend.mode != "completion" and model.startswith("gold"):
             raise ConfigError("gold answers in completion mode only")
         gen = track.default_generation(backend.mode)
@@ -303,9 +296,8 @@ def run_nested(
     Scored on function/parameter F1, partial/full sequence accuracy, and win rate (the predicted
     calls are executed in a sandboxed process and the final answer compared). Resumable.
     """
-    from callbench.api import make_track
+    from callbench.api import load_backend, make_track
     from callbench.models.base import GenerationConfig
-    from callbench.models.registry import load_model
     from callbench.report.table import print_nested_summary
     from callbench.runs.runner import RunOptions
 
@@ -313,8 +305,6 @@ def run_nested(
         opts = _parse_model_args(model_arg)
         if mode:
             opts["mode"] = mode
-        if model.startswith("openai:"):
-            opts.setdefault("concurrency", concurrency)
         track = make_track(
             "nested",
             data=str(data) if data else None,
@@ -325,11 +315,7 @@ def run_nested(
             max_steps=max_steps,
             constrained=constrained,
         )
-        backend = load_model(model, **opts)
-        if constrained and not (backend.steerable or backend.name in ("gold", "replay")):
-            raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits (use llamacpp: or hf:)")
-        if constrained and backend.mode == "chat" and backend.name not in ("gold", "replay"):
-            raise ConfigError("--constrained needs completion mode: the grammar continues the prompt's 'Answer: '")
+        backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
         outcome = _run_track(
             track,
             backend,

@@ -54,3 +54,12 @@ def test_constrained_needs_completion_mode_on_local_models(tmp_path, data_root):
     res = runner.invoke(app, ["run", "webapi", "--model", "llamacpp:default", "--mode", "chat", "--constrained",
                               "--limit", "1", "--out", str(tmp_path), "--data", str(data_root)])
     assert res.exit_code == 2 and "completion mode" in _flat(res.output)
+
+
+def test_python_api_applies_the_same_constrained_guards(tmp_path, data_root):
+    from callbench.api import run
+    from callbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="completion mode"):
+        run("webapi", "llamacpp:default", out_dir=tmp_path, limit=1, constrained=True,
+            model_options={"mode": "chat"}, data=str(data_root))

@@ -40,6 +40,9 @@ class SampleResult:
 class Track(abc.ABC):
     name: str = "base"
     scoring_modes: tuple[str, ...] = ("strict",)
+    # Can this track's constraint be enforced by a server (vLLM structured outputs) instead of
+    # in-process logits? Only when the grammar alone carries the guarantee that matters.
+    server_constraints: bool = False
 
     @abc.abstractmethod
     def load_samples(self) -> list[Sample]:

@@ -55,6 +55,7 @@ class WebApiOptions:
 class WebApiTrack(Track):
     name = "webapi"
     scoring_modes = SCORING_MODES
+    server_constraints = True
 
     def __init__(self, options: WebApiOptions | None = None):
         self.options = options or WebApiOptions()
