@@ -1,0 +1,1 @@
+"""Stateful API program track (StateGen/StateEval)."""

@@ -1,0 +1,1 @@
+"""Simulated stateful services that stateful-track programs and agents call."""
