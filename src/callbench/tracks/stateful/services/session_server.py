@@ -1,0 +1,774 @@
+"""REST session service that stateful-track programs call over real HTTP.
+
+Generated programs use ``requests`` against ``BASE_URL``; the harness starts one
+:class:`SessionService` per test case (port 0, loopback), seeds it with
+:meth:`SessionService.reset`, runs the program, and compares
+:meth:`SessionService.snapshot` with the expected final state.
+
+Library choice: stdlib ``http.server.ThreadingHTTPServer`` + ``sqlite3``. The
+service is small, must start in milliseconds per test case, and must not add a
+core dependency (no ASGI server, no event loop shared with the harness). The
+stdlib handler is hardened here instead: JSON errors, a body cap checked from
+``Content-Length`` before reading, bounded reads, a socket timeout against idle
+(slowloris) connections, and one SQLite connection guarded by a lock so
+concurrent writers can neither corrupt nor lose rows.
+
+``API_DOC`` is the documentation models read in their prompts; keep it in sync
+with the behaviour below (tests check the documented examples).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.server
+import json
+import logging
+import math
+import re
+import socket
+import socketserver
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+__all__ = ["API_DOC", "SessionService", "canonical_json", "checksum_of", "filter_form", "main"]
+
+log = logging.getLogger(__name__)
+
+API_DOC = """\
+# Session service API
+
+Base URL: `BASE_URL` (for example `http://127.0.0.1:8000`). All bodies are JSON
+(UTF-8); send `Content-Type: application/json` (what `requests`' `json=` does).
+
+A **session** is a JSON object:
+
+```json
+{"id": 1, "source": "web", "type": "cart", "checksum": "<sha256 hex>", "data": {"items": 2}}
+```
+
+- `id`: integer assigned by the server (1, 2, 3, ... in creation order; never reused).
+- `source`, `type`: the two path segments the session was created under.
+- `data`: any JSON object (keys come back sorted).
+- `checksum`: computed by the server, the SHA-256 hex digest of the canonical JSON of
+  `data`, i.e. `hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()`.
+
+`id`, `source`, `type` and `checksum` are read-only: if a request body contains them they
+are ignored. Any other top-level body key besides `data` is an error (400).
+
+## Endpoints
+
+| Method | Path | Body | Success |
+|---|---|---|---|
+| GET | `/api/sessions/{source}/{type}` | - | 200, JSON array of the sessions under `{source}/{type}`, sorted by `id` |
+| POST | `/api/sessions/{source}/{type}` | `{"data": {...}}` | 201, the created session (and a `Location` header) |
+| GET | `/api/sessions/{source}/{type}/{id}` | - | 200, the session |
+| PUT | `/api/sessions/{source}/{type}/{id}` | `{"data": {...}}` | 200, the session; `data` is replaced entirely |
+| PATCH | `/api/sessions/{source}/{type}/{id}` | `{"data": {...}}` | 200, the session; top-level keys are merged into `data` (a `null` value stores `null`, it does not delete the key) |
+| DELETE | `/api/sessions/{source}/{type}/{id}` | - | 204, no body |
+| GET | `/api/sessions` | - | 200, JSON array of all sessions of every source and type, sorted by `id` |
+| GET | `/health` | - | 200, `{"status": "ok"}` |
+
+A session is addressed by `{source}/{type}/{id}` together: the `id` of a session created
+under another source or type gives 404.
+
+## Query filters (list endpoints only)
+
+`GET /api/sessions/{source}/{type}` and `GET /api/sessions` accept filters; a session
+must match all of them:
+
+- `?id=3`: the session with that id.
+- `?checksum=<hex>`: sessions whose checksum equals the value.
+- `?data.<key>=<value>`: sessions whose `data` has the top-level key `<key>` and whose value,
+  written as text, equals `<value>`. A string value is compared as is; any other value is
+  compared as compact JSON (`json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`),
+  so `?data.qty=3` matches `3` (and the string `"3"`), `?data.done=true` matches `true`,
+  `?data.note=null` matches `null`. A session without the key never matches. `<key>` is
+  a single top-level key (`data.a.b` means the key `"a.b"`).
+
+Other query parameters on list endpoints are an error (400). Query strings on other
+endpoints are ignored.
+
+## Errors
+
+Every error has a JSON body `{"error": "<message>"}`.
+
+- 400: malformed JSON, body not an object, missing `data` or `data` not an object, unknown
+  body key, bad `id` (must be a positive integer), bad query filter, bad `Content-Length`.
+- 404: unknown path, or no such session.
+- 405: the path exists but not with this method (the `Allow` header lists the methods).
+- 408: the body did not arrive within 30 s.
+- 411: chunked request bodies; send a `Content-Length`.
+- 413: body larger than the limit (1 MiB by default).
+- 415: a `Content-Type` that is not JSON (`application/json` or `application/*+json`); a
+  request without `Content-Type` is read as JSON.
+
+## Example
+
+```python
+import requests
+
+BASE_URL = "http://127.0.0.1:8000"
+r = requests.post(f"{BASE_URL}/api/sessions/web/cart", json={"data": {"items": 1}})
+r.raise_for_status()
+session = r.json()  # {"id": 1, "source": "web", "type": "cart", "checksum": "...", "data": {"items": 1}}
+requests.patch(f"{BASE_URL}/api/sessions/web/cart/{session['id']}", json={"data": {"items": 2}}).raise_for_status()
+carts = requests.get(f"{BASE_URL}/api/sessions/web/cart", params={"data.items": 2}).json()
+```
+"""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    source TEXT NOT NULL,
+    type TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_source_type ON sessions (source, type, id);
+"""
+
+_MAX_ID = (1 << 63) - 1  # SQLite INTEGER
+_ID_RE = re.compile(r"[0-9]{1,19}")
+_MAX_SEGMENT = 256
+_BODY_DEADLINE_S = 30.0  # whole-body read limit, against clients that trickle bytes
+_LINGER_S = 2.0  # how long to discard an unread body after an early error reply
+_LINGER_BYTES = 64 << 20
+_COLLECTION_METHODS = ("GET", "HEAD", "POST")
+_ITEM_METHODS = ("GET", "HEAD", "PUT", "PATCH", "DELETE")
+_READ_ONLY_KEYS = frozenset({"id", "source", "type", "checksum"})
+
+
+def canonical_json(data: Any) -> str:
+    """The exact text the checksum hashes (Python's ``json.dumps`` defaults plus sort/compact)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def checksum_of(data: Any) -> str:
+    """SHA-256 hex of :func:`canonical_json`; documented in ``API_DOC`` so clients can verify it."""
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def filter_form(value: Any) -> str:
+    """How a ``data`` value is written for ``?data.<key>=`` comparison (strings as is, others as JSON)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class _ClientError(Exception):
+    """A request the client got wrong: becomes a JSON error reply with this status."""
+
+    def __init__(self, status: int, message: str, *, headers: Iterable[tuple[str, str]] = (), close: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = tuple(headers)
+        self.close = close
+
+
+def _check_name(value: Any, what: str) -> str:
+    """Source and type: non-empty text without control characters or path tricks."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string, got {value!r}")
+    if len(value) > _MAX_SEGMENT:
+        raise ValueError(f"{what} is longer than {_MAX_SEGMENT} characters")
+    if value in (".", "..") or "/" in value or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError(f"{what} {value!r} may not be '.', '..' or contain '/' or control characters")
+    return value
+
+
+def _parse_id(text: str) -> int:
+    if not _ID_RE.fullmatch(text) or not 1 <= int(text) <= _MAX_ID:
+        raise _ClientError(400, f"bad id {text!r}: must be a positive integer")
+    return int(text)
+
+
+class _Store:
+    """Sessions in SQLite; one connection shared by handler threads, serialized by a lock."""
+
+    def __init__(self, db_path: Path | None):
+        target = ":memory:" if db_path is None else str(db_path)
+        # isolation_level=None: statements autocommit; multi-statement changes use explicit BEGIN.
+        self._conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=5.0)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    @staticmethod
+    def _row(row: tuple) -> dict:
+        return {"id": row[0], "source": row[1], "type": row[2], "checksum": row[3], "data": json.loads(row[4])}
+
+    def select(self, source: str | None = None, type_: str | None = None) -> list[dict]:
+        with self._lock:
+            if source is None:
+                rows = self._conn.execute("SELECT * FROM sessions ORDER BY id").fetchall()
+            else:
+                rows = self._conn.execute(
+                    "SELECT * FROM sessions WHERE source = ? AND type = ? ORDER BY id", (source, type_)
+                ).fetchall()
+        return [self._row(r) for r in rows]
+
+    def get(self, source: str, type_: str, id_: int) -> dict | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT * FROM sessions WHERE id = ? AND source = ? AND type = ?", (id_, source, type_)
+            ).fetchone()
+        return None if row is None else self._row(row)
+
+    def create(self, source: str, type_: str, data: dict) -> dict:
+        text, digest = canonical_json(data), checksum_of(data)
+        with self._lock:
+            cur = self._conn.execute(
+                "INSERT INTO sessions (source, type, checksum, data) VALUES (?, ?, ?, ?)",
+                (source, type_, digest, text),
+            )
+            new_id = cur.lastrowid
+        return {"id": new_id, "source": source, "type": type_, "checksum": digest, "data": json.loads(text)}
+
+    def update(self, source: str, type_: str, id_: int, data: dict, *, merge: bool) -> dict | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT data FROM sessions WHERE id = ? AND source = ? AND type = ?", (id_, source, type_)
+            ).fetchone()
+            if row is None:
+                return None
+            new = {**json.loads(row[0]), **data} if merge else data
+            text, digest = canonical_json(new), checksum_of(new)
+            self._conn.execute("UPDATE sessions SET data = ?, checksum = ? WHERE id = ?", (text, digest, id_))
+        return {"id": id_, "source": source, "type": type_, "checksum": digest, "data": json.loads(text)}
+
+    def delete(self, source: str, type_: str, id_: int) -> bool:
+        with self._lock:
+            cur = self._conn.execute(
+                "DELETE FROM sessions WHERE id = ? AND source = ? AND type = ?", (id_, source, type_)
+            )
+        return cur.rowcount > 0
+
+    def reset(self, rows: list[tuple[int, str, str, str, str]]) -> None:
+        """Replace everything with ``rows`` and restart the id sequence after the largest id."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("DELETE FROM sessions")
+                self._conn.execute("DELETE FROM sqlite_sequence WHERE name = 'sessions'")
+                self._conn.executemany(
+                    "INSERT INTO sessions (id, source, type, checksum, data) VALUES (?, ?, ?, ?, ?)", rows
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _seed_rows(initial: list[dict] | None) -> list[tuple[int, str, str, str, str]]:
+    """Validate ``reset`` seeds; ids default to 1..n, explicit ids (from a snapshot) must increase."""
+    rows: list[tuple[int, str, str, str, str]] = []
+    last = 0
+    for n, item in enumerate(initial or [], start=1):
+        if not isinstance(item, dict):
+            raise ValueError(f"seed #{n} must be a dict with source, type, data; got {type(item).__name__}")
+        unknown = set(item) - {"source", "type", "data", "id", "checksum"}
+        if unknown:
+            raise ValueError(f"seed #{n} has unknown keys {sorted(unknown)}")
+        missing = {"source", "type", "data"} - set(item)
+        if missing:
+            raise ValueError(f"seed #{n} lacks {sorted(missing)}")
+        source, type_ = _check_name(item["source"], "source"), _check_name(item["type"], "type")
+        data = item["data"]
+        if not isinstance(data, dict):
+            raise ValueError(f"seed #{n}: data must be a dict, got {type(data).__name__}")
+        try:
+            text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"seed #{n}: data is not JSON-serializable: {e}") from e
+        if json.loads(text) != data:  # e.g. int keys or tuples: the stored state would differ from the seed
+            raise ValueError(f"seed #{n}: data does not survive a JSON round trip (non-string keys? tuples?)")
+        digest = checksum_of(data)
+        if "checksum" in item and item["checksum"] != digest:
+            raise ValueError(f"seed #{n}: checksum {item['checksum']!r} does not match its data ({digest})")
+        id_ = item.get("id", last + 1)
+        if isinstance(id_, bool) or not isinstance(id_, int) or not last < id_ <= _MAX_ID:
+            raise ValueError(f"seed #{n}: id {id_!r} must be an int greater than the previous id ({last})")
+        rows.append((id_, source, type_, digest, text))
+        last = id_
+    return rows
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    # json.loads turns 1e999 into inf, which would come back out as the non-JSON token Infinity.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _parse_body(raw: bytes) -> dict:
+    """The ``{"data": {...}}`` body of POST/PUT/PATCH, or a 400 saying what is wrong."""
+    if not raw.strip():
+        raise _ClientError(400, 'empty body: expected a JSON object {"data": {...}}')
+    try:
+        body = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise _ClientError(400, "malformed JSON: nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise _ClientError(400, f"malformed JSON: {e}") from None
+    if not isinstance(body, dict):
+        raise _ClientError(400, f'body must be a JSON object {{"data": {{...}}}}, got {type(body).__name__}')
+    unknown = set(body) - {"data"} - _READ_ONLY_KEYS
+    if unknown:
+        raise _ClientError(400, f"unknown body key(s) {sorted(unknown)}: only 'data' is accepted")
+    if "data" not in body:
+        raise _ClientError(400, 'body lacks "data": expected {"data": {...}}')
+    if not isinstance(body["data"], dict):
+        raise _ClientError(400, f'"data" must be a JSON object, got {type(body["data"]).__name__}')
+    return body["data"]
+
+
+def _filters(query: str) -> list[tuple[str, str]]:
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, errors="strict", max_num_fields=100)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise _ClientError(400, f"bad query string: {e}") from None
+    for key, value in pairs:
+        if key == "id":
+            _parse_id(value)
+        elif key not in ("id", "checksum") and not (key.startswith("data.") and len(key) > 5):
+            raise _ClientError(400, f"unknown query parameter {key!r}: supported are id, checksum, data.<key>")
+    return pairs
+
+
+def _matches(session: dict, pairs: list[tuple[str, str]]) -> bool:
+    for key, value in pairs:
+        if key == "id":
+            if session["id"] != _parse_id(value):
+                return False
+        elif key == "checksum":
+            if session["checksum"] != value:
+                return False
+        else:
+            field = key[5:]
+            if field not in session["data"] or filter_form(session["data"][field]) != value:
+                return False
+    return True
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """One connection; HTTP/1.1 keep-alive; every reply is JSON."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "callbench-sessions/1"
+    # Malformed request lines otherwise get an HTTP/0.9 reply: a body with no status line.
+    default_request_version = "HTTP/1.0"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
+    server: _Server
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def setup(self) -> None:
+        self.timeout = self.server.socket_timeout  # StreamRequestHandler applies it to the socket
+        super().setup()
+
+    def __getattr__(self, name: str) -> Any:
+        # http.server answers 501 for any method without a do_X; route every method so a
+        # wrong method on a known path is a 405 with an Allow header.
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
+
+    # -- logging -------------------------------------------------------------------------
+
+    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+        status = int(code) if isinstance(code, int) else 0
+        self.server.record(getattr(self, "command", None) or "-", getattr(self, "path", "") or "", status)
+        log.debug("%s %s -> %s", getattr(self, "command", None), getattr(self, "path", ""), code)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        log.debug("%s: " + format, self.address_string(), *args)
+
+    # -- replies -------------------------------------------------------------------------
+
+    def _send_json(self, status: int, payload: Any = None, headers: Iterable[tuple[str, str]] = ()) -> None:
+        body = b"" if payload is None else json.dumps(payload).encode("ascii")
+        self.send_response(status)
+        if status != 204:
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors the stdlib raises while parsing (bad request line, headers) as JSON too."""
+        self.close_connection = True
+        try:
+            text = message or HTTPStatus(code).phrase
+        except ValueError:
+            text = f"HTTP {code}"
+        self._send_json(code, {"error": text})
+
+    def _linger(self) -> None:
+        """After an error sent before the body was read: stop writing, discard what the client
+        still sends for a short while, so it reads our reply instead of a connection reset."""
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            deadline, seen = time.monotonic() + _LINGER_S, 0
+            while seen < _LINGER_BYTES:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.connection.settimeout(min(left, 0.5))
+                chunk = self.connection.recv(65536)
+                if not chunk:
+                    break
+                seen += len(chunk)
+        except OSError:
+            pass
+
+    # -- request body --------------------------------------------------------------------
+
+    def _content_length(self) -> int:
+        """Body size from the headers, rejected (413) before any of it is read."""
+        if self.headers.get("Transfer-Encoding"):
+            raise _ClientError(411, "chunked request bodies are not supported: send a Content-Length", close=True)
+        values = self.headers.get_all("Content-Length") or []
+        if not values:
+            return 0
+        if len(set(values)) != 1 or not values[0].strip().isascii() or not values[0].strip().isdigit():
+            raise _ClientError(400, f"bad Content-Length {values!r}", close=True)
+        length = int(values[0])
+        if length > self.server.max_body:
+            raise _ClientError(
+                413, f"body of {length} bytes is over the limit of {self.server.max_body} bytes", close=True
+            )
+        return length
+
+    def handle_expect_100(self) -> bool:
+        try:
+            self._content_length()
+        except _ClientError as e:
+            self.close_connection = True
+            self._send_json(e.status, {"error": e.message})
+            self._linger()
+            return False
+        return super().handle_expect_100()
+
+    def _read_body(self, length: int) -> bytes:
+        parts, got = [], 0
+        deadline = time.monotonic() + _BODY_DEADLINE_S
+        while got < length:
+            if time.monotonic() > deadline:
+                raise _ClientError(408, f"body not received within {_BODY_DEADLINE_S:.0f} s", close=True)
+            chunk = self.rfile.read1(min(65536, length - got))
+            if not chunk:
+                raise _ClientError(400, f"incomplete body: got {got} of {length} bytes", close=True)
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    # -- routing -------------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        method = self.command
+        try:
+            length = self._content_length()
+            raw = self._read_body(length) if length else b""
+            status, payload, headers = self._route(method, raw)
+        except _ClientError as e:
+            if e.close:
+                self.close_connection = True
+            self._send_json(e.status, {"error": e.message}, e.headers)
+            if e.close:
+                self._linger()
+            return
+        except (TimeoutError, ConnectionError):
+            raise
+        except Exception as e:  # a bug or a closed store: the client still gets JSON, the log the traceback
+            log.exception("session service failed on %s %s", method, self.path)
+            self._send_json(500, {"error": f"internal error: {type(e).__name__}: {e}"})
+            return
+        self._send_json(status, payload, headers)
+
+    def _target(self) -> tuple[list[str], str]:
+        """Decoded path segments and the raw query. Raw non-ASCII bytes in the request line
+        (which http.server decodes as Latin-1) are read as UTF-8, like percent-escapes."""
+        try:
+            target = self.path.encode("latin-1").decode("utf-8")
+        except UnicodeError:
+            raise _ClientError(400, "request target is not valid UTF-8") from None
+        if target.startswith(("http://", "https://")):
+            parts = urlsplit(target)
+            path, query = parts.path or "/", parts.query
+        else:
+            path, _, query = target.partition("?")
+            path = path.split("#", 1)[0]
+        if len(path) > 1 and path.endswith("/"):
+            path = path[:-1]
+        try:
+            segments = [unquote(s, errors="strict") for s in path.split("/")[1:]]
+        except UnicodeError:
+            raise _ClientError(400, "path is not valid UTF-8 after percent-decoding") from None
+        return segments, query
+
+    def _route(self, method: str, raw: bytes) -> tuple[int, Any, list[tuple[str, str]]]:
+        segments, query = self._target()
+        store = self.server.store
+        if segments == ["health"]:
+            self._allow(method, ("GET", "HEAD"))
+            return 200, {"status": "ok"}, []
+        if segments[:2] != ["api", "sessions"] or len(segments) > 5:
+            raise _ClientError(404, f"no such path {self.path!r}; see /api/sessions/{{source}}/{{type}}[/{{id}}]")
+        if len(segments) == 2:
+            self._allow(method, ("GET", "HEAD"))
+            pairs = _filters(query)
+            return 200, [s for s in store.select() if _matches(s, pairs)], []
+        if len(segments) == 3:
+            raise _ClientError(404, "missing {type}: paths are /api/sessions/{source}/{type}[/{id}]")
+        try:
+            source, type_ = _check_name(segments[2], "source"), _check_name(segments[3], "type")
+        except ValueError as e:
+            raise _ClientError(400, str(e)) from None
+        if len(segments) == 4:
+            self._allow(method, _COLLECTION_METHODS)
+            if method == "POST":
+                created = store.create(source, type_, self._json_data(raw))
+                return 201, created, [("Location", self._location(created))]
+            pairs = _filters(query)
+            return 200, [s for s in store.select(source, type_) if _matches(s, pairs)], []
+        self._allow(method, _ITEM_METHODS)
+        id_ = _parse_id(segments[4])
+        if method in ("GET", "HEAD"):
+            found = store.get(source, type_, id_)
+        elif method == "DELETE":
+            if store.delete(source, type_, id_):
+                return 204, None, []
+            found = None
+        else:
+            found = store.update(source, type_, id_, self._json_data(raw), merge=method == "PATCH")
+        if found is None:
+            raise _ClientError(404, f"no session {id_} under {source}/{type_}")
+        return 200, found, []
+
+    def _allow(self, method: str, allowed: tuple[str, ...]) -> None:
+        if method not in allowed:
+            raise _ClientError(
+                405, f"method {method} not allowed here; allowed: {', '.join(allowed)}", headers=[("Allow", ", ".join(allowed))]
+            )
+
+    def _json_data(self, raw: bytes) -> dict:
+        ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if ctype and ctype != "application/json" and not (ctype.startswith("application/") and ctype.endswith("+json")):
+            raise _ClientError(415, f"Content-Type {ctype!r} is not JSON: send application/json")
+        return _parse_body(raw)
+
+    @staticmethod
+    def _location(session: dict) -> str:
+        return f"/api/sessions/{quote(session['source'], safe='')}/{quote(session['type'], safe='')}/{session['id']}"
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    """Thread per connection; remembers open sockets so ``close`` can wake their threads."""
+
+    daemon_threads = True
+    request_queue_size = 128  # the default 5 drops SYNs when many client threads connect at once
+
+    def __init__(self, port: int, store: _Store, max_body: int, socket_timeout: float):
+        self.store = store
+        self.max_body = max_body
+        self.socket_timeout = socket_timeout
+        self._log: list[tuple[str, str, int]] = []
+        self._log_lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        super().__init__(("127.0.0.1", port), _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind calls socket.getfqdn, a reverse DNS lookup that can stall.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def record(self, method: str, path: str, status: int) -> None:
+        with self._log_lock:
+            self._log.append((method, path, status))
+
+    def take_log(self, *, clear: bool = False) -> list[tuple[str, str, int]]:
+        with self._log_lock:
+            entries = list(self._log)
+            if clear:
+                self._log.clear()
+        return entries
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._log_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._log_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def wake_all(self) -> None:
+        with self._log_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that vanish mid-request are expected here; anything else is a bug worth a trace.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):
+            log.debug("connection from %s ended: %r", client_address, exc)
+        else:
+            log.exception("session service: unhandled error for %s", client_address)
+
+
+class SessionService:
+    """A session REST service on 127.0.0.1 for one test case (or one reset between cases).
+
+    ``db_path=None`` keeps state in memory, so two instances never share anything;
+    a path persists it (the standalone CLI). ``socket_timeout`` closes idle connections.
+    """
+
+    def __init__(
+        self,
+        db_path: Path | None = None,
+        *,
+        max_body: int = 1 << 20,
+        port: int = 0,
+        socket_timeout: float = 5.0,
+    ):
+        if max_body < 0:
+            raise ValueError(f"max_body must be >= 0, got {max_body}")
+        self._db_path = None if db_path is None else Path(db_path)
+        self._max_body = max_body
+        self._port_request = port
+        self._socket_timeout = socket_timeout
+        self._store: _Store | None = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def start(self) -> SessionService:
+        if self._server is not None or self._closed:
+            raise RuntimeError("SessionService.start() may be called once, before close()")
+        self._store = _Store(self._db_path)
+        try:
+            self._server = _Server(self._port_request, self._store, self._max_body, self._socket_timeout)
+        except OSError as e:
+            self._store.close()
+            self._store = None
+            raise OSError(e.errno, f"cannot bind 127.0.0.1:{self._port_request}: {e.strerror}") from e
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # also how long close() waits for the loop to notice
+            name=f"session-service:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def _running(self) -> _Server:
+        if self._server is None or self._closed:
+            raise RuntimeError("SessionService is not running: call start() first (and not after close())")
+        return self._server
+
+    @property
+    def port(self) -> int:
+        return self._running().server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def reset(self, initial: list[dict] | None = None) -> None:
+        """Clear all sessions and the request log; seed ``initial`` ({source, type, data}) as ids 1..n.
+
+        Seeds may also carry ``id`` (increasing) and ``checksum`` (checked), so
+        ``reset(snapshot())`` restores a state exactly. Invalid seeds raise
+        ``ValueError`` and leave the state untouched.
+        """
+        server = self._running()
+        rows = _seed_rows(initial)
+        self._store.reset(rows)
+        server.take_log(clear=True)
+
+    def snapshot(self) -> list[dict]:
+        """Full state, sorted by id: [{id, source, type, checksum, data}, ...]."""
+        self._running()
+        return self._store.select()
+
+    def request_log(self) -> list[tuple[str, str, int]]:
+        """(method, raw request target, status) of every reply since start or the last reset."""
+        return self._running().take_log()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.wake_all()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> SessionService:
+        if self._server is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run the stateful-track session service on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8000, help="port to bind (0 picks a free one)")
+    parser.add_argument("--db", type=Path, default=None, help="SQLite file to persist sessions (default: memory)")
+    parser.add_argument("--max-body", type=int, default=1 << 20, help="largest request body in bytes")
+    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
+    try:
+        service = SessionService(args.db, max_body=args.max_body, port=args.port).start()
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"session service on {service.url} (Ctrl-C to stop)", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
