@@ -1,4 +1,6 @@
-"""Child side of the Python tool sandbox (stdlib only; run as ``python -I -c <this source>``).
+"""Child side of the Python tool sandbox (stdlib only; started with
+``callbench.sandbox.program.python_argv``, which makes the shared ``_guard.py`` importable as
+``_callbench_guard``: limits and audit hook).
 
 Protocol: the first stdin line is the config (limits, temp dir, tool sources); each further line is
 ``{"name", "arguments", "fields"}`` and gets one JSON line back on the saved stdout fd. Tool output
@@ -9,97 +11,9 @@ Limits are applied before any tool source runs.
 import inspect
 import json
 import os
-import resource
 import sys
 
-
-def _limits(cfg):
-    mb = 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_mb"] * mb, cfg["memory_mb"] * mb))
-    resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_s"], cfg["cpu_s"] + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["fsize_mb"] * mb, cfg["fsize_mb"] * mb))
-    resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"], cfg["nproc"]))  # not enforced for root
-
-
-def _guard(tmpdir):
-    """Audit hook (cannot be removed once added): no network, no processes, no native code loading,
-    no writes/renames/deletes outside ``tmpdir``. Pure-Python tools cannot bypass it."""
-    root = os.path.realpath(tmpdir)
-    denied = {
-        "socket.connect",
-        "socket.bind",
-        "socket.sendto",
-        "socket.getaddrinfo",
-        "socket.gethostbyname",
-        "os.fork",
-        "os.forkpty",
-        "os.posix_spawn",
-        "os.exec",
-        "os.system",
-        "os.spawn",
-        "subprocess.Popen",
-        "os.kill",
-        "os.killpg",
-        "ctypes.dlopen",
-        "ctypes.dlsym",
-        "ctypes.cdata",
-    }
-    write_events = {
-        "os.remove",
-        "os.rename",
-        "os.rmdir",
-        "os.mkdir",
-        "os.chmod",
-        "os.chown",
-        "os.link",
-        "os.symlink",
-        "os.truncate",
-        "os.utime",
-        "shutil.rmtree",
-        "shutil.copyfile",
-        "shutil.move",
-    }
-
-    def inside(path):
-        try:
-            p = os.fsdecode(path) if not isinstance(path, int) else None
-        except TypeError:
-            return False
-        if p is None:
-            return True  # an already opened fd
-        p = os.path.realpath(p)
-        return p == root or p.startswith(root + os.sep)
-
-    def hook(event, args):
-        if event in denied:
-            raise PermissionError(f"sandbox: {event} is not allowed")
-        if event == "open" and args:
-            path, mode, flags = (list(args) + [None, None])[:3]
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int)
-                and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
-            )
-            if writing and not inside(path):
-                raise PermissionError(
-                    f"sandbox: writing {path!r} outside the sandbox directory is not allowed"
-                )
-        elif event in write_events:
-            for a in args[:2]:
-                if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
-                    raise PermissionError(
-                        f"sandbox: {event} on {a!r} outside the sandbox directory is not allowed"
-                    )
-
-    sys.addaudithook(hook)
-    import socket
-
-    def blocked(*a, **k):
-        raise PermissionError("sandbox: network access is not allowed")
-
-    socket.create_connection = blocked
-    socket.socket.connect = blocked
-    socket.socket.connect_ex = blocked
+from _callbench_guard import apply_limits, install_guard
 
 
 def _bind(fn, arguments):
@@ -160,9 +74,9 @@ def main():
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     cfg = json.loads(sys.stdin.readline())
-    _limits(cfg)
+    apply_limits(memory_mb=cfg["memory_mb"], cpu_s=cfg["cpu_s"], fsize_mb=cfg["fsize_mb"], nproc=cfg["nproc"])
     os.chdir(cfg["tmpdir"])
-    _guard(cfg["tmpdir"])
+    install_guard(cfg["tmpdir"])
     tools, load_errors = {}, []
     for mod in cfg["modules"]:
         ns = {"__name__": "callbench_tool", "__file__": mod["path"]}

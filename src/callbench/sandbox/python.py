@@ -9,8 +9,9 @@ What is enforced (verified by tests/tracks/nested/test_executor.py):
   (killing it kills every process it started);
 * ``setrlimit``: address space (``memory_mb``), CPU seconds, no core files, file size, processes;
   ``RLIMIT_NPROC`` is ignored by the kernel for root, so for root the process guard is the audit hook;
-* an audit hook (not removable from Python) refuses sockets, fork/exec/subprocess, ctypes loading,
-  and opening for write / deleting / renaming anything outside the fresh temp dir (the cwd).
+* an audit hook (not removable from Python; ``_guard.py``, shared with the program sandbox) refuses
+  sockets, fork/exec/subprocess, ctypes loading, process creation through ``_posixsubprocess.fork_exec`` (which has no audit event), and opening for
+  write / deleting / renaming anything outside the fresh temp dir (the cwd).
 
 Not guaranteed: code that escapes the interpreter (a C extension already importable, e.g. numpy
 doing its own syscalls) is limited only by the rlimits and namespaces, and without ``unshare`` such
@@ -19,39 +20,21 @@ code could reach the network and write wherever the user running the harness may
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from callbench.sandbox.program import python_argv, unshare_prefix
 from callbench.tracks.nested.tools import ToolModule
 
-_RUNNER = Path(__file__).with_name("_py_runner.py")
-
-
-@functools.lru_cache(maxsize=1)
-def unshare_prefix() -> tuple[str, ...]:
-    """The ``unshare`` command line that works here ((): none does)."""
-    exe = shutil.which("unshare")
-    if not exe:
-        return ()
-    for flags in (("-n", "-p", "-f", "--kill-child"), ("-r", "-n", "-p", "-f", "--kill-child")):
-        try:
-            ok = subprocess.run([exe, *flags, "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        if ok:
-            return (exe, *flags)
-    return ()
+__all__ = ["Limits", "PythonSandbox", "unshare_prefix"]
 
 
 @dataclass(frozen=True)
@@ -83,11 +66,7 @@ class PythonSandbox:
         self._tmp = tempfile.mkdtemp(prefix="callbench-py-")
         cmd = [
             *(unshare_prefix() if self.namespaces else ()),
-            sys.executable,
-            "-I",
-            "-B",
-            "-c",
-            _RUNNER.read_text("utf-8"),
+            *python_argv("_py_runner.py"),
         ]
         env = {"PATH": "/usr/bin:/bin", "HOME": self._tmp, "TMPDIR": self._tmp, "LANG": "C.UTF-8"}
         self._proc = subprocess.Popen(

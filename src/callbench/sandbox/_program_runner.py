@@ -1,0 +1,224 @@
+"""Child side of the program sandbox (stdlib only; started by :func:`callbench.sandbox.program.run_program`).
+
+Reads its config from ``.callbench_program.json`` in the cwd (the temp dir) and deletes it, applies
+the limits, arms the audit hook, binds the preloaded JSON values, runs the trusted setup, compiles and
+runs the program in the same globals (a fresh ``__main__`` module), then collects the result
+variables and the ``finalize`` expression. Reports go to the result fd as JSON lines:
+``{"violation": message}`` as soon as the hook refuses something, and one ``{"final": true, ...}``.
+"""
+
+import ast
+import gc
+import json
+import os
+import signal
+import sys
+import time
+import types
+
+from _callbench_guard import apply_limits, install_guard
+
+PROGRAM = "<program>"
+CONFIG = ".callbench_program.json"
+
+
+class SandboxTimeout(BaseException):
+    """Raised by SIGALRM when the wall-time budget of a phase is spent."""
+
+
+def _alarm(signum, frame):
+    raise SandboxTimeout("wall time limit exceeded")
+
+
+def _one_line(text, limit=1000):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe(exc, filename):
+    """``ExcType: message`` and the deepest line of ``filename`` in the traceback."""
+    try:
+        message = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "<unprintable>"
+    line, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    text = _one_line(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
+    return (f"{text} (line {line})" if line else text), line
+
+
+class Runner:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.fd = cfg["result_fd"]
+        self.violations = 0
+        self.reserve = bytearray(16 * 1024 * 1024)  # released on MemoryError so reporting still works
+        self.deadline = time.monotonic() + cfg["timeout_s"]
+
+    # -- reporting ------------------------------------------------------------------------------
+    def emit(self, obj):
+        try:
+            data = (json.dumps(obj) + "\n").encode()
+        except BaseException:  # noqa: BLE001 - e.g. MemoryError
+            data = (
+                json.dumps({"final": True, "status": "crash", "error": "result not encodable"}) + "\n"
+            ).encode()
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            view = view[n:]
+
+    def on_violation(self, message):
+        self.violations += 1
+        if self.violations <= 20:
+            self.emit({"violation": _one_line(message)})
+
+    def to_json(self, value, hook, budget):
+        """JSON text of one value; never raises. ``__to_json__`` (when the setup defined one) is applied to
+        the value and to nested values json cannot encode; what is still not JSON becomes its repr."""
+        try:
+            if hook is not None:
+                value = hook(value)
+
+            def default(obj):  # nested values json cannot encode: the hook, else their repr
+                out = hook(obj) if hook is not None else obj
+                return {"__repr__": repr(obj)} if out is obj else out
+
+            text = json.dumps(value, default=default)
+        except BaseException as exc:  # noqa: BLE001 - any failure is recorded, not raised
+            if isinstance(exc, SandboxTimeout):
+                raise
+            text = json.dumps({"__unserializable__": type(value).__name__})
+        if len(text) > budget[0]:
+            text = json.dumps({"__too_large__": type(value).__name__, "bytes": len(text)})
+        budget[0] -= len(text)
+        return text
+
+    # -- phases ---------------------------------------------------------------------------------
+    def arm(self, seconds):
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+
+    def run(self):
+        cfg = self.cfg
+        module = types.ModuleType("__main__")
+        sys.modules["__main__"] = module
+        sys.argv = [PROGRAM]
+        g = module.__dict__
+        g.update(cfg["preload"])
+        signal.signal(signal.SIGALRM, _alarm)
+        self.arm(self.deadline - time.monotonic())
+        final = {"final": True, "status": "ok", "error": None, "line": None}
+        try:
+            try:
+                exec(compile(cfg["setup"], "<setup>", "exec"), g)
+            except SandboxTimeout:
+                final.update(status="timeout", error="setup exceeded the wall time limit")
+                return self.finish(final, g, None)
+            except BaseException as exc:  # noqa: BLE001 - a harness error, reported
+                final.update(status="crash", error="setup failed: " + _describe(exc, "<setup>")[0])
+                return self.finish(final, g, None)
+            to_json = g.get("__to_json__")
+            to_json = to_json if callable(to_json) else None
+            code = None
+            try:
+                tree = compile(cfg["code"], PROGRAM, "exec", ast.PyCF_ONLY_AST)
+                if not tree.body:
+                    final["status"] = "no_code"
+                else:
+                    code = compile(tree, PROGRAM, "exec")
+            except SyntaxError as exc:
+                msg = _one_line(f"{type(exc).__name__}: {exc.msg}")
+                final.update(status="syntax_error", line=exc.lineno, error=f"{msg} (line {exc.lineno})")
+            except (ValueError, MemoryError, RecursionError) as exc:
+                final.update(status="syntax_error", error=_one_line(f"{type(exc).__name__}: {exc}"))
+            if code is not None:
+                try:
+                    exec(code, g)
+                except SandboxTimeout:
+                    final.update(
+                        status="timeout", error=f"TimeoutError: program exceeded {cfg['timeout_s']:g}s"
+                    )
+                except SystemExit as exc:
+                    if exc.code not in (None, 0):
+                        error, line = _describe(exc, PROGRAM)
+                        final.update(status="runtime_error", error=error, line=line)
+                except BaseException as exc:  # noqa: BLE001 - the program's failure is the result
+                    if isinstance(exc, MemoryError):
+                        self.reserve = None
+                        gc.collect()
+                    error, line = _describe(exc, PROGRAM)
+                    final.update(status="runtime_error", error=error, line=line)
+            return self.finish(final, g, to_json)
+        except SandboxTimeout:  # fired between the guarded blocks
+            final.update(status="timeout", error=f"TimeoutError: program exceeded {cfg['timeout_s']:g}s")
+            return self.finish(final, g, None)
+
+    def finish(self, final, g, to_json):
+        """Collect variables and state within the grace period; then report and exit."""
+        cfg = self.cfg
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        self.reserve = None
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001 - the program may have replaced or closed them
+                pass
+        variables, missing, state, finalize_error = {}, [], None, None
+        budget = [cfg["max_result_bytes"]]
+        try:
+            self.arm(self.deadline + cfg["grace_s"] - 0.3 - time.monotonic())
+            for name in cfg["result_vars"]:
+                if name in g:
+                    variables[name] = self.to_json(g[name], to_json, budget)
+                else:
+                    missing.append(name)
+            if cfg["finalize"] and final["status"] != "crash":
+                try:
+                    value = eval(compile(cfg["finalize"], "<finalize>", "eval"), g)
+                    state = self.to_json(value, to_json, budget)
+                except SandboxTimeout:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - reported next to the status
+                    finalize_error = _describe(exc, "<finalize>")[0]
+        except SandboxTimeout:
+            finalize_error = "TimeoutError: collecting the results exceeded the grace period"
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        final.update(missing=missing, finalize_error=finalize_error)
+        # values travel as JSON text so one encoding failure cannot lose the whole report
+        final["variables"] = variables
+        final["state"] = state
+        self.emit(final)
+        os._exit(0)
+
+
+def main():
+    with open(CONFIG, encoding="utf-8") as f:
+        cfg = json.load(f)
+    os.remove(CONFIG)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big file is an OSError, not a kill
+    apply_limits(
+        memory_mb=cfg["memory_mb"],
+        cpu_s=cfg["cpu_s"],
+        fsize_mb=cfg["fsize_mb"],
+        nproc=cfg["nproc"],
+        memory_limit=cfg["memory_limit"],
+    )
+    runner = Runner(cfg)
+    install_guard(
+        cfg["tmpdir"],
+        program=True,
+        allow_connect=[tuple(x) for x in cfg["allow_connect"]],
+        on_violation=runner.on_violation,
+    )
+    runner.run()
+
+
+main()

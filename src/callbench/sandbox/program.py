@@ -1,0 +1,324 @@
+"""Run a whole generated Python program in a separate, limited process.
+
+``run_program(code, setup=..., preload=..., result_vars=..., finalize=...)`` starts a fresh child
+(``python -I -B``) per program; the child applies the limits, arms the audit hook, binds ``preload``
+(JSON values) as globals, runs the trusted ``setup`` (it may import installed packages and create
+objects), compiles and runs ``code`` in the same globals (``__name__ == "__main__"``), then reports
+the ``result_vars`` and the value of the trusted ``finalize`` expression as JSON.
+
+What is enforced (verified by tests/sandbox/test_program.py):
+
+* separate process in its own session; wall time ``timeout_s`` (the child raises a timeout in the
+  program and still reports variables/state; ``grace_s`` later the whole process group is killed);
+* when ``unshare`` works here (root, or user namespaces allowed), a new PID namespace (killing the
+  child kills everything it started) and, unless ``allow_connect`` is given, a new network namespace
+  (nothing reachable);
+* ``setrlimit``: memory (``memory_limit="as"``: address space; ``"data"``: data segment and private
+  writable mappings, for libraries such as torch that reserve large virtual ranges), CPU seconds, no
+  core files, file size (SIGXFSZ ignored: a too-big file is an ``OSError``), processes
+  (``RLIMIT_NPROC`` is ignored by the kernel for root, so there the guard is the audit hook);
+* an audit hook (not removable from Python; see ``_guard.py``) refuses fork/exec/subprocess/
+  os.system, signals to other processes, raising rlimits, ctypes function lookup/calls/raw memory
+  (installed native libraries may be loaded), sockets other than connections to ``allow_connect``
+  (creating a socket and binding loopback port 0 are allowed: urllib3 probes IPv6 so at import),
+  listening (``socket.socket.listen``), and writes/renames/deletes (also sqlite databases) outside
+  the fresh temp dir, which is the cwd, ``HOME`` and ``TMPDIR`` and is deleted afterwards. Every
+  refusal is reported at once, so status is ``"violation"`` even if the program catches the error;
+* stdout/stderr are read concurrently; only the last ``max_output_bytes`` of each are kept.
+
+Not guaranteed: reading files is not restricted; code that escapes the interpreter (a C extension,
+a library written to the temp dir and imported) is limited only by the rlimits and namespaces, and
+without ``unshare`` it could reach the network and write wherever the harness user may write. With
+``allow_connect`` the child shares the host network namespace: a socket made listening through the
+raw ``_socket`` type is not seen by the hook. The report channel lives in the child, so deliberately
+hostile code that introspects the runner could forge it; the audit hook itself cannot be removed.
+``finalize`` is evaluated in the program's globals, so the program can rebind the names it uses;
+``__to_json__`` is taken as the setup left it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import math
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+_HERE = Path(__file__).parent
+_CONFIG = ".callbench_program.json"
+STATUSES = ("ok", "no_code", "syntax_error", "runtime_error", "timeout", "violation", "crash")
+
+# Loads the guard source (argv[1]) as module ``_callbench_guard``, then runs the runner (argv[2]).
+_BOOT = """\
+import sys, types
+_m = types.ModuleType("_callbench_guard")
+exec(compile(sys.argv[1], "_guard.py", "exec"), _m.__dict__)
+sys.modules["_callbench_guard"] = _m
+_src = sys.argv[2]
+sys.argv = sys.argv[:1]
+del _m, types
+exec(compile(_src, "<runner>", "exec"), {"__name__": "__main__"})
+"""
+
+
+@functools.cache
+def _source(name: str) -> str:
+    return (_HERE / name).read_text("utf-8")
+
+
+def python_argv(runner: str) -> list[str]:
+    """``python -I -B -c`` running ``runner`` (a file next to this one) with the guard importable."""
+    return [sys.executable, "-I", "-B", "-c", _BOOT, _source("_guard.py"), _source(runner)]
+
+
+@functools.cache
+def unshare_prefix(network: bool = True) -> tuple[str, ...]:
+    """The ``unshare`` command line that works here ((): none does); ``network=False`` keeps the
+    host network namespace (new PID namespace only)."""
+    exe = shutil.which("unshare")
+    if not exe:
+        return ()
+    net = ("-n",) if network else ()
+    for flags in ((*net, "-p", "-f", "--kill-child"), ("-r", *net, "-p", "-f", "--kill-child")):
+        try:
+            ok = subprocess.run([exe, *flags, "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return (exe, *flags)
+    return ()
+
+
+@dataclass(frozen=True)
+class ProgramLimits:
+    timeout_s: float = 10.0  # wall time for setup + program, from the child's start
+    memory_mb: int = 2048
+    memory_limit: Literal["as", "data"] = "as"
+    cpu_s: int | None = None  # None: max(60, 4 * timeout_s), a backstop behind the wall time
+    fsize_mb: int = 64
+    nproc: int = 256
+    max_output_bytes: int = 64 * 1024  # tail kept per stream
+    max_result_bytes: int = 16 * 1024 * 1024  # JSON of variables + state; larger values are replaced
+    grace_s: float = 2.0  # after timeout_s: time to collect results before the group is killed
+    namespaces: bool = True  # use unshare when it works here
+
+
+@dataclass
+class ProgramResult:
+    status: str
+    variables: dict[str, Any] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    state: Any = None
+    error: str | None = None
+    line: int | None = None  # program line of the error, when it is in the program
+    violations: list[str] = field(default_factory=list)
+    finalize_error: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class _Tail:
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.buf = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.buf += chunk
+        if len(self.buf) > 2 * self.keep:
+            del self.buf[: -self.keep]
+
+    def text(self) -> str:
+        data = bytes(self.buf[-self.keep :]) if self.keep else b""
+        dropped = self.total - len(data)
+        text = data.decode("utf-8", "replace")
+        return f"[... {dropped} bytes truncated ...]\n{text}" if dropped else text
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _crash_message(rc: int | None) -> str:
+    if rc is not None and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        hint = {"SIGKILL": " (memory or resource limit)", "SIGXCPU": " (CPU time limit)"}.get(name, "")
+        return f"SandboxCrash: the program process was killed by {name}{hint}"
+    return f"SandboxCrash: the program process exited with code {rc} without a result"
+
+
+def run_program(
+    code: str,
+    *,
+    setup: str = "",
+    preload: dict[str, Any] | None = None,
+    result_vars: Sequence[str] = (),
+    finalize: str | None = None,
+    allow_connect: Sequence[tuple[str, int]] = (),
+    limits: ProgramLimits | None = None,
+) -> ProgramResult:
+    """Run ``code`` in a fresh sandboxed process; see the module docstring."""
+    lim = limits or ProgramLimits()
+    if lim.memory_limit not in ("as", "data"):
+        raise ValueError(f"memory_limit must be 'as' or 'data', not {lim.memory_limit!r}")
+    allow = [(str(h), int(p)) for h, p in allow_connect]
+    t0 = time.monotonic()
+    tmp = tempfile.mkdtemp(prefix="callbench-prog-")
+    res_r, res_w = os.pipe()
+    proc = None
+    try:
+        cfg = {
+            "tmpdir": tmp,
+            "result_fd": res_w,
+            "code": code,
+            "setup": setup,
+            "preload": dict(preload or {}),
+            "result_vars": list(result_vars),
+            "finalize": finalize,
+            "allow_connect": allow,
+            "timeout_s": lim.timeout_s,
+            "grace_s": lim.grace_s,
+            "memory_mb": lim.memory_mb,
+            "memory_limit": lim.memory_limit,
+            "cpu_s": lim.cpu_s if lim.cpu_s is not None else max(60, math.ceil(4 * lim.timeout_s)),
+            "fsize_mb": lim.fsize_mb,
+            "nproc": lim.nproc,
+            "max_result_bytes": lim.max_result_bytes,
+        }
+        Path(tmp, _CONFIG).write_text(json.dumps(cfg), "utf-8")  # TypeError: preload is not JSON
+        prefix = unshare_prefix(network=not allow) if lim.namespaces else ()
+        env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8"}
+        proc = subprocess.Popen(
+            [*prefix, *python_argv("_program_runner.py")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp,
+            env=env,
+            start_new_session=True,
+            pass_fds=(res_w,),
+        )
+        os.close(res_w)
+        res_w = -1
+        out, err = _Tail(lim.max_output_bytes), _Tail(lim.max_output_bytes)
+        report = _Tail(lim.max_result_bytes + (1 << 20))
+        timed_out = _pump(
+            proc, {proc.stdout: out, proc.stderr: err, res_r: report}, t0 + lim.timeout_s + lim.grace_s
+        )
+        _kill(proc)  # whatever is left of the group (before reaping, so the pgid cannot be reused)
+        rc = proc.wait()
+        result = _parse(bytes(report.buf) if report.total == len(report.buf) else b"", timed_out, rc, lim)
+        result.stdout, result.stderr = out.text(), err.text()
+        result.duration_s = time.monotonic() - t0
+        return result
+    finally:
+        if proc is not None:
+            if proc.poll() is None:
+                _kill(proc)
+                proc.wait()
+            for f in (proc.stdout, proc.stderr):
+                if f:
+                    f.close()
+        for fd in (res_r, res_w):
+            if fd >= 0:
+                os.close(fd)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pump(proc: subprocess.Popen[bytes], sinks: dict[Any, _Tail], deadline: float) -> bool:
+    """Read every pipe until all are closed; True when the deadline came first."""
+    sel = selectors.DefaultSelector()
+    for f in sinks:
+        sel.register(f, selectors.EVENT_READ)
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            for key, _ in sel.select(left):
+                fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    sinks[key.fileobj].add(chunk)
+                else:
+                    sel.unregister(key.fileobj)
+        left = deadline - time.monotonic()
+        try:
+            proc.wait(timeout=max(left, 0.01))
+        except subprocess.TimeoutExpired:
+            return True  # pipes closed but the process lives on
+        return False
+    finally:
+        sel.close()
+
+
+def _parse(data: bytes, timed_out: bool, rc: int | None, lim: ProgramLimits) -> ProgramResult:
+    violations: list[str] = []
+    final: dict[str, Any] | None = None
+    for raw in data.splitlines():
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            continue  # not from the runner
+        if not isinstance(msg, dict):
+            continue
+        if isinstance(msg.get("violation"), str):
+            violations.append(msg["violation"])
+        elif msg.get("final") is True and final is None:
+            final = msg
+    if final is not None and final.get("status") in STATUSES:
+        result = ProgramResult(
+            status=final["status"],
+            variables={k: _loads(v) for k, v in (final.get("variables") or {}).items()},
+            missing=list(final.get("missing") or []),
+            state=_loads(final.get("state")),
+            error=final.get("error"),
+            line=final.get("line"),
+            finalize_error=final.get("finalize_error"),
+        )
+    elif timed_out:
+        result = ProgramResult(status="timeout", error=f"TimeoutError: program exceeded {lim.timeout_s:g}s")
+    else:
+        result = ProgramResult(status="crash", error=_crash_message(rc))
+    if violations:
+        result.violations = violations
+        result.error = violations[0]
+        result.status = "violation"
+    return result
+
+
+def _loads(text: Any) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return {"__unserializable__": "report"}
+
+
+async def run_program_async(code: str, **kwargs: Any) -> ProgramResult:
+    """:func:`run_program` in a worker thread, for harnesses that run many programs concurrently."""
+    return await asyncio.to_thread(run_program, code, **kwargs)

@@ -1,0 +1,310 @@
+from __future__ import annotations
+
+import asyncio
+import http.server
+import importlib.util
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from callbench.sandbox.program import ProgramLimits, run_program, run_program_async
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_ok_with_result_vars_and_finalize_state():
+    res = run_program(
+        "x = 1 + 2\nitems = [x, 'a', None]\nprint('hello')\n",
+        result_vars=["x", "items", "nope"],
+        finalize="{'sum': x + 1}",
+    )
+    assert res.status == "ok" and res.ok and res.error is None
+    assert res.variables == {"x": 3, "items": [3, "a", None]}
+    assert res.missing == ["nope"]
+    assert res.state == {"sum": 4}
+    assert res.stdout == "hello\n" and res.duration_s > 0
+
+
+def test_preload_and_setup_objects():
+    setup = (
+        "class Voice:\n"
+        "    def __init__(self, volume):\n"
+        "        self.volume = volume\n"
+        "    def louder(self):\n"
+        "        self.volume += 1\n"
+        "    def snapshot(self):\n"
+        "        return {'volume': self.volume}\n"
+        "voice = Voice(config['volume'])\n"
+    )
+    code = "voice.louder()\nvoice.louder()\nseen = config['name'].upper()\nif __name__ == '__main__':\n    main_ran = True\n"
+    res = run_program(
+        code,
+        setup=setup,
+        preload={"config": {"volume": 3, "name": "abc"}},
+        result_vars=["seen", "main_ran"],
+        finalize="voice.snapshot()",
+    )
+    assert res.status == "ok", res.error
+    assert res.variables == {"seen": "ABC", "main_ran": True} and res.state == {"volume": 5}
+
+
+def test_no_code_still_runs_setup_and_finalize():
+    for code in ("", "   \n\t", "# just a comment\n# another\n"):
+        res = run_program(code, setup="state = {'n': 0}", finalize="state", result_vars=["state"])
+        assert res.status == "no_code" and res.state == {"n": 0} and res.variables == {"state": {"n": 0}}
+
+
+def test_syntax_error_has_line():
+    res = run_program("x = 1\ny = (2 +\ndef f(:\n    pass\n")
+    assert res.status == "syntax_error" and res.line is not None and res.line >= 2
+    assert res.error.startswith("SyntaxError: ") and f"(line {res.line})" in res.error
+
+
+def test_runtime_error_type_message_line():
+    res = run_program(
+        "def f(d):\n    return d['missing']\n\nvalue = 7\nf({})\n", result_vars=["value"], finalize="value"
+    )
+    assert res.status == "runtime_error"
+    assert res.error == "KeyError: 'missing' (line 2)" and res.line == 2
+    assert res.variables == {"value": 7} and res.state == 7  # collected after the failure too
+    exit_ = run_program("import sys\nsys.exit(0)\nnot_reached = 1", result_vars=["not_reached"])
+    assert exit_.status == "ok" and exit_.missing == ["not_reached"]
+    assert run_program("raise SystemExit(3)").status == "runtime_error"
+
+
+def test_timeout_reports_state_and_is_bounded():
+    t0 = time.monotonic()
+    res = run_program(
+        "counter = 0\nwhile True:\n    counter += 1\n",
+        result_vars=["counter"],
+        finalize="counter > 0",
+        limits=ProgramLimits(timeout_s=1.5),
+    )
+    assert res.status == "timeout" and "TimeoutError" in res.error
+    assert res.variables["counter"] > 0 and res.state is True
+    assert time.monotonic() - t0 < 1.5 + 3
+
+
+def test_timeout_caught_by_program_still_killed():
+    code = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n"
+    t0 = time.monotonic()
+    res = run_program(code, limits=ProgramLimits(timeout_s=1.0, grace_s=1.0))
+    assert res.status == "timeout" and time.monotonic() - t0 < 1.0 + 3
+
+
+@pytest.mark.parametrize(
+    "code, needle",
+    [
+        ("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)", "not allowed"),
+        ("import socket\ns = socket.socket()\ns.connect(('10.1.2.3', 80))", "socket.connect"),
+        ("import socket\nsocket.socket(socket.AF_PACKET, socket.SOCK_RAW)", "socket("),
+        ("import subprocess\nsubprocess.run(['true'])", "subprocess.Popen"),
+        ("import os\nos.system('true')", "os.system"),
+        ("import _posixsubprocess\n_posixsubprocess.fork_exec()", "fork_exec"),
+        ("import sys\ndel sys.modules['_posixsubprocess']\nimport _posixsubprocess", "_posixsubprocess"),
+        ("import os\nos.execv('/bin/true', ['true'])", "os.exec"),
+        (
+            "import multiprocessing as mp\nmp.get_context('spawn').Process(target=print).start()",
+            "not allowed",
+        ),
+        ("open('/tmp/callbench-sandbox-escape.txt', 'w').write('x')", "writing"),
+        (f"open({str(REPO / 'escape.txt')!r}, 'w').write('x')", "writing"),
+        ("import os\nos.remove('/etc/hostname')", "os.remove"),
+        ("import sqlite3\nsqlite3.connect('/tmp/callbench-escape.db')", "sqlite"),
+        ("import ctypes\nctypes.CDLL(None).system(b'true')", "ctypes"),
+        ("import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))", "resource.setrlimit"),
+    ],
+)
+def test_violations(code, needle):
+    res = run_program(code)
+    assert res.status == "violation", (code, res.status, res.error)
+    assert needle in res.error and res.violations
+    assert not Path("/tmp/callbench-sandbox-escape.txt").exists() and not (REPO / "escape.txt").exists()
+
+
+def test_caught_violation_is_still_reported():
+    code = (
+        "import socket, os\n"
+        "try:\n"
+        "    socket.socket().connect(('127.0.0.1', 9))\n"
+        "except Exception:\n"
+        "    pass\n"
+        "try:\n"
+        "    os.system('true')\n"
+        "except Exception:\n"
+        "    pass\n"
+        "done = True\n"
+    )
+    res = run_program(code, result_vars=["done"])
+    assert res.status == "violation" and res.variables == {"done": True}
+    assert len(res.violations) == 2 and "os.system" in res.violations[1]
+
+
+def test_fork_bomb_is_contained():
+    code = "import os\nwhile True:\n    try:\n        os.fork()\n    except Exception:\n        pass\n"
+    t0 = time.monotonic()
+    res = run_program(code, limits=ProgramLimits(timeout_s=1.0, grace_s=1.0))
+    assert res.status == "violation" and "os.fork" in res.error
+    assert time.monotonic() - t0 < 1.0 + 3
+
+
+def test_writes_inside_the_temp_dir_are_fine():
+    code = (
+        "import os, tempfile, sqlite3\n"
+        "open('data.txt', 'w').write('ok')\n"
+        "os.mkdir('sub')\n"
+        "with tempfile.NamedTemporaryFile('w', delete=False) as f:\n"
+        "    f.write('t')\n"
+        "db = sqlite3.connect('x.db'); db.execute('create table t (a)'); db.commit()\n"
+        "print('quiet', file=open(os.devnull, 'w'))\n"
+        "back = open('data.txt').read()\n"
+        "cwd = os.getcwd()\n"
+    )
+    res = run_program(code, result_vars=["back", "cwd"])
+    assert res.status == "ok", res.error
+    assert res.variables["back"] == "ok" and not Path(res.variables["cwd"]).exists()  # deleted afterwards
+
+
+@pytest.mark.parametrize("memory_limit", ["as", "data"])
+def test_memory_hog_is_a_memory_error(memory_limit):
+    lim = ProgramLimits(memory_mb=512, memory_limit=memory_limit)
+    big = run_program("x = bytearray(4 * 1024**3)", limits=lim)
+    assert big.status == "runtime_error" and big.error.startswith("MemoryError") and big.line == 1
+    grow = run_program(
+        "keep = []\nwhile True:\n    keep.append(' ' * 10**6)\n", result_vars=["keep"], limits=lim
+    )
+    assert grow.status in ("runtime_error", "crash")
+    if grow.status == "runtime_error":
+        assert grow.error.startswith("MemoryError") and grow.line == 3
+
+
+def test_crash_is_reported():
+    res = run_program("import os\nos.abort()")
+    assert res.status == "crash" and "SandboxCrash" in res.error
+
+
+def test_huge_output_is_truncated():
+    code = "import sys\nprint('x' * 50_000_000)\nsys.stderr.write('e' * 3_000_000 + 'END')\n"
+    res = run_program(code, limits=ProgramLimits(max_output_bytes=1000))
+    assert res.status == "ok"
+    assert res.stdout.startswith("[... ") and res.stdout.endswith("x" * 100 + "\n")
+    assert len(res.stdout) < 1100 and res.stderr.endswith("eeeEND") and len(res.stderr) < 1100
+
+
+def test_json_conversion():
+    setup = (
+        "class Point:\n"
+        "    def __init__(self, x):\n"
+        "        self.x = x\n"
+        "def __to_json__(v):\n"
+        "    if isinstance(v, Point):\n"
+        "        return {'x': v.x}\n"
+        "    if isinstance(v, set):\n"
+        "        return sorted(v)\n"
+        "    if v == 'boom':\n"
+        "        raise ValueError('no')\n"
+        "    return v\n"
+    )
+    code = "p = Point(3)\ns = {3, 1}\nb = 'boom'\no = object()\n"
+    res = run_program(code, setup=setup, result_vars=["p", "s", "b", "o"], finalize="[p, s]")
+    assert res.status == "ok"
+    assert res.variables["p"] == {"x": 3} and res.variables["s"] == [1, 3]
+    assert res.variables["b"] == {"__unserializable__": "str"}
+    assert res.variables["o"]["__repr__"].startswith("<object object")
+    assert res.state == [{"x": 3}, [1, 3]]  # the hook applies to nested values too
+    plain = run_program(
+        "s = {1}\nclass Bad:\n    def __repr__(self):\n        raise RuntimeError\nb = Bad()",
+        result_vars=["s", "b"],
+    )
+    assert plain.variables == {"s": {"__repr__": "{1}"}, "b": {"__unserializable__": "Bad"}}
+    broken = run_program("voice = None", setup="voice = 1", finalize="voice.snapshot()")
+    assert broken.status == "ok" and broken.state is None and "AttributeError" in broken.finalize_error
+
+
+def test_setup_failure_is_reported():
+    res = run_program("x = 1", setup="raise RuntimeError('harness bug')")
+    assert res.status == "crash" and res.error == "setup failed: RuntimeError: harness bug (line 1)"
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"hello": "world"}')
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def loopback_service():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    other = socket.socket()
+    other.bind(("127.0.0.1", 0))
+    other.listen()
+    yield srv.server_address[1], other.getsockname()[1]
+    srv.shutdown()
+    other.close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("requests") is None, reason="requests not installed")
+def test_allow_connect(loopback_service):
+    port, other = loopback_service
+    allow = [("127.0.0.1", port)]
+    get = "import requests\nr = requests.get('http://{}:{}/', timeout=5).json()\n"
+    for host in ("127.0.0.1", "localhost"):
+        res = run_program(get.format(host, port), result_vars=["r"], allow_connect=allow)
+        assert res.status == "ok" and res.variables == {"r": {"hello": "world"}}, res.error
+    denied = [
+        get.format("127.0.0.1", other),  # another loopback port
+        get.format("example.com", 80),  # an external address
+        "import socket\nsocket.socket().connect(('8.8.8.8', 53))",
+        "import socket\nsocket.socket().bind(('0.0.0.0', 0))",
+        "import socket\nsocket.socket().listen()",
+        "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))",
+    ]
+    for code in denied:
+        res = run_program(code, allow_connect=allow)
+        assert res.status == "violation", (code, res.status, res.error)
+    # without allow_connect the same request is refused (and the network namespace is empty)
+    assert run_program(get.format("127.0.0.1", port)).status == "violation"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_torch_under_data_limit():
+    lim = ProgramLimits(memory_limit="data", memory_mb=2048, timeout_s=30)
+    res = run_program("import torch\nt = (torch.zeros(3) + 1).tolist()\n", result_vars=["t"], limits=lim)
+    assert res.status == "ok" and res.variables == {"t": [1.0, 1.0, 1.0]}, res.error
+    hog = run_program("import torch\nx = bytearray(4 * 1024**3)\n", limits=lim)
+    assert hog.status == "runtime_error" and hog.error.startswith("MemoryError")
+
+
+def test_async_wrapper_runs_concurrently():
+    async def main():
+        return await asyncio.gather(*(run_program_async(f"v = {i} * 2", result_vars=["v"]) for i in range(4)))
+
+    results = asyncio.run(main())
+    assert [r.variables["v"] for r in results] == [0, 2, 4, 6]
+
+
+def test_bad_memory_limit_rejected():
+    with pytest.raises(ValueError):
+        run_program("x = 1", limits=ProgramLimits(memory_limit="rss"))  # type: ignore[arg-type]
+
+
+def test_tool_sandbox_shares_the_guard():
+    """PythonSandbox runs on the same guard module; process creation without an audit event
+    (``_posixsubprocess.fork_exec``, used by multiprocessing's spawn) is refused there too."""
+    from callbench.sandbox.python import PythonSandbox
+    from callbench.tracks.nested.tools import ToolModule
+
+    source = "import _posixsubprocess\ndef spawn():\n    return _posixsubprocess.fork_exec()\ndef one():\n    return 1\n"
+    with PythonSandbox([ToolModule("t.py", source, ("spawn", "one"))]) as sb:
+        assert sb.call("one", {}) == {"ok": True, "output": {"output_0": 1}}
+        out = sb.call("spawn", {})
+        assert not out["ok"] and "PermissionError: sandbox: _posixsubprocess.fork_exec" in out["error"]
