@@ -1,9 +1,12 @@
 import hashlib
+import json
+from pathlib import Path
 
 import httpx
 import pytest
 
-from callbench.data.fetch import DATASETS, fetch_data, is_complete
+from callbench.data.fetch import DATASETS, UPSTREAMS, fetch_data, is_complete, parse_pins
+from callbench.data.lock import LOCK_NAME
 from callbench.errors import DataError
 
 
@@ -32,6 +35,7 @@ def test_fetch_downloads_and_verifies(tmp_path, data_root):
     assert is_complete("wapiibench", tmp_path)
     n_files = len(DATASETS["wapiibench"].files)
     assert calls["n"] == n_files + 1  # one 503 retried
+    assert not (tmp_path / "wapiibench" / "callbench.lock.json").exists()  # fully pinned: no lock
     # second fetch: everything present, nothing downloaded
     transport2, calls2 = _transport(data_root)
     with httpx.Client(transport=transport2) as client:
@@ -62,3 +66,288 @@ def test_unknown_dataset_and_offline_message(tmp_path):
 
     with httpx.Client(transport=httpx.MockTransport(offline)) as client, pytest.raises(DataError, match="--from DIR"):
         fetch_data("wapiibench", root=tmp_path, client=client)
+
+
+# -- NESTFUL: trust on first use, two upstreams, mirrors, default data resolution
+
+GITHUB = UPSTREAMS["nestful"]["github"]
+HF = UPSTREAMS["nestful"]["hf"]
+DATA = "data_v2/nestful_data.jsonl"
+ICL = "src/icl_examples.json"
+PARQUET = "data/train-00000-of-00001.parquet"
+LICENSE_TEXT = b"Apache License, Version 2.0 (test stand-in)\n"
+
+
+def _row(i: int, answer: float = 3.0) -> dict:
+    return {
+        "sample_id": f"s-{i}",
+        "input": f"add 1 and {i}",
+        "output": [{"name": "add", "label": "$var_1", "arguments": {"arg_0": 1, "arg_1": i}}],
+        "tools": [
+            {
+                "name": "add",
+                "description": "adds two numbers",
+                "parameters": {"arg_0": {"type": "int"}, "arg_1": {"type": "int"}},
+                "output_parameters": {"result": {"type": "int"}},
+            }
+        ],
+        "gold_answer": answer,
+    }
+
+
+def _jsonl(rows) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def _upstream(n: int = 3) -> dict[str, bytes]:
+    """What the fake GitHub serves, by URL."""
+    return {
+        GITHUB.url(GITHUB.files[0]): LICENSE_TEXT,
+        f"{GITHUB.base_url}/{DATA}": _jsonl(_row(i) for i in range(n)),
+        f"{GITHUB.base_url}/{ICL}": json.dumps([_row(100), _row(101)]).encode(),
+    }
+
+
+def _serve(files: dict[str, bytes]):
+    """A fake upstream (GitHub raw and the Hugging Face resolve endpoint): 404 for anything else."""
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        url = str(request.url)
+        calls.append(url)
+        body = files.get(url)
+        if body is None:
+            return httpx.Response(404)
+        if callable(body):
+            return httpx.Response(200, content=body())
+        return httpx.Response(200, content=body)
+
+    return httpx.MockTransport(handler), calls
+
+
+# The test stand-in LICENSE is not the pinned Apache text, so every fetch pins it like a user would.
+PIN_LICENSE = {"LICENSE": _sha(LICENSE_TEXT)}
+
+
+def _fetch(tmp_path, files, **kw):
+    transport, calls = _serve(files)
+    events: list[tuple[str, str, str]] = []
+    kw.setdefault("pins", PIN_LICENSE)
+    with httpx.Client(transport=transport) as client:
+        fetch_data("nestful", root=tmp_path, client=client, on_file=lambda *e: events.append(e), **kw)
+    return calls, events
+
+
+def _lock(tmp_path) -> dict:
+    return json.loads((tmp_path / "nestful" / LOCK_NAME).read_text())["files"]
+
+
+def test_nestful_trust_on_first_use_records_then_verifies(tmp_path):
+    files = _upstream()
+    calls, events = _fetch(tmp_path, files)
+    assert len(calls) == 3
+    data = tmp_path / "nestful" / DATA
+    assert data.read_bytes() == files[f"{GITHUB.base_url}/{DATA}"]
+    assert (tmp_path / "nestful" / ICL).is_file()
+    states = {path: (state, detail) for path, state, detail in events}
+    assert states[DATA] == ("recorded", f"sha256 {_sha(data.read_bytes())}, 3 rows")
+    assert states[ICL][0] == "recorded" and states["LICENSE"] == ("fetched", "")
+    lock = _lock(tmp_path)
+    assert lock[DATA]["sha256"] == _sha(data.read_bytes())
+    assert lock[DATA]["url"] == f"https://raw.githubusercontent.com/IBM/NESTFUL/{GITHUB.base_url.rsplit('/', 1)[1]}/{DATA}"
+    assert lock[DATA]["fetched_at"].endswith("Z")
+    assert is_complete("nestful", tmp_path, pins=PIN_LICENSE)
+    assert not is_complete("nestful", tmp_path)  # the stand-in LICENSE is not the pinned text
+    # again: everything present and matching the lock, nothing downloaded
+    calls, events = _fetch(tmp_path, files)
+    assert calls == [] and {state for _, state, _ in events} == {"present"}
+
+
+def test_nestful_upstream_change_is_a_mismatch_until_force(tmp_path):
+    _fetch(tmp_path, _upstream(3))
+    recorded = _lock(tmp_path)[DATA]["sha256"]
+    changed = _upstream(4)
+    data = tmp_path / "nestful" / DATA
+    data.write_bytes(b"locally damaged\n")  # forces a re-download, which must match the lock
+    with pytest.raises(DataError, match=r"nestful_data\.jsonl: checksum mismatch with .*callbench\.lock\.json.*--force") as exc:
+        _fetch(tmp_path, changed)
+    assert "\n" not in str(exc.value) and recorded in str(exc.value)
+    assert data.read_bytes() == b"locally damaged\n" and _lock(tmp_path)[DATA]["sha256"] == recorded
+    assert not list(data.parent.glob(".part-*"))
+    _, events = _fetch(tmp_path, changed, force=True)
+    assert ("recorded" in {s for p, s, _ in events if p == DATA}) and "4 rows" in dict((p, d) for p, _, d in events)[DATA]
+    assert _lock(tmp_path)[DATA]["sha256"] == _sha(changed[f"{GITHUB.base_url}/{DATA}"]) != recorded
+
+
+def test_nestful_sha256_pins(tmp_path):
+    files = _upstream()
+    body = files[f"{GITHUB.base_url}/{DATA}"]
+    with pytest.raises(DataError, match=f"nestful_data.jsonl: checksum mismatch \\(sha256 {_sha(body)}, expected {'0' * 64}\\)"):
+        _fetch(tmp_path, files, pins={**PIN_LICENSE, DATA: "0" * 64})
+    assert not (tmp_path / "nestful" / DATA).exists()
+    _, events = _fetch(tmp_path, files, pins={**PIN_LICENSE, DATA: _sha(body).upper().lower()})
+    assert ("fetched" in {s for p, s, _ in events if p == DATA}) and _lock(tmp_path)[DATA]["sha256"] == _sha(body)
+    with pytest.raises(DataError, match="--sha256 data/x.jsonl: not a file of nestful"):
+        _fetch(tmp_path, files, pins={"data/x.jsonl": "0" * 64})
+    assert parse_pins([f"{DATA}={'A' * 64}"]) == {DATA: "a" * 64}
+    for bad in ("nohash", f"{DATA}=123", f"={'a' * 64}"):
+        with pytest.raises(DataError, match="--sha256"):
+            parse_pins([bad])
+    # the pinned LICENSE of the real source is checked as before
+    with pytest.raises(DataError, match="LICENSE: checksum mismatch"):
+        _fetch(tmp_path / "other", files, pins={})
+
+
+def test_nestful_rejects_rows_that_are_not_v2(tmp_path):
+    files = _upstream()
+    bad = dict(_row(0))
+    del bad["sample_id"]
+    files[f"{GITHUB.base_url}/{DATA}"] = _jsonl([_row(1), bad])
+    with pytest.raises(DataError, match=r"nestful_data\.jsonl: \[1\]\.sample_id: missing, not a NESTFUL v2 row"):
+        _fetch(tmp_path, files)
+    files[f"{GITHUB.base_url}/{DATA}"] = b'{"sample_id": "a"\n'
+    with pytest.raises(DataError, match=r"https://raw\.githubusercontent\.com/IBM/NESTFUL/.*/data_v2/nestful_data\.jsonl:1: invalid JSON"):
+        _fetch(tmp_path, files)
+    assert not (tmp_path / "nestful" / DATA).exists()
+    assert DATA not in _lock(tmp_path)
+
+
+def test_nestful_interrupted_download_leaves_no_partial_file(tmp_path):
+    files = _upstream()
+
+    def interrupted():
+        yield b'{"sample_id": "s-0", '
+        raise KeyboardInterrupt
+
+    files[f"{GITHUB.base_url}/{DATA}"] = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        _fetch(tmp_path, files)
+    folder = tmp_path / "nestful" / "data_v2"
+    assert not (folder / "nestful_data.jsonl").exists() and not list(folder.glob(".part-*"))
+    assert DATA not in _lock(tmp_path)
+
+
+def test_nestful_optional_icl_may_be_missing_upstream(tmp_path):
+    files = _upstream()
+    del files[f"{GITHUB.base_url}/{ICL}"]
+    _, events = _fetch(tmp_path, files)
+    assert (ICL, "skipped") in {(p, s) for p, s, _ in events} and (tmp_path / "nestful" / DATA).is_file()
+
+
+def test_nestful_from_hugging_face(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = [{k: json.dumps(v) if k in ("output", "tools") else v for k, v in _row(i).items()} for i in range(5)]
+    for r in rows:
+        r["gold_answer"] = str(r["gold_answer"])
+    src = tmp_path / "src.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), src)
+    url = f"https://huggingface.co/datasets/ibm-research/nestful/resolve/main/{PARQUET}"
+    assert HF.url(HF.files[0]) == url
+    calls, events = _fetch(tmp_path, {url: src.read_bytes()}, source="hf", pins={})
+    assert calls == [url] and events[0][:2] == (PARQUET, "recorded") and "5 rows" in events[0][2]
+    assert _lock(tmp_path)[PARQUET]["url"] == url
+    calls, _ = _fetch(tmp_path, {url: src.read_bytes()}, source="hf", pins={})
+    assert calls == []
+    with pytest.raises(DataError, match="--source gitlab: dataset 'nestful' can be fetched from github, hf"):
+        fetch_data("nestful", root=tmp_path, source="gitlab")
+    with pytest.raises(DataError, match="--source hf: dataset 'wapiibench' can be fetched from github"):
+        fetch_data("wapiibench", root=tmp_path, source="hf")
+
+
+def _mirror(tmp_path, n=3) -> Path:
+    m = tmp_path / "mirror"
+    m.mkdir()
+    (m / "nestful_data.jsonl").write_bytes(_jsonl(_row(i) for i in range(n)))  # the file directly
+    (m / "LICENSE").write_bytes(LICENSE_TEXT)
+    return m
+
+
+def test_nestful_from_a_directory_holding_the_file(tmp_path):
+    m = _mirror(tmp_path)
+    fetch_data("nestful", root=tmp_path / "d", mirror=m, pins=PIN_LICENSE)
+    assert (tmp_path / "d/nestful" / DATA).read_bytes() == (m / "nestful_data.jsonl").read_bytes()
+    assert _lock(tmp_path / "d")[DATA]["url"] == str(m / "nestful_data.jsonl")
+
+
+def test_nestful_mirror_with_samples_only_says_what_is_missing(tmp_path):
+    m = tmp_path / "samples"
+    (m / "v2-samples").mkdir(parents=True)
+    (m / "v2-samples" / "toy.jsonl").write_bytes(_jsonl([_row(0)]))
+    (m / "LICENSE").write_bytes(LICENSE_TEXT)
+    with pytest.raises(DataError, match=r"data_v2/nestful_data\.jsonl: missing in mirror .*it holds only v2-samples/toy\.jsonl"):
+        fetch_data("nestful", root=tmp_path / "d", mirror=m, pins=PIN_LICENSE)
+    assert not (tmp_path / "d" / "nestful").exists()  # nothing copied before the check
+
+
+def test_default_task_file_prefers_fetched_v2(tmp_path, monkeypatch):
+    from callbench.tracks.nested.dataset import builtin_tasks, default_task_file
+    from callbench.tracks.nested.track import NestedOptions, NestedTrack
+
+    monkeypatch.setenv("CALLBENCH_DATA_DIR", str(tmp_path / "d"))
+    path, note = default_task_file()
+    assert path == builtin_tasks() and "built-in generated set" in note and "data fetch nestful" in note
+    fetch_data("nestful", mirror=_mirror(tmp_path), pins=PIN_LICENSE)
+    fetched = tmp_path / "d" / "nestful" / DATA
+    path, note = default_task_file()
+    assert path == fetched and "NESTFUL v2" in note and "\n" not in note
+    track = NestedTrack(NestedOptions())
+    assert track.task_file == fetched and track.data_note == note
+    assert [s.id for s in track.load_samples()] == ["s-0", "s-1", "s-2"]
+    # an explicit data dir wins over the environment
+    other = tmp_path / "other"
+    other.mkdir()
+    assert NestedTrack(NestedOptions(data=str(other))).task_file == builtin_tasks()
+    assert NestedTrack(NestedOptions(data=str(tmp_path / "d"))).task_file == fetched
+    # a task file is used as given, with no note
+    assert NestedTrack(NestedOptions(data=str(fetched))).data_note is None
+    fetched.write_bytes(fetched.read_bytes() + b"\n")
+    with pytest.raises(DataError, match=r"nestful_data\.jsonl: sha256 differs from .*callbench\.lock\.json.*--force"):
+        default_task_file()
+
+
+def test_default_task_file_uses_fetched_parquet(tmp_path):
+    from callbench.tracks.nested.dataset import builtin_tasks, default_task_file
+
+    parquet = tmp_path / "nestful" / PARQUET
+    parquet.parent.mkdir(parents=True)
+    parquet.write_bytes(b"PAR1")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        path, note = default_task_file(tmp_path)
+        assert path == builtin_tasks() and "needs pyarrow" in note
+    else:
+        assert default_task_file(tmp_path)[0] == parquet
+    jsonl = tmp_path / "nestful" / DATA
+    jsonl.parent.mkdir(parents=True)
+    jsonl.write_bytes(_jsonl([_row(0)]))
+    assert default_task_file(tmp_path)[0] == jsonl  # the GitHub file first
+
+
+def test_cli_fetch_nestful(tmp_path):
+    from typer.testing import CliRunner
+
+    from callbench.cli import app
+
+    m = _mirror(tmp_path)
+    runner = CliRunner()
+    args = ["data", "fetch", "nestful", "--from", str(m), "--data", str(tmp_path / "d"), "--sha256", f"LICENSE={_sha(LICENSE_TEXT)}"]
+    res = runner.invoke(app, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    digest = _sha((m / "nestful_data.jsonl").read_bytes())
+    assert f"{DATA}: sha256 {digest}, 3 rows (trusted on first use)" in res.output
+    assert "callbench.lock.json" in res.output and f"without --data now uses {tmp_path / 'd' / 'nestful' / DATA}" in res.output.replace("\n", "")
+    (m / "nestful_data.jsonl").write_bytes(_jsonl(_row(i) for i in range(4)))
+    (tmp_path / "d" / "nestful" / DATA).unlink()
+    res = runner.invoke(app, args, catch_exceptions=False)
+    assert res.exit_code == 2 and "checksum mismatch with" in res.output and "--force" in res.output
+    res = runner.invoke(app, [*args, "--force"], catch_exceptions=False)
+    assert res.exit_code == 0 and "4 rows (trusted on first use)" in res.output
+    res = runner.invoke(app, [*args, "--sha256", f"{DATA}=xyz"], catch_exceptions=False)
+    assert res.exit_code == 2 and "is not a SHA-256" in res.output

@@ -3,29 +3,37 @@
 Files are pinned to an upstream commit and a checksum each, so a fetched dataset is byte-identical
 to the one the project's numbers were measured on. ``--from DIR`` copies from a local mirror
 (e.g. a checkout of the upstream repository) with the same verification.
+
+A file whose checksum is not known in advance (``sha256=None``, NESTFUL) is trusted on first use:
+it is downloaded, parsed and validated, and its digest recorded in
+``<data dir>/<dataset>/callbench.lock.json`` (see :mod:`callbench.data.lock`); later fetches
+verify against that record. ``pins`` (``--sha256 PATH=HEX``) fix a digest from outside.
 """
 
 from __future__ import annotations
 
-import hashlib
+import inspect
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from callbench.data.lock import lock_entry, lock_path, read_lock, sha256_file, write_lock
 from callbench.data.paths import data_dir
-from callbench.errors import DataError
+from callbench.errors import DataError, MissingExtraError
 
 
 @dataclass(frozen=True)
 class RemoteFile:
     path: str  # relative to the dataset root, same as upstream
-    sha256: str
+    sha256: str | None  # None: trust on first use, recorded in the dataset's lock file
+    validate: str | None = None  # "nestful-v2": parsed with the nested loader before it is kept
+    required: bool = True  # False: a mirror (or the upstream) may lack it; skipped with a note
 
 
 @dataclass(frozen=True)
@@ -34,84 +42,204 @@ class DatasetSource:
     base_url: str  # upstream raw-file URL prefix at a pinned commit
     files: tuple[RemoteFile, ...]
     license: str
+    upstream: str = "github"  # which --source this is
 
     def url(self, f: RemoteFile) -> str:
         return f"{self.base_url}/{f.path}"
 
+    @property
+    def trust_on_first_use(self) -> bool:
+        return any(f.sha256 is None for f in self.files)
+
 
 _WAPIIBENCH_COMMIT = "5234c50c1e6474bcd06ac5d1e18970a6852aec52"
 
-DATASETS: dict[str, DatasetSource] = {
-    "wapiibench": DatasetSource(
-        name="wapiibench",
-        base_url=f"https://raw.githubusercontent.com/stg-tud/WAPIIBench/{_WAPIIBENCH_COMMIT}",
-        license="Apache-2.0 (specs keep their vendors' terms)",
-        files=(
-            RemoteFile("LICENSE", "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"),
-            RemoteFile(
-                "data/synthetic/all/test_data_final.json",
-                "09c778d61f2bf791b1f9bb1572e2a35c5784abcac7fc4382b1d6e30b0e6ef507",
-            ),
-            RemoteFile(
-                "data/synthetic/asana/test_data_corrected.json",
-                "0f4d1e8edf7a135f2b8ca8d453fd8c95c67070a56d6c18a16c00ebcfbf449c2a",
-            ),
-            RemoteFile(
-                "data/synthetic/google_calendar_v3/test_data_corrected.json",
-                "d60342345a1f1330c4086e5e89a39f4364c457f1ec471ac97509e3ad59681733",
-            ),
-            RemoteFile(
-                "data/synthetic/google_sheet_v4/test_data_corrected.json",
-                "b5f0b1e2108c5e4d88b24fc2156aa7c85c85792ae6036c449828f8ed30f6aa7a",
-            ),
-            RemoteFile(
-                "data/synthetic/slack/test_data_corrected.json",
-                "f83ce91507a6197d23644fc084493fcc34bc47afaf481a71a7afde58b1a633ce",
-            ),
-            RemoteFile(
-                "openapi/real_world_specs/asana.yaml",
-                "e2c89bf47fab78478a28e71f58bd4b6c24648779f062a33c624dc80874de4e5c",
-            ),
-            RemoteFile(
-                "openapi/real_world_specs/google_calendar_v3.yaml",
-                "a9cf387984922208a1e3f8631c802234cfbdec2e64d9b540bc721cd498ee02fd",
-            ),
-            RemoteFile(
-                "openapi/real_world_specs/google_sheet_v4.yaml",
-                "f546383df3d67a9669a46b2009d5a26a7713a48b91da3f5aaef0a56be74e1ac4",
-            ),
-            RemoteFile(
-                "openapi/real_world_specs/slack.yaml",
-                "6aa49f2b5869e2b0da57973e814460f0642eda09039671c693ea9c613929448f",
-            ),
-            RemoteFile(
-                "openapi/test/petstore-expanded-modified.yaml",
-                "e89cf6c1863cce8155f1e435ed5d2af04a1f3c6944f8d28271501b95769004b6",
+# NESTFUL (IBM, Apache-2.0). Upstream layout of github.com/IBM/NESTFUL: data_v2/nestful_data.jsonl
+# (1,861 rows), src/icl_examples.json (the published in-context examples), LICENSE. The commit is
+# the one another public project pins for these files (found in a code index; it could not be
+# opened from here, so it is not verified by this project). Its LICENSE digest is the Apache-2.0
+# text that the NESTFUL copy under ../shared/data/nestful also has. The data file's digest could
+# not be computed offline, so it is trusted on first use and recorded in the lock file; that other
+# project reports e7c9999e2eaaa2bea87776bc55e2b0913a0cf089f4b6817c7644554547df22c1 for it.
+_NESTFUL_COMMIT = "fc2c4123e73500a56185a5fb354f05d1c8b4890c"
+# The Hugging Face copy (ibm-research/nestful) at its main branch: no commit of it was found, so
+# it is not pinned; the lock file records what was fetched. Same rows, JSON text in string columns.
+_NESTFUL_HF_REVISION = "main"
+
+UPSTREAMS: dict[str, dict[str, DatasetSource]] = {
+    "wapiibench": {
+        "github": DatasetSource(
+            name="wapiibench",
+            base_url=f"https://raw.githubusercontent.com/stg-tud/WAPIIBench/{_WAPIIBENCH_COMMIT}",
+            license="Apache-2.0 (specs keep their vendors' terms)",
+            files=(
+                RemoteFile("LICENSE", "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"),
+                RemoteFile(
+                    "data/synthetic/all/test_data_final.json",
+                    "09c778d61f2bf791b1f9bb1572e2a35c5784abcac7fc4382b1d6e30b0e6ef507",
+                ),
+                RemoteFile(
+                    "data/synthetic/asana/test_data_corrected.json",
+                    "0f4d1e8edf7a135f2b8ca8d453fd8c95c67070a56d6c18a16c00ebcfbf449c2a",
+                ),
+                RemoteFile(
+                    "data/synthetic/google_calendar_v3/test_data_corrected.json",
+                    "d60342345a1f1330c4086e5e89a39f4364c457f1ec471ac97509e3ad59681733",
+                ),
+                RemoteFile(
+                    "data/synthetic/google_sheet_v4/test_data_corrected.json",
+                    "b5f0b1e2108c5e4d88b24fc2156aa7c85c85792ae6036c449828f8ed30f6aa7a",
+                ),
+                RemoteFile(
+                    "data/synthetic/slack/test_data_corrected.json",
+                    "f83ce91507a6197d23644fc084493fcc34bc47afaf481a71a7afde58b1a633ce",
+                ),
+                RemoteFile(
+                    "openapi/real_world_specs/asana.yaml",
+                    "e2c89bf47fab78478a28e71f58bd4b6c24648779f062a33c624dc80874de4e5c",
+                ),
+                RemoteFile(
+                    "openapi/real_world_specs/google_calendar_v3.yaml",
+                    "a9cf387984922208a1e3f8631c802234cfbdec2e64d9b540bc721cd498ee02fd",
+                ),
+                RemoteFile(
+                    "openapi/real_world_specs/google_sheet_v4.yaml",
+                    "f546383df3d67a9669a46b2009d5a26a7713a48b91da3f5aaef0a56be74e1ac4",
+                ),
+                RemoteFile(
+                    "openapi/real_world_specs/slack.yaml",
+                    "6aa49f2b5869e2b0da57973e814460f0642eda09039671c693ea9c613929448f",
+                ),
+                RemoteFile(
+                    "openapi/test/petstore-expanded-modified.yaml",
+                    "e89cf6c1863cce8155f1e435ed5d2af04a1f3c6944f8d28271501b95769004b6",
+                ),
             ),
         ),
-    ),
+    },
+    "nestful": {
+        "github": DatasetSource(
+            name="nestful",
+            base_url=f"https://raw.githubusercontent.com/IBM/NESTFUL/{_NESTFUL_COMMIT}",
+            license="Apache-2.0",
+            files=(
+                RemoteFile("LICENSE", "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"),
+                RemoteFile("data_v2/nestful_data.jsonl", None, validate="nestful-v2"),
+                RemoteFile("src/icl_examples.json", None, validate="nestful-v2", required=False),
+            ),
+        ),
+        "hf": DatasetSource(
+            name="nestful",
+            base_url=f"https://huggingface.co/datasets/ibm-research/nestful/resolve/{_NESTFUL_HF_REVISION}",
+            license="Apache-2.0",
+            upstream="hf",
+            files=(RemoteFile("data/train-00000-of-00001.parquet", None, validate="nestful-v2"),),
+        ),
+    },
 }
+
+# The default upstream of each dataset.
+DATASETS: dict[str, DatasetSource] = {name: ups["github"] for name, ups in UPSTREAMS.items()}
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_file(path)
 
 
-def is_complete(name: str, root: Path | None = None) -> bool:
-    """True when every file of the dataset is present with the pinned checksum."""
-    source = _source(name)
+def is_complete(
+    name: str, root: Path | None = None, *, source: str = "github", pins: Mapping[str, str] | None = None
+) -> bool:
+    """True when every required file of the dataset is present with the pinned (or, for files
+    trusted on first use, the recorded) checksum."""
+    src = _source(name, source)
     base = (root or data_dir()) / name
-    return all((base / f.path).is_file() and _sha256(base / f.path) == f.sha256 for f in source.files)
+    lock = read_lock(base) if src.trust_on_first_use else {}
+    for f in src.files:
+        expected = (pins or {}).get(f.path) or f.sha256 or (lock.get(f.path) or {}).get("sha256")
+        if not f.required and f.path not in lock and not (base / f.path).exists():
+            continue
+        if expected is None or not (base / f.path).is_file() or _sha256(base / f.path) != expected:
+            return False
+    return True
 
 
-def _source(name: str) -> DatasetSource:
-    if name not in DATASETS:
-        raise DataError(f"unknown dataset '{name}' (available: {', '.join(sorted(DATASETS))})")
-    return DATASETS[name]
+def _source(name: str, source: str | None = None) -> DatasetSource:
+    if name not in UPSTREAMS:
+        raise DataError(f"unknown dataset '{name}' (available: {', '.join(sorted(UPSTREAMS))})")
+    ups = UPSTREAMS[name]
+    key = source or "github"
+    if key not in ups:
+        raise DataError(f"--source {key}: dataset '{name}' can be fetched from {', '.join(sorted(ups))}")
+    return ups[key]
+
+
+def parse_pins(items: list[str] | None) -> dict[str, str]:
+    """``["PATH=HEX", ...]`` (``--sha256``) -> ``{PATH: hex}``."""
+    pins: dict[str, str] = {}
+    for item in items or []:
+        rel, sep, digest = item.partition("=")
+        digest = digest.strip().lower()
+        if not sep or not rel.strip():
+            raise DataError(f"--sha256 '{item}': expected PATH=HEX")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise DataError(f"--sha256 '{item}': {digest!r} is not a SHA-256 (64 hex digits)")
+        pins[rel.strip()] = digest
+    return pins
+
+
+def _validate(kind: str, path: Path, origin: str) -> str:
+    """Parse a fetched file before it is kept; returns a short description (``1861 rows``)."""
+    if kind != "nestful-v2":
+        raise ValueError(f"unknown validator {kind!r}")
+    from callbench.tracks.nested.dataset import load_nested
+
+    try:
+        tasks = load_nested(path)
+    except MissingExtraError:
+        return "not parsed: pyarrow is not installed (pip install 'callbench[parquet]')"
+    except DataError as exc:
+        raise DataError(str(exc).replace(str(path), origin)) from None
+    if not tasks:
+        raise DataError(f"{origin}: no rows")
+    for i, task in enumerate(tasks):
+        if not getattr(task, "sample_id", None):
+            raise DataError(f"{origin}: [{i}].sample_id: missing, not a NESTFUL v2 row")
+        if not task.tools:
+            raise DataError(
+                f"{origin}: [{i}].tools: empty, not a NESTFUL v2 row (v2 rows carry their own catalog)"
+            )
+    return f"{len(tasks)} rows"
+
+
+def _mirror_file(mirror: Path, f: RemoteFile) -> Path | None:
+    """The mirror's copy: at the upstream path, or (a directory holding the files) by its name."""
+    for candidate in (mirror / f.path, mirror / Path(f.path).name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _mirror_missing(mirror: Path, f: RemoteFile) -> DataError:
+    found = sorted(
+        str(p.relative_to(mirror))
+        for p in mirror.rglob("*")
+        if p.is_file() and p.suffix in (".jsonl", ".parquet") and not p.name.startswith(".")
+    )
+    have = f"; it holds only {', '.join(found[:4])}{' ...' if len(found) > 4 else ''}" if found else ""
+    return DataError(
+        f"{mirror / f.path}: missing in mirror {mirror} (also looked for {Path(f.path).name} there){have}"
+    )
+
+
+def _n_positional(fn: Callable[..., None]) -> int:
+    """How many of ``(path, state, detail)`` a progress callback takes (older ones take two)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 3
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 3
+    return min(3, sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params))
 
 
 @retry(
@@ -138,54 +266,112 @@ def fetch_data(
     mirror: str | os.PathLike[str] | None = None,
     force: bool = False,
     client: httpx.Client | None = None,
-    on_file: Callable[[str, str], None] | None = None,
+    on_file: Callable[..., None] | None = None,
+    source: str | None = None,
+    pins: Mapping[str, str] | None = None,
 ) -> Path:
     """Download (or copy from ``mirror``) dataset ``name`` into the data dir; returns its directory.
 
     Files already present with the right checksum are kept unless ``force``. Every file is written
-    to a temporary name and renamed only after its checksum matched, so an interrupted fetch never
-    leaves a corrupt file behind.
+    to a temporary name and renamed only after its checksum matched (and, where the file has a
+    validator, after it parsed), so an interrupted fetch never leaves a corrupt file behind.
+
+    ``source`` picks the upstream (``github``, the default, or ``hf`` where the dataset has one).
+    Files without a pinned checksum are trusted on first use and recorded in the dataset's lock
+    file; later fetches must match the record unless ``force`` re-records. ``pins`` maps a file's
+    path to a SHA-256 that it must have, whatever the code or the lock say.
+
+    ``on_file(path, state, detail)`` reports each file: ``present``, ``fetched``, ``recorded``
+    (trusted on first use; ``detail`` holds the digest and what validation found) or ``skipped``
+    (an optional file the mirror lacks). A two-argument callback gets ``(path, state)``.
     """
-    source = _source(name)
+    src = _source(name, source)
+    pins = dict(pins or {})
+    unknown = sorted(set(pins) - {f.path for f in src.files})
+    if unknown:
+        raise DataError(
+            f"--sha256 {unknown[0]}: not a file of {name} ({src.upstream}); its files: {', '.join(f.path for f in src.files)}"
+        )
     dest_root = data_dir(root) / name
+    tofu = src.trust_on_first_use
+    lock = read_lock(dest_root) if tofu else {}
+    mirror_dir = Path(mirror).expanduser().resolve() if mirror is not None else None
+    if mirror_dir is not None:
+        if not mirror_dir.is_dir():
+            raise DataError(f"{mirror_dir}: --from needs a directory (a copy laid out as upstream)")
+        for f in src.files:  # fail before anything is copied
+            if f.required and _mirror_file(mirror_dir, f) is None:
+                raise _mirror_missing(mirror_dir, f)
+
+    n_args = _n_positional(on_file) if on_file is not None else 0
+
+    def report(path: str, state: str, detail: str = "") -> None:
+        if on_file is not None:
+            on_file(*(path, state, detail)[:n_args])
+
     own_client = client is None
     if own_client and mirror is None:
         client = httpx.Client(timeout=60.0, follow_redirects=True)
     try:
-        for f in source.files:
+        for f in src.files:
             dest = dest_root / f.path
-            if not force and dest.is_file() and _sha256(dest) == f.sha256:
-                if on_file:
-                    on_file(f.path, "present")
+            pinned = pins.get(f.path) or f.sha256
+            recorded = (lock.get(f.path) or {}).get("sha256")
+            expected = pinned or (None if force else recorded)
+            if not force and expected is not None and dest.is_file() and _sha256(dest) == expected:
+                if tofu and recorded != expected:  # pinned with --sha256: the lock follows the pin
+                    lock[f.path] = lock_entry(expected, (lock.get(f.path) or {}).get("url") or src.url(f))
+                    write_lock(dest_root, name, lock)
+                report(f.path, "present")
                 continue
+            if mirror_dir is not None:
+                src_file = _mirror_file(mirror_dir, f)
+                if src_file is None:
+                    report(f.path, "skipped", f"not in {mirror_dir}")
+                    continue
+                origin = str(src_file)
+            else:
+                origin = src.url(f)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+            fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=".part-", suffix=Path(f.path).suffix)
             os.close(fd)
             tmp = Path(tmp_name)
             try:
-                if mirror is not None:
-                    src = Path(mirror) / f.path
-                    if not src.is_file():
-                        raise DataError(f"{src}: missing in mirror {mirror}")
-                    shutil.copyfile(src, tmp)
-                    origin = str(src)
+                if mirror_dir is not None:
+                    shutil.copyfile(src_file, tmp)
                 else:
                     try:
-                        _download(client, source.url(f), tmp)
+                        _download(client, origin, tmp)
+                    except DataError:
+                        if not f.required:
+                            report(f.path, "skipped", f"not available at {origin}")
+                            continue
+                        raise
                     except httpx.HTTPError as exc:
                         raise DataError(
-                            f"{source.url(f)}: download failed ({type(exc).__name__}: {exc}); "
+                            f"{origin}: download failed ({type(exc).__name__}: {exc}); "
                             f"offline? use 'callbench data fetch {name} --from DIR' with a local copy"
                         ) from exc
-                    origin = source.url(f)
                 digest = _sha256(tmp)
-                if digest != f.sha256:
-                    raise DataError(f"{origin}: checksum mismatch (sha256 {digest}, expected {f.sha256})")
+                if expected is not None and digest != expected:
+                    if pinned is not None:
+                        raise DataError(f"{origin}: checksum mismatch (sha256 {digest}, expected {expected})")
+                    raise DataError(
+                        f"{origin}: checksum mismatch with {lock_path(dest_root)} (sha256 {digest}, recorded "
+                        f"{expected} on {lock[f.path].get('fetched_at', '?')}); the upstream file changed - "
+                        f"re-run with --force to re-record it"
+                    )
+                found = _validate(f.validate, tmp, origin) if f.validate else ""
                 tmp.replace(dest)
             finally:
                 tmp.unlink(missing_ok=True)
-            if on_file:
-                on_file(f.path, "fetched")
+            if tofu:
+                lock[f.path] = lock_entry(digest, origin)
+                write_lock(dest_root, name, lock)
+            if expected is None:
+                report(f.path, "recorded", f"sha256 {digest}" + (f", {found}" if found else ""))
+            else:
+                report(f.path, "fetched", found)
     finally:
         if own_client and client is not None:
             client.close()

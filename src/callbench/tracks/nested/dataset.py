@@ -146,3 +146,55 @@ def load_nested(path: str | Path) -> list[NestedTask]:
         seen.add(task.id)
         tasks.append(task)
     return tasks
+
+
+# Where 'callbench data fetch nestful' puts the full NESTFUL v2 set, relative to <data dir>/nestful,
+# in order of preference: the GitHub JSONL (--source github), then the Hugging Face parquet.
+FETCHED_V2_FILES = ("data_v2/nestful_data.jsonl", "data/train-00000-of-00001.parquet")
+
+
+def builtin_tasks() -> Path:
+    """callbench's own offline benchmark, generated over the built-in tools."""
+    from importlib import resources
+
+    return Path(str(resources.files("callbench.tracks.nested.data").joinpath("generated_v1.jsonl")))
+
+
+def default_task_file(data: str | Path | None = None) -> tuple[Path, str]:
+    """The task file for a nested run given no task file, and a one-line note saying which it is.
+
+    The full NESTFUL v2 set fetched by ``callbench data fetch nestful`` into the data dir (``data``
+    when it is a directory, else ``$CALLBENCH_DATA_DIR`` or the user cache) when present and
+    matching its lock record; else callbench's own generated set. A fetched file that no longer
+    matches the digest recorded at fetch time raises :class:`DataError`.
+    """
+    from callbench.data.lock import lock_path, read_lock, sha256_file
+    from callbench.data.paths import data_dir
+
+    root = data_dir(data) / "nestful"
+    for rel in FETCHED_V2_FILES:
+        path = root / rel
+        if not path.is_file():
+            continue
+        if path.suffix == ".parquet":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                continue
+        recorded = (read_lock(root).get(rel) or {}).get("sha256")
+        if recorded is not None and sha256_file(path) != recorded:
+            raise DataError(
+                f"{path}: sha256 differs from {lock_path(root)} (recorded {recorded[:16]}...); "
+                "re-fetch with 'callbench data fetch nestful --force' or pass --data FILE"
+            )
+        return path, f"data: NESTFUL v2 fetched by 'callbench data fetch nestful' ({path})"
+    builtin = builtin_tasks()
+    if not builtin.is_file():
+        raise DataError(f"{builtin}: the built-in nested task set is missing from this install")
+    parquet = root / FETCHED_V2_FILES[1]
+    why = (
+        f"{parquet} needs pyarrow (pip install 'callbench[parquet]')"
+        if parquet.is_file()
+        else f"no NESTFUL v2 under {root}; 'callbench data fetch nestful' gets it"
+    )
+    return builtin, f"data: callbench's built-in generated set ({builtin.name}); {why}"

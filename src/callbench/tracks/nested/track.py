@@ -18,7 +18,7 @@ from callbench.data.paths import data_dir
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
 from callbench.tracks.base import Sample, SampleResult, Track
-from callbench.tracks.nested.dataset import load_nested
+from callbench.tracks.nested.dataset import default_task_file, load_nested
 from callbench.tracks.nested.metrics import NO_ANSWER, score_sample, summarize
 from callbench.tracks.nested.parsing import parse_calls
 from callbench.tracks.nested.prompting import PROMPT_VERSION, build_prompt, gold_json, templates_hash
@@ -66,14 +66,13 @@ class NestedTrack(Track):
 
             self._constraints = NestedConstraintFactory()
         given = Path(self.options.data) if self.options.data else None
+        self.data_note: str | None = None  # which data a run without a task file uses (CLI prints it)
         if given is not None and given.is_file():
             self.task_file = given
         elif given is not None and not given.exists():
             raise DataError(f"{given}: no such file or directory")
-        else:
-            self.task_file = builtin_task_file()
-            if not self.task_file.is_file():
-                raise DataError(f"{self.task_file}: the built-in nested task set is missing from this install")
+        else:  # fetched NESTFUL v2 under the data dir, else the built-in generated set
+            self.task_file, self.data_note = default_task_file(given)
         self._tasks: dict[str, NestedTask] = {}
         self._examples: list[NestedTask] = []
         self._executor = None
