@@ -312,17 +312,26 @@ def run_nested(
     shots: Annotated[int, typer.Option(help="In-context examples (0-3, the published NESTFUL examples).")] = 0,
     icl: Annotated[Path | None, typer.Option(help="In-context examples file (v2 schema).")] = None,
     functions: Annotated[Path | None, typer.Option(help="Directory of Python files with executable tools.")] = None,
-    strategy: Annotated[
-        str, typer.Option("--strategy", help="direct (the whole call list at once) or react (one call per turn, executed, output fed back).")
-    ] = "direct",
-    max_steps: Annotated[int, typer.Option("--max-steps", help="react: most model turns per task.")] = 12,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="direct (default: the whole call list in one answer), react (one call per turn as text, executed, "
+            "output fed back) or tools (the server's native tool-calling API, one turn per round of calls). "
+            "The backend's own mode is set with --model-arg mode=chat|completion.",
+        ),
+    ] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", hidden=True, help="Deprecated alias of --mode.")] = None,
+    max_steps: Annotated[int, typer.Option("--max-steps", help="react, tools: most model turns per task.")] = 12,
     scoring: Annotated[Scoring, typer.Option(help="strict (default) or compat (the published scorer).")] = Scoring.strict,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
-    max_tokens: Annotated[int, typer.Option(help="New tokens per sample.")] = 512,
-    mode: Annotated[str | None, typer.Option(help="Backend mode: completion or chat.")] = None,
-    model_arg: Annotated[list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable).")] = None,
+    max_tokens: Annotated[int, typer.Option(help="New tokens per sample (per turn in react and tools).")] = 512,
+    model_arg: Annotated[
+        list[str] | None,
+        typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable), e.g. mode=chat or mode=completion."),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
     constrained: Annotated[
@@ -339,6 +348,9 @@ def run_nested(
 
     Scored on function/parameter F1, partial/full sequence accuracy, and win rate (the predicted
     calls are executed in a sandboxed process and the final answer compared). Resumable.
+
+    --mode picks how the calls are written (direct, react or tools); the backend's chat or
+    completion mode is a backend option: --model-arg mode=chat.
     """
     from callbench.api import load_backend, make_track
     from callbench.models.base import GenerationConfig
@@ -346,20 +358,29 @@ def run_nested(
     from callbench.runs.runner import RunOptions
 
     try:
+        if mode in ("chat", "completion"):
+            raise ConfigError(
+                f"--mode {mode}: for 'run nested' --mode is direct, react or tools; "
+                f"set the backend mode with --model-arg mode={mode}"
+            )
+        if strategy is not None and mode is not None and strategy != mode:
+            raise ConfigError(f"--strategy {strategy} contradicts --mode {mode} (--strategy is a deprecated alias of --mode)")
         opts = _parse_model_args(model_arg)
-        if mode:
-            opts["mode"] = mode
         track = make_track(
             "nested",
             data=str(data) if data else None,
             shots=shots,
             icl_file=str(icl) if icl else None,
             functions=str(functions) if functions else None,
-            mode=strategy,
+            mode=mode or strategy or "direct",
             max_steps=max_steps,
             constrained=constrained,
         )
         backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
+        if track.options.mode == "tools":
+            from callbench.models.base import require_tools
+
+            require_tools(backend, "--mode tools")
         outcome = _run_track(
             track,
             backend,
@@ -431,6 +452,9 @@ def models_cmd() -> None:
 
     for name in available_models():
         out_console.print(name)
+
+
+from callbench import cli_stateful  # noqa: E402, F401 - registers generate/run stateful and coverage
 
 
 def main() -> None:  # pragma: no cover

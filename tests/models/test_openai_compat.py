@@ -1,122 +1,32 @@
 """The OpenAI-compatible backend against a real HTTP server on loopback.
 
-The server is a few lines of stdlib ``http.server``: it answers ``/v1/chat/completions`` and
-``/v1/completions``, records every request, counts requests in flight, and can be scripted to fail
-(429, 500, 400, or sleep past the client timeout) before it succeeds. Real sockets are used so the
-SDK's own error mapping (status codes, timeouts) is exercised, not a mock of it.
+The server (:class:`callbench.models.testing.FakeOpenAIServer`) is a few lines of stdlib
+``http.server``: it answers ``/v1/chat/completions`` and ``/v1/completions``, records every request,
+counts requests in flight, can be scripted to fail (429, 500, 400, or sleep past the client timeout)
+before it succeeds, and answers chat requests with scripted tool calls. Real sockets are used so
+the SDK's own error mapping (status codes, timeouts) is exercised, not a mock of it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 pytest.importorskip("openai")
 
 from callbench.errors import ConfigError  # noqa: E402
-from callbench.models.base import GenerationConfig, ModelInput  # noqa: E402
+from callbench.models.base import GenerationConfig, ModelInput, require_tools  # noqa: E402
 from callbench.models.openai_compat import ModelRequestError, OpenAICompatBackend, parse_target  # noqa: E402
 from callbench.models.registry import load_model  # noqa: E402
-
-
-class FakeServer:
-    """Scriptable OpenAI look-alike; ``script`` holds actions consumed one per request."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[str, float]] = []
-        self.requests: list[tuple[str, dict]] = []
-        self.delay = 0.0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # client gave up (timeout test)
-                    pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
-                with fake.lock:
-                    fake.requests.append((self.path, body))
-                    action = fake.script.pop(0) if fake.script else ("ok", 0)
-                    fake.in_flight += 1
-                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                try:
-                    kind, arg = action
-                    if kind == "retry_after":
-                        self.send_response(429)
-                        self.send_header("Retry-After", str(arg))
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                        return
-                    if kind == "status":
-                        self._send(
-                            int(arg), {"error": {"message": f"scripted failure {int(arg)}", "type": "x"}}
-                        )
-                        return
-                    time.sleep(arg if kind == "sleep" else fake.delay)
-                    self._send(200, fake.answer(self.path, body))
-                finally:
-                    with fake.lock:
-                        fake.in_flight -= 1
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-
-    def answer(self, path: str, body: dict) -> dict:
-        usage = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
-        if path.endswith("/chat/completions"):
-            last = body["messages"][-1]["content"]
-            return {
-                "id": "c1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": f"chat:{last}"},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": usage,
-            }
-        return {
-            "id": "t1",
-            "object": "text_completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "text": f"completion:{body['prompt'][-5:]}", "finish_reason": "length"}],
-            "usage": usage,
-        }
+from callbench.models.testing import FakeOpenAIServer, tool_call  # noqa: E402
 
 
 @pytest.fixture
 def server():
-    fake = FakeServer()
-    fake.thread.start()
-    yield fake
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
+    with FakeOpenAIServer() as fake:
+        yield fake
 
 
 def _inp(i: int = 0) -> ModelInput:
@@ -127,7 +37,7 @@ def _inp(i: int = 0) -> ModelInput:
     )
 
 
-def _backend(server: FakeServer, **options) -> OpenAICompatBackend:
+def _backend(server: FakeOpenAIServer, **options) -> OpenAICompatBackend:
     options.setdefault("backoff", 0.01)
     options.setdefault("backoff_max", 0.05)
     backend = load_model(f"openai:tiny-model@{server.url}", **options)
@@ -273,3 +183,88 @@ def test_backend_survives_several_event_loops(server):
     for _ in range(2):
         out = asyncio.run(backend.generate(_inp(), GenerationConfig()))
         assert out.text == "chat:hello 0"
+
+
+# -- native tool calling
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "divide",
+            "description": "arg_0 / arg_1",
+            "parameters": {"type": "object", "properties": {"arg_0": {"type": "number"}, "arg_1": {"type": "number"}}},
+        },
+    }
+]
+
+
+def _tools_inp() -> ModelInput:
+    return ModelInput(
+        sample_id="t",
+        prompt="unused in chat mode",
+        messages=[
+            {"role": "system", "content": "use tools"},
+            {"role": "user", "content": "20 / 100?"},
+            {"role": "assistant", "content": None, "tool_calls": [tool_call("divide", {"arg_0": 20, "arg_1": 100}, "c0")]},
+            {"role": "tool", "tool_call_id": "c0", "content": "$var_1 = {\"result\": 0.2}"},
+        ],
+        tools=TOOLS,
+    )
+
+
+def test_tool_calls_round_trip(server):
+    server.chat_replies = [
+        {
+            "content": "two calls",
+            "tool_calls": [tool_call("divide", {"arg_0": 1, "arg_1": 2}, "a"), tool_call("divide", '{"arg_0": 1,', "b")],
+        }
+    ]
+    backend = _backend(server)
+    assert backend.supports_tools
+    require_tools(backend)  # no error in chat mode
+    out = asyncio.run(backend.generate(_tools_inp(), GenerationConfig()))
+    assert out.text == "two calls" and out.finish_reason == "tool_calls"
+    # arguments come back as the server sent them, malformed ones included
+    assert out.tool_calls == [
+        {"id": "a", "name": "divide", "arguments": '{"arg_0": 1, "arg_1": 2}'},
+        {"id": "b", "name": "divide", "arguments": '{"arg_0": 1,'},
+    ]
+    _, body = server.requests[0]
+    assert body["tools"] == TOOLS and body["tool_choice"] == "auto"
+    # assistant tool calls and tool results are sent as given
+    assert body["messages"][2]["tool_calls"][0]["function"]["name"] == "divide"
+    assert body["messages"][3] == {"role": "tool", "tool_call_id": "c0", "content": '$var_1 = {"result": 0.2}'}
+
+
+def test_tools_final_answer_has_no_tool_calls(server):
+    server.chat_replies = [{"content": "The answer is 0.2."}]
+    out = asyncio.run(_backend(server).generate(_tools_inp(), GenerationConfig()))
+    assert out.text == "The answer is 0.2." and out.tool_calls is None and out.finish_reason == "stop"
+
+
+def test_no_tools_no_tool_fields(server):
+    out = asyncio.run(_backend(server).generate(_inp(3), GenerationConfig()))
+    assert out.tool_calls is None
+    _, body = server.requests[0]
+    assert "tools" not in body and "tool_choice" not in body
+
+
+def test_tools_keep_the_retry_policy(server):
+    server.script = [("status", 429), ("status", 503)]
+    server.chat_replies = [{"content": None, "tool_calls": [tool_call("divide", {"arg_0": 3, "arg_1": 4}, "x")]}]
+    out = asyncio.run(_backend(server).generate(_tools_inp(), GenerationConfig()))
+    assert out.extra["attempts"] == 3 and len(server.requests) == 3
+    assert out.tool_calls == [{"id": "x", "name": "divide", "arguments": '{"arg_0": 3, "arg_1": 4}'}]
+    assert all(body["tools"] == TOOLS for _, body in server.requests)
+
+
+def test_tools_need_chat_mode(server):
+    backend = _backend(server, mode="completion")
+    assert not backend.supports_tools
+    with pytest.raises(ConfigError, match="no native tool calling") as err:
+        require_tools(backend, "--mode tools")
+    assert "\n" not in str(err.value) and "completion mode" in str(err.value)
+    with pytest.raises(ConfigError, match="chat mode"):
+        asyncio.run(backend.generate(_tools_inp(), GenerationConfig()))
+    assert server.requests == []

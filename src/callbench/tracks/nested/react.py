@@ -178,8 +178,9 @@ def _show(value: Any) -> str:
     return text if len(text) <= MAX_OBSERVATION_CHARS else text[:MAX_OBSERVATION_CHARS] + " ...(truncated)"
 
 
-class _Episode:
-    """State of one ReAct episode: recorded calls and the environment of their outputs."""
+class Episode:
+    """State of one multi-turn episode (ReAct or native tool calls): the recorded calls, the last
+    execution result, and the count of calls refused. :meth:`call` returns the observation text."""
 
     def __init__(self, task: NestedTask, execute: Executor | None):
         self.task = task
@@ -270,7 +271,7 @@ async def react_interact(
     messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     chat = getattr(model, "mode", "completion") == "chat"
     gold = gold_actions(task)
-    episode = _Episode(task, execute)
+    episode = Episode(task, execute)
     gen = _with_stop(config)
     history = ""  # completion transcript: exactly what the model saw and wrote
     transcript: list[str] = []
@@ -314,8 +315,8 @@ async def react_interact(
     return ModelOutput(
         text="".join(transcript),
         mode="chat" if chat else "completion",
-        prompt_tokens=_total(prompt_tokens),
-        completion_tokens=_total(completion_tokens),
+        prompt_tokens=total_known(prompt_tokens),
+        completion_tokens=total_known(completion_tokens),
         finish_reason="finish" if finished else "max_steps",
         extra={
             "react": {
@@ -331,7 +332,7 @@ async def react_interact(
     )
 
 
-def _total(values: list[int | None]) -> int | None:
+def total_known(values: list[int | None]) -> int | None:
     known = [v for v in values if v is not None]
     return sum(known) if known else None
 
@@ -339,25 +340,40 @@ def _total(values: list[int | None]) -> int | None:
 # -- evaluation helpers used by NestedTrack.evaluate
 
 
-def is_react_output(output: ModelOutput) -> bool:
-    react = (output.extra or {}).get("react")
-    return isinstance(react, dict) and isinstance(react.get("calls"), list)
+#: ``ModelOutput.extra`` keys under which a multi-turn episode records its calls: ``react`` (this
+#: module) and ``tools`` (native tool calls, :mod:`callbench.tracks.nested.tools_mode`).
+EPISODE_KEYS = ("react", "tools")
+
+
+def episode_record(output: ModelOutput) -> dict[str, Any] | None:
+    """The record of the multi-turn episode that produced ``output`` (None: a one-shot answer)."""
+    for key in EPISODE_KEYS:
+        record = (output.extra or {}).get(key)
+        if isinstance(record, dict) and isinstance(record.get("calls"), list):
+            return record
+    return None
+
+
+def is_episode_output(output: ModelOutput) -> bool:
+    """True when ``output`` is a ReAct or tool-calling episode (its calls are recorded, not parsed)."""
+    return episode_record(output) is not None
 
 
 def recorded_calls(output: ModelOutput) -> list[dict] | None:
-    """The calls a ReAct episode recorded (None: not a ReAct output, or no turn ever parsed)."""
-    if not is_react_output(output):
+    """The calls an episode recorded (None: not an episode, or no turn ever parsed)."""
+    record = episode_record(output)
+    if record is None:
         return None
-    react = output.extra["react"]
-    calls = react["calls"]
-    if not calls and react.get("steps", 0) and react.get("parse_failures", 0) >= react["steps"]:
-        return None  # the model never wrote a parsable action: a parse error
+    calls = record["calls"]
+    if not calls and record.get("steps", 0) and record.get("parse_failures", 0) >= record["steps"]:
+        return None  # the model never wrote a parsable action (or tool call): a parse error
     return calls
 
 
 def final_answer(output: ModelOutput, result: SequenceResult) -> Any:
     """The predicted answer: the value a ReAct finish references (``$var_k.result$``), resolved
-    against the executed calls; else (direct mode, literal or no finish) the last call's output."""
+    against the executed calls; else (direct and tools modes, literal or no finish) the last call's
+    output."""
     react = (output.extra or {}).get("react")
     answer = react.get("answer") if isinstance(react, dict) else None
     if not isinstance(answer, str) or parse_reference(answer) is None:
@@ -370,14 +386,18 @@ def final_answer(output: ModelOutput, result: SequenceResult) -> Any:
 
 
 __all__ = [
+    "EPISODE_KEYS",
+    "Episode",
     "Step",
     "build_react_prompt",
+    "episode_record",
     "final_answer",
     "gold_actions",
-    "is_react_output",
+    "is_episode_output",
     "parse_step",
     "react_interact",
     "react_templates",
     "react_templates_hash",
     "recorded_calls",
+    "total_known",
 ]

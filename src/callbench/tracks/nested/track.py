@@ -3,6 +3,11 @@
 A sample's model output is parsed into calls, executed in the sandboxed Python executor when the
 task is executable (its tools are built in or given with ``--functions``) and scored in both
 scoring modes; aggregation breaks down by domain and by gold sequence length.
+
+Three modes produce the predicted calls: ``direct`` (one JSON answer, parsed), ``react`` (one call
+per turn as text, executed and observed: :mod:`~callbench.tracks.nested.react`) and ``tools`` (the
+server's native tool-calling API: :mod:`~callbench.tracks.nested.tools_mode`). The multi-turn modes
+record the calls they executed, and those are scored exactly like a direct answer.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from callbench.tracks.nested.prompting import PROMPT_VERSION, build_prompt, gold
 from callbench.tracks.nested.schema import NestedTask, ToolCall
 
 SCORING_MODES = ("strict", "compat")
+MODES = ("direct", "react", "tools")
 ICL_FILE = "nestful/v2-samples/icl_examples.json"
 
 
@@ -39,10 +45,10 @@ class NestedOptions:
     shots: int = 0
     icl_file: str | None = None  # in-context examples (v2 schema); default <data dir>/nestful/v2-samples/
     functions: str | None = None  # directory of Python files with executable tools
-    mode: str = "direct"  # "direct" (one answer) or "react" (call, observe, call again)
-    max_steps: int = 12  # react: most model turns per sample (a 9-call task needs 10)
+    mode: str = "direct"  # "direct" (one answer), "react" (call, observe, call again) or "tools" (native tool calls)
+    max_steps: int = 12  # react/tools: most model turns per sample (a 9-call task needs 10)
     call_timeout_s: float = 5.0
-    constrained: bool = False  # reference-aware constrained decoding (direct strategy)
+    constrained: bool = False  # reference-aware constrained decoding (direct mode)
 
 
 class NestedTrack(Track):
@@ -51,14 +57,14 @@ class NestedTrack(Track):
 
     def __init__(self, options: NestedOptions | None = None):
         self.options = options or NestedOptions()
-        if self.options.mode not in ("direct", "react"):
-            raise ConfigError(f"--strategy {self.options.mode}: choose direct or react")
+        if self.options.mode not in MODES:
+            raise ConfigError(f"--mode {self.options.mode}: choose {', '.join(MODES[:-1])} or {MODES[-1]}")
         if self.options.max_steps < 1:
             raise ConfigError("--max-steps must be >= 1")
         if self.options.shots not in (0, 1, 2, 3):
             raise ConfigError("--shots must be 0, 1, 2 or 3")
         if self.options.constrained and self.options.mode != "direct":
-            raise ConfigError("--constrained works with --strategy direct (one JSON answer per sample)")
+            raise ConfigError("--constrained works with --mode direct only (the strategy direct: one JSON answer per sample)")
         self._constraints = None
         self._active: dict[str, Any] = {}
         if self.options.constrained:
@@ -102,6 +108,7 @@ class NestedTrack(Track):
             "functions": self.options.functions,
             "constrained": self.options.constrained,
             **({"max_steps": self.options.max_steps, "react_prompt_hash": _react_hash()} if self.options.mode == "react" else {}),
+            **({"max_steps": self.options.max_steps, "tools_prompt_hash": _tools_hash()} if self.options.mode == "tools" else {}),
         }
 
     def default_generation(self, mode: str) -> GenerationConfig:
@@ -110,6 +117,10 @@ class NestedTrack(Track):
     # -- prompting
     def build_input(self, sample: Sample) -> ModelInput:
         task: NestedTask = sample.payload
+        if self.options.mode == "tools":
+            from callbench.tracks.nested.tools_mode import build_tools_input
+
+            return build_tools_input(task, self._examples, sample.id)
         prompt, messages = build_prompt(task, self._examples)
         constraint = None
         if self._constraints is not None:
@@ -120,12 +131,16 @@ class NestedTrack(Track):
         )
 
     async def interact(self, sample: Sample, inp: ModelInput, model: Any, config: Any) -> ModelOutput:
-        if self.options.mode != "react":
+        if self.options.mode == "direct":
             return await super().interact(sample, inp, model, config)
-        from callbench.tracks.nested.react import react_interact
-
         task: NestedTask = sample.payload
         execute = (lambda calls: self.executor.run(calls, task.tools)) if self._executable(task) else None
+        if self.options.mode == "tools":
+            from callbench.tracks.nested.tools_mode import tools_interact
+
+            return await tools_interact(task, inp, model, config, max_steps=self.options.max_steps, execute=execute)
+        from callbench.tracks.nested.react import react_interact
+
         return await react_interact(
             task, self._examples, model, config, max_steps=self.options.max_steps, execute=execute, sample_id=sample.id
         )
@@ -156,10 +171,10 @@ class NestedTrack(Track):
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         task: NestedTask = sample.payload
         gold = [{"name": c.name, "label": c.raw_label or c.label, "arguments": c.arguments} for c in task.output]
-        from callbench.tracks.nested.react import final_answer, is_react_output, recorded_calls
+        from callbench.tracks.nested.react import final_answer, is_episode_output, recorded_calls
 
-        # ReAct: the calls the loop executed are the prediction (the transcript is not re-parsed)
-        calls = recorded_calls(output) if is_react_output(output) else parse_calls(output.text)
+        # ReAct and tools: the calls the loop executed are the prediction (the transcript is not re-parsed)
+        calls = recorded_calls(output) if is_episode_output(output) else parse_calls(output.text)
         executable = self._executable(task)
         pred_answer: Any = None
         executed_ok = False
@@ -233,6 +248,12 @@ def _react_hash() -> str:
     from callbench.tracks.nested.react import react_templates_hash
 
     return react_templates_hash()
+
+
+def _tools_hash() -> str:
+    from callbench.tracks.nested.tools_mode import tools_prompt_hash
+
+    return tools_prompt_hash()
 
 
 def _jsonable(value: Any) -> Any:
