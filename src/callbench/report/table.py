@@ -126,3 +126,19 @@ def print_nested_summary(summary: dict[str, Any], console: Console) -> None:
     for label, key in NESTED_KEYS:
         table.add_row(label, *[fmt(m.get(key)) for _, m in groups])
     console.print(table)
+
+
+def print_stateful_summary(summary: dict[str, Any], console: Console) -> None:
+    """pass@k, error rates and complexity means, overall and per scenario."""
+    groups = [("all", summary["metrics"])] + list(summary.get("by_scenario", {}).items())
+    table = Table(title=f"stateful · {summary.get('model')}", caption="pass@k and error rates in %")
+    table.add_column("metric", style="bold")
+    for name, m in groups:
+        table.add_column(f"{name}\n(tasks={m.get('n_tasks')})", justify="right")
+    keys = [k for k in summary["metrics"] if k.startswith("pass@")]
+    keys += [k for k in summary["metrics"] if k.startswith("error_")]
+    for key in keys:
+        table.add_row(key, *[fmt(m.get(key)) for _, m in groups])
+    for key in [k for k in summary["metrics"] if k.startswith("mean_")]:
+        table.add_row(key, *[f"{m[key]:.1f}" if m.get(key) is not None else "-" for _, m in groups])
+    console.print(table)

@@ -79,6 +79,7 @@ class Track(abc.ABC):
 _TRACKS = {
     "webapi": "callbench.tracks.webapi.track:WebApiTrack",
     "nested": "callbench.tracks.nested.track:NestedTrack",
+    "stateful": "callbench.tracks.stateful.track:StatefulTrack",
 }
 
 

@@ -1,0 +1,204 @@
+"""CLI commands of the stateful track: ``generate stateful``, ``run stateful``, ``coverage``.
+
+Kept apart from :mod:`callbench.cli` (which imports this module to register them) so the
+track's options live next to each other.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from callbench.cli import (
+    _fail,
+    _parse_model_args,
+    _run_track,
+    app,
+    err_console,
+    generate_app,
+    out_console,
+    run_app,
+)
+from callbench.errors import CallbenchError, ConfigError
+
+
+def _range(text: str) -> int:
+    """``50`` or ``1..50`` -> 50 (programs are always counted from 1)."""
+    lo, sep, hi = text.partition("..")
+    try:
+        if not sep:
+            return int(lo)
+        if int(lo) != 1:
+            raise ConfigError(f"--programs {text}: the range starts at 1 (curves count programs from the first)")
+        return int(hi)
+    except ValueError:
+        raise ConfigError(f"--programs {text}: expected N or 1..N") from None
+
+
+@generate_app.command("stateful")
+def generate_stateful(
+    scenario: Annotated[str, typer.Option(help="Scenario: session, tensor or voice.")],
+    out: Annotated[Path, typer.Option(help="Output directory (tasks.jsonl + manifest.json); resumable.")],
+    n: Annotated[int, typer.Option(help="Tasks to keep.")] = 40,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same tasks).")] = 0,
+    sampler: Annotated[str, typer.Option(help="energy (favours rare transition pairs) or random (baseline).")] = "energy",
+    min_calls: Annotated[int, typer.Option(help="Fewest API calls per program.")] = 3,
+    max_calls: Annotated[int, typer.Option(help="Most API calls per program.")] = 6,
+    writer: Annotated[str | None, typer.Option(help="Backend that writes the task text (with --evaluator); default: templates.")] = None,
+    evaluator: Annotated[str | None, typer.Option(help="Backend that reviews the task text and asks for revisions.")] = None,
+    rounds: Annotated[int, typer.Option(help="Most writer drafts per task.")] = 3,
+    model_arg: Annotated[list[str] | None, typer.Option("--model-arg", help="Option KEY=VALUE for both agent backends.")] = None,
+) -> None:
+    """StateGen: sample valid call traces from a scenario's state model, inject control flow, record
+    oracles by running the reference in the sandbox, and write the task text."""
+    from rich.progress import Progress
+
+    from callbench.models.registry import load_model
+    from callbench.tracks.stateful.generator import GenerateOptions, generate
+    from callbench.tracks.stateful.sampling import SAMPLERS
+    from callbench.tracks.stateful.scenarios import get_scenario
+
+    try:
+        if sampler not in SAMPLERS:
+            raise ConfigError(f"--sampler {sampler}: choose from {', '.join(SAMPLERS)}")
+        if n < 1 or rounds < 1:
+            raise ConfigError("--n and --rounds must be >= 1")
+        scen = get_scenario(scenario)
+        opts = _parse_model_args(model_arg)
+        wb = load_model(writer, **opts) if writer else None
+        eb = load_model(evaluator, **opts) if evaluator else None
+        with Progress(console=err_console) as progress:
+            bar = progress.add_task(f"generate {scenario}", total=n)
+
+            def on_task(kept: int, total: int) -> None:
+                progress.update(bar, completed=kept)
+
+            manifest = generate(
+                scen,
+                out,
+                GenerateOptions(n=n, seed=seed, sampler=sampler, min_calls=min_calls, max_calls=max_calls, rounds=rounds),
+                writer=wb,
+                evaluator=eb,
+                on_task=on_task,
+            )
+    except CallbenchError as exc:
+        _fail(exc)
+    out_console.print(
+        f"{manifest['n_kept']} tasks in {out / 'tasks.jsonl'} ({manifest['attempts']} programs sampled; "
+        f"dropped: {manifest['dropped'] or 'none'}; {manifest['pairs_covered']} of ~{manifest['reachable_pairs_estimate']} "
+        f"transition pairs covered)"
+    )
+    if manifest["unreachable_apis"]:
+        err_console.print(f"[yellow]unreachable APIs in '{scenario}': {', '.join(manifest['unreachable_apis'])}[/yellow]")
+    if manifest["n_kept"] < n:
+        err_console.print(f"[yellow]only {manifest['n_kept']} of {n} tasks kept; see {out / 'manifest.json'}[/yellow]")
+        raise typer.Exit(1)
+
+
+@run_app.command("stateful")
+def run_stateful(
+    model: Annotated[str, typer.Option("--model", "-m", help="Backend spec, as for 'run webapi'.")],
+    bench: Annotated[
+        Path | None, typer.Option(help="Benchmark dir or tasks.jsonl (every tasks.jsonl below a dir); default: the built-in StateEval set.")
+    ] = None,
+    samples: Annotated[int, typer.Option(help="Programs drawn per task (pass@k needs k <= samples).")] = 1,
+    k: Annotated[list[int] | None, typer.Option("--k", help="pass@k to report (repeatable; default: 1 and --samples).")] = None,
+    scenario: Annotated[list[str] | None, typer.Option(help="Only these scenarios (repeatable).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default 0 for one sample, 0.8 for several).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per program run (wall time, setup included).")] = 20.0,
+    limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated sample ids.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 4,
+    max_tokens: Annotated[int, typer.Option(help="New tokens per program.")] = 768,
+    model_arg: Annotated[list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable).")] = None,
+    out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
+    run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+) -> None:
+    """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
+    service per test case and must match the reference's result and final state. Reports pass@k,
+    the error taxonomy and task complexity, per scenario. Resumable."""
+    import dataclasses
+
+    from callbench.api import load_backend, make_track
+    from callbench.report.table import print_stateful_summary
+    from callbench.runs.runner import RunOptions
+
+    try:
+        track = make_track(
+            "stateful",
+            bench=str(bench) if bench else None,
+            samples=samples,
+            k=tuple(k or ()),
+            scenarios=tuple(scenario or ()),
+            timeout_s=timeout,
+            temperature=temperature,
+        )
+        backend = load_backend(model, _parse_model_args(model_arg), concurrency=concurrency, track=track, constrained=False)
+        generation = dataclasses.replace(track.default_generation(backend.mode), max_tokens=max_tokens)
+        outcome = _run_track(
+            track,
+            backend,
+            RunOptions(
+                out_dir=out,
+                run_id=run_id,
+                limit=limit,
+                ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                concurrency=concurrency,
+                scoring="strict",
+                generation=generation,
+                progress=not no_progress,
+            ),
+        )
+    except CallbenchError as exc:
+        _fail(exc)
+    print_stateful_summary(outcome.summary, out_console)
+
+
+@app.command("coverage")
+def coverage_cmd(
+    scenario: Annotated[list[str], typer.Option(help="Scenario(s) (repeatable).")],
+    programs: Annotated[str, typer.Option(help="Programs per curve: N or 1..N.")] = "1..50",
+    samplers: Annotated[str, typer.Option(help="Comma-separated samplers.")] = "energy,random",
+    seeds: Annotated[int, typer.Option(help="Curves per sampler (seeds 0..N-1).")] = 5,
+    goal: Annotated[float, typer.Option(help="Share of reachable pairs to reach.")] = 0.95,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write the plot here (PNG/SVG; needs matplotlib).")] = None,
+) -> None:
+    """Distinct transition pairs covered vs number of programs, energy sampler vs random baseline."""
+    from rich.table import Table
+
+    from callbench.tracks.stateful.coverage import plot as draw
+    from callbench.tracks.stateful.coverage import run_coverage
+    from callbench.tracks.stateful.sampling import SAMPLERS
+    from callbench.tracks.stateful.scenarios import get_scenario
+
+    try:
+        n = _range(programs)
+        names = tuple(s.strip() for s in samplers.split(",") if s.strip())
+        bad = [s for s in names if s not in SAMPLERS]
+        if bad or not names:
+            raise ConfigError(f"--samplers {samplers}: choose from {', '.join(SAMPLERS)}")
+        if n < 1 or seeds < 1 or not 0 < goal <= 1:
+            raise ConfigError("need programs >= 1, seeds >= 1 and 0 < goal <= 1")
+        results = [run_coverage(get_scenario(s), programs=n, samplers=names, seeds=seeds, goal=goal) for s in scenario]
+        if plot:
+            draw(results, plot)
+    except CallbenchError as exc:
+        _fail(exc)
+    table = Table(title=f"transition-pair coverage ({seeds} seeds, {n} programs)")
+    for col in ("scenario", "reachable", "sampler", f"programs to {goal:.0%} (mean)", "final coverage"):
+        table.add_column(col)
+    for res in results:
+        for sampler, d in res["samplers"].items():
+            mean_to = d["mean_programs_to_goal"]
+            shown = f"{mean_to:.1f}" + ("" if d["reached_goal_in_all_seeds"] else f" (≥; not reached in some seeds within {n})")
+            table.add_row(res["scenario"], str(res["reachable_pairs"]), sampler, shown, f"{100 * d['final_coverage']:.1f} %")
+    out_console.print(table)
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps({"scenarios": {r["scenario"]: r for r in results}}, indent=1) + "\n", "utf-8")
+        out_console.print(f"figures: {json_out}")

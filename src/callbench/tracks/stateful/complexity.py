@@ -1,0 +1,108 @@
+"""Complexity metrics of a program, by static analysis of its Python source (``ast``).
+
+* ``n_calls``: API calls written in the program (a call inside a loop counts once);
+* ``path_depth``: the longest chain of API-derived bindings, counted in calls: a call whose
+  arguments use a value derived from another call's result extends that call's chain;
+* ``binding_count``: the edges of that graph, i.e. (API call, later API call that uses its result)
+  pairs, each pair counted once;
+* ``code_lines``: non-blank, non-comment lines; ``instruction_words``: words of the task text.
+
+A value is *derived* from a call when it is the call's result or computed from a derived value
+(subscripts, loop variables over it, list appends in a loop). Which calls are API calls is the
+scenario's ``call_roots`` (``requests``, ``api``, ``torch``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+
+def _root(func: ast.AST) -> str | None:
+    """``api`` for ``api.x(...)`` / ``torch.nn.functional.f(...)``; None for calls on results
+    (``requests.get(...).json()`` is one API call, not two)."""
+    node = func
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) and node is not func else None
+
+
+class _Flow(ast.NodeVisitor):
+    def __init__(self, roots: Iterable[str]):
+        self.roots = set(roots)
+        self.taint: dict[str, set[int]] = {}  # variable -> API calls it derives from
+        self.calls: list[int] = []
+        self.edges: set[tuple[int, int]] = set()
+
+    def _names(self, node: ast.AST) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    def _expr_taint(self, node: ast.AST) -> set[int]:
+        """Taint of an expression; registers the API calls inside it (innermost first)."""
+        found: set[int] = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and _root(sub.func) in self.roots:
+                cid = len(self.calls)
+                self.calls.append(cid)
+                used: set[int] = set()
+                for arg in [*sub.args, *(k.value for k in sub.keywords)]:
+                    for name in self._names(arg):
+                        used |= self.taint.get(name, set())
+                for src in used:
+                    self.edges.add((src, cid))
+                found.add(cid)
+        if found:  # a call's result derives from that call only (edges are direct uses)
+            return found
+        for name in self._names(node):
+            found |= self.taint.get(name, set())
+        return found
+
+    def _assign(self, target: ast.AST, taint: set[int]) -> None:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                self.taint[n.id] = set(taint)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        t = self._expr_taint(node.value)
+        for target in node.targets:
+            self._assign(target, t)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._assign(node.target, self._expr_taint(node.value) | self.taint.get(getattr(node.target, "id", ""), set()))
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        t = self._expr_taint(node.value)
+        # lst.append(<derived>) makes lst derived
+        v = node.value
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and isinstance(v.func.value, ast.Name):
+            name = v.func.value.id
+            self.taint[name] = self.taint.get(name, set()) | t
+
+    def visit_For(self, node: ast.For) -> None:
+        self._assign(node.target, self._expr_taint(node.iter))
+        for stmt in node.body + node.orelse:
+            self.visit(stmt)
+
+    def visit_If(self, node: ast.If) -> None:
+        self._expr_taint(node.test)
+        for stmt in node.body + node.orelse:
+            self.visit(stmt)
+
+
+def analyse(code: str, roots: Iterable[str]) -> dict[str, int]:
+    tree = ast.parse(code)
+    flow = _Flow(roots)
+    for stmt in tree.body:
+        flow.visit(stmt)
+    depth = dict.fromkeys(flow.calls, 1)
+    for cid in flow.calls:  # calls are numbered in program order, so sources come first
+        for src, dst in flow.edges:
+            if dst == cid:
+                depth[cid] = max(depth[cid], depth[src] + 1)
+    lines = [ln for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    return {
+        "n_calls": len(flow.calls),
+        "path_depth": max(depth.values(), default=0),
+        "binding_count": len(flow.edges),
+        "code_lines": len(lines),
+    }

@@ -1,0 +1,147 @@
+"""Run one program on one test case in the sandbox and compare it with the recorded oracle.
+
+A test case is the preloaded inputs plus the service's initial state. For the *session*
+scenario the harness starts a fresh loopback server per case (so no case can see another's
+writes) and lets the sandbox connect to that one port only; in-process services (voice, tensor)
+are built by the scenario's trusted setup code inside the sandbox, and their final state comes
+back through ``Runtime.finalize``.
+
+Comparison: the result variable, the final state (through ``Runtime.state_view``) and, for
+HTTP services, the number of successful writes. Floats compare with ``math.isclose`` under the
+scenario's (rtol, atol) when it declares a tolerance, exactly otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from callbench.sandbox.program import ProgramLimits, ProgramResult, run_program
+from callbench.tracks.stateful.scenario import Scenario
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+# Error taxonomy of the track (summary keys are error_<class>).
+ERROR_CLASSES = ("no_code", "syntax", "runtime", "wrong_result", "wrong_state", "timeout", "sandbox_violation")
+_FROM_SANDBOX = {
+    "no_code": "no_code",
+    "syntax_error": "syntax",
+    "runtime_error": "runtime",
+    "crash": "runtime",
+    "timeout": "timeout",
+    "violation": "sandbox_violation",
+}
+
+
+@dataclass
+class Case:
+    name: str  # "base", "else", "resampled_1", ...
+    preload: dict[str, Any]
+    service_seed: Any = None
+
+
+@dataclass
+class Outcome:
+    """What one run produced: ``status`` is the sandbox's ("ok", "runtime_error", ...)."""
+
+    status: str
+    result: Any = None
+    result_set: bool = False
+    state: Any = None
+    writes: int | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def default_limits(scenario: Scenario, timeout_s: float = 20.0, memory_mb: int = 2048) -> ProgramLimits:
+    return ProgramLimits(timeout_s=timeout_s, memory_mb=memory_mb, memory_limit=scenario.runtime.memory_limit)
+
+
+def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | None = None) -> Outcome:
+    """Run ``code`` for ``case`` against a fresh service state."""
+    rt = scenario.runtime
+    limits = limits or default_limits(scenario)
+    preload = dict(case.preload)
+    preload["__preload__"] = sorted(case.preload)
+    preload["__initial__"] = case.service_seed
+    if rt.service == "session":
+        from callbench.tracks.stateful.services.session_server import SessionService
+
+        with SessionService() as svc:  # started on entry, closed (and its database gone) on exit
+            svc.reset(case.service_seed or [])
+            preload["BASE_URL"] = svc.url
+            res = run_program(
+                code,
+                setup=rt.setup,
+                preload=preload,
+                result_vars=[scenario.result_var],
+                finalize=rt.finalize,
+                allow_connect=[("127.0.0.1", svc.port)],
+                limits=limits,
+            )
+            state = svc.snapshot()
+            writes = sum(1 for method, _path, status in svc.request_log() if method in WRITE_METHODS and status < 400)
+        return _outcome(scenario, res, state, writes)
+    if rt.service is not None:
+        raise ValueError(f"scenario '{scenario.name}': unknown service '{rt.service}'")
+    res = run_program(
+        code,
+        setup=rt.setup,
+        preload=preload,
+        result_vars=[scenario.result_var],
+        finalize=rt.finalize,
+        limits=limits,
+    )
+    return _outcome(scenario, res, res.state, None)
+
+
+def _outcome(scenario: Scenario, res: ProgramResult, state: Any, writes: int | None) -> Outcome:
+    if res.status == "ok" and res.finalize_error:
+        return Outcome("runtime_error", error=f"finalize: {res.finalize_error}", duration_s=res.duration_s)
+    if scenario.runtime.state_view is not None:
+        state = scenario.runtime.state_view(state)
+    return Outcome(
+        status=res.status,
+        result=res.variables.get(scenario.result_var),
+        result_set=scenario.result_var in res.variables,
+        state=state,
+        writes=writes,
+        error=res.error,
+        duration_s=res.duration_s,
+    )
+
+
+def judge(scenario: Scenario, expected: Outcome, actual: Outcome) -> tuple[str, str | None]:
+    """("pass" or an error class, a one-line reason)."""
+    if actual.status != "ok":
+        return _FROM_SANDBOX.get(actual.status, "runtime"), actual.error
+    tol = scenario.runtime.tolerance
+    if not actual.result_set:
+        return "wrong_result", f"the program did not set `{scenario.result_var}`"
+    if not same(expected.result, actual.result, tol):
+        return "wrong_result", f"`{scenario.result_var}` differs from the reference's"
+    if not same(expected.state, actual.state, tol):
+        return "wrong_state", "the final service state differs from the reference's"
+    if expected.writes is not None and actual.writes != expected.writes:
+        return "wrong_state", f"{actual.writes} successful writes to the service, the reference made {expected.writes}"
+    return "pass", None
+
+
+def same(a: Any, b: Any, tol: tuple[float, float] | None) -> bool:
+    """Structural equality; floats within (rtol, atol) when ``tol`` is given. Tuples equal lists
+    (both arrive as JSON arrays); bools never equal numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if tol is None or (isinstance(a, int) and isinstance(b, int)):
+            return a == b
+        return math.isclose(a, b, rel_tol=tol[0], abs_tol=tol[1])
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k], tol) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y, tol) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b

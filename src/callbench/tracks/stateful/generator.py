@@ -1,0 +1,187 @@
+"""StateGen: sample programs, record oracles by execution, write task text, save a benchmark.
+
+Output directory layout (one scenario per directory; ``run stateful --bench`` reads every
+``tasks.jsonl`` below the path it is given)::
+
+    OUT/tasks.jsonl      one task per line (see :func:`make_task`), appended as tasks are kept
+    OUT/manifest.json    settings, kept/dropped counts with reasons, pairs covered, unreachable APIs
+
+Resumable: attempt *i* uses its own seed (``seed * 100003 + i``), the energy sampler's pair counts
+are rebuilt from the tasks already written, and kept tasks are never rewritten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from random import Random
+from typing import Any
+
+from callbench.errors import ConfigError, DataError
+from callbench.models.base import ModelBackend
+from callbench.tracks.stateful.complexity import analyse
+from callbench.tracks.stateful.oracles import record
+from callbench.tracks.stateful.program import render
+from callbench.tracks.stateful.sampling import explore_pairs, sample_program, unreachable_apis
+from callbench.tracks.stateful.scenario import Scenario
+from callbench.tracks.stateful.writer import AgentResult, agents_text, template_text
+
+TASK_SCHEMA_VERSION = 1
+
+
+@dataclass
+class GenerateOptions:
+    n: int = 40
+    seed: int = 0
+    sampler: str = "energy"
+    min_calls: int = 3
+    max_calls: int = 6
+    rounds: int = 3  # two-agent revision rounds
+    max_attempts_factor: int = 5  # give up after n * factor attempts
+
+
+def make_task(
+    scenario: Scenario, task_id: str, program, code: str, cases, text: AgentResult, attempt_seed: int
+) -> dict[str, Any]:
+    metrics = analyse(code, scenario.runtime.call_roots)
+    metrics["instruction_words"] = len(text.text.split())
+    metrics["instruction_chars"] = len(text.text)
+    return {
+        "schema": TASK_SCHEMA_VERSION,
+        "id": task_id,
+        "scenario": scenario.name,
+        "text": text.text,
+        "text_source": text.source,
+        "inputs": {v: program.input_words.get(v, v) for v in program.inputs},
+        "result_var": program.result_var,
+        "reference": code,
+        "cases": [
+            {"name": c.name, "preload": c.preload, "service_seed": c.service_seed, "expected": _oracle(o)}
+            for c, o in cases
+        ],
+        "complexity": metrics,
+        "pairs": [list(p) for p in program.pairs],
+        "program": program.to_json(),
+        "agents": {
+            "rounds": text.rounds,
+            "scores": text.scores,
+            "writer": text.writer_transcript,
+            "evaluator": text.evaluator_transcript,
+        },
+        "seed": attempt_seed,
+    }
+
+
+def _oracle(o) -> dict[str, Any]:
+    """The recorded outcome without its timing (so the same seed writes the same bytes)."""
+    return {k: v for k, v in o.to_json().items() if k != "duration_s"}
+
+
+def read_tasks(path: Path) -> list[dict[str, Any]]:
+    tasks = []
+    if not path.exists():
+        return tasks
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                tasks.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{n}: not JSON ({exc.msg})") from None
+    return tasks
+
+
+def generate(
+    scenario: Scenario,
+    out: Path,
+    opts: GenerateOptions,
+    *,
+    writer: ModelBackend | None = None,
+    evaluator: ModelBackend | None = None,
+    on_task: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Generate until ``opts.n`` tasks are kept; returns the manifest."""
+    if (writer is None) != (evaluator is None):
+        raise ConfigError("task text by agents needs both --writer and --evaluator (or neither: templates)")
+    if opts.min_calls < 1 or opts.max_calls < opts.min_calls:
+        raise ConfigError(f"--calls {opts.min_calls}..{opts.max_calls}: need 1 <= min <= max")
+    out.mkdir(parents=True, exist_ok=True)
+    tasks_path = out / "tasks.jsonl"
+    done = read_tasks(tasks_path)
+    for t in done:
+        if t.get("scenario") != scenario.name:
+            raise ConfigError(f"{tasks_path}: holds '{t.get('scenario')}' tasks; use another --out for '{scenario.name}'")
+    counts: Counter = Counter(tuple(p) for t in done for p in t["pairs"])
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text("utf-8")) if manifest_path.exists() and done else {}
+    dropped: Counter = Counter(manifest.get("dropped", {}))
+    attempt = int(manifest.get("attempts", 0))
+    kept = len(done)
+    max_attempts = opts.n * opts.max_attempts_factor
+    while kept < opts.n and attempt < max_attempts:
+        attempt_seed = opts.seed * 100003 + attempt
+        attempt += 1
+        rng = Random(attempt_seed)
+        trial = Counter(counts)  # only kept programs count as covered
+        program = sample_program(
+            scenario, rng, n_calls=rng.randint(opts.min_calls, opts.max_calls), sampler=opts.sampler, counts=trial
+        )
+        if program is None:
+            dropped["no valid first call"] += 1
+            continue
+        code = render(program, scenario)
+        rec = record(scenario, program, code, rng)
+        if rec.dropped:
+            dropped[rec.dropped.split(":")[0]] += 1
+            continue
+        task_id = f"{scenario.name}_{kept + 1:03d}"
+        if writer is not None and evaluator is not None:
+            text = asyncio.run(agents_text(program, code, scenario, writer, evaluator, rounds=opts.rounds, task_id=task_id))
+        else:
+            text = AgentResult(template_text(program, scenario), "template")
+        task = make_task(scenario, task_id, program, code, rec.cases, text, attempt_seed)
+        with tasks_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(task, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        counts = trial
+        kept += 1
+        manifest = _manifest(scenario, opts, kept, attempt, dropped, counts, writer, evaluator)
+        _write_json(manifest_path, manifest)
+        if on_task:
+            on_task(kept, opts.n)
+    reachable = explore_pairs(scenario)
+    manifest = _manifest(scenario, opts, kept, attempt, dropped, counts, writer, evaluator)
+    manifest["reachable_pairs_estimate"] = len(reachable | set(counts))
+    manifest["unreachable_apis"] = unreachable_apis(scenario, reachable | set(counts))
+    _write_json(manifest_path, manifest)
+    return manifest
+
+
+def _manifest(scenario, opts, kept, attempts, dropped, counts, writer, evaluator) -> dict[str, Any]:
+    return {
+        "scenario": scenario.name,
+        "n_requested": opts.n,
+        "n_kept": kept,
+        "attempts": attempts,
+        "dropped": dict(dropped),
+        "seed": opts.seed,
+        "sampler": opts.sampler,
+        "calls": [opts.min_calls, opts.max_calls],
+        "text": "agents" if writer else "template",
+        "writer": writer.identity if writer else None,
+        "evaluator": evaluator.identity if evaluator else None,
+        "pairs_covered": len(counts),
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", "utf-8")
+    tmp.replace(path)

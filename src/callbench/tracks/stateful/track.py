@@ -1,0 +1,203 @@
+"""StateEval: models write a program from the task text; it runs against a fresh service per case.
+
+A model gets the scenario's API documentation, the names (not values) of the preloaded input
+variables and the task text, and answers with Python. The program passes a task when every test
+case's run matches the reference's recorded result and state; the first failing case names the
+error class (no_code, syntax, runtime, wrong_result, wrong_state, timeout, sandbox_violation).
+``--samples n`` draws n programs per task (seed varied per sample) for pass@k.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from callbench.errors import ConfigError, DataError
+from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
+from callbench.tracks.base import Sample, SampleResult, Track
+from callbench.tracks.stateful.execution import Case, Outcome, default_limits, execute, judge
+from callbench.tracks.stateful.generator import read_tasks
+from callbench.tracks.stateful.metrics import summarize
+from callbench.tracks.stateful.scenarios import get_scenario
+from callbench.tracks.templates import load_templates, templates_digest
+
+PROMPT_VERSION = "v1"
+_FILES = ("system.md", "user.md")
+_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_REQUIRED = ("id", "scenario", "text", "inputs", "result_var", "reference", "cases", "complexity")
+
+
+def builtin_bench() -> Path:
+    """The committed benchmark (40 tasks per scenario, template text)."""
+    return Path(str(resources.files("callbench.tracks.stateful").joinpath("data", "stateval_v1")))
+
+
+def bench_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise DataError(f"{path}: no such benchmark file or directory")
+    files = sorted(path.rglob("tasks.jsonl"))
+    if not files:
+        raise DataError(f"{path}: no tasks.jsonl below it (make one with 'callbench generate stateful')")
+    return files
+
+
+def load_bench(path: Path) -> list[dict[str, Any]]:
+    tasks: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for f in bench_files(path):
+        for n, t in enumerate(read_tasks(f), 1):
+            missing = [k for k in _REQUIRED if k not in t]
+            if missing:
+                raise DataError(f"{f}: task {n}: missing field '{missing[0]}'")
+            if not isinstance(t["cases"], list) or not t["cases"]:
+                raise DataError(f"{f}: task {t['id']}: field 'cases' must be a non-empty list")
+            if t["id"] in seen:
+                raise DataError(f"{f}: task {t['id']}: id used twice in the benchmark")
+            seen.add(t["id"])
+            get_scenario(t["scenario"])  # unknown scenario -> one-line ConfigError
+            tasks.append(t)
+    return tasks
+
+
+def extract_code(text: str) -> str:
+    """The program in a model answer: the longest fenced block, else the whole answer."""
+    blocks = _FENCE.findall(text)
+    if blocks:
+        return max(blocks, key=len).strip() + "\n"
+    return text.strip() + ("\n" if text.strip() else "")
+
+
+@dataclass
+class StatefulOptions:
+    bench: str | None = None
+    samples: int = 1
+    k: tuple[int, ...] = ()
+    scenarios: tuple[str, ...] = ()
+    timeout_s: float = 20.0
+    temperature: float | None = None  # default: 0 for one sample, 0.8 for several
+
+
+class StatefulTrack(Track):
+    name = "stateful"
+    scoring_modes = ("strict",)
+
+    def __init__(self, options: StatefulOptions | None = None, **kw: Any):
+        self.options = options or StatefulOptions(**kw)
+        if self.options.samples < 1:
+            raise ConfigError("--samples must be >= 1")
+        bad = [k for k in self.options.k if k < 1 or k > self.options.samples]
+        if bad:
+            raise ConfigError(f"--k {bad[0]}: each k must be between 1 and --samples ({self.options.samples})")
+        for s in self.options.scenarios:
+            get_scenario(s)
+        self.path = Path(self.options.bench) if self.options.bench else builtin_bench()
+        self.templates = load_templates("callbench.tracks.stateful.prompts", PROMPT_VERSION, _FILES)
+
+    # -- data
+    def load_samples(self) -> list[Sample]:
+        tasks = load_bench(self.path)
+        if self.options.scenarios:
+            tasks = [t for t in tasks if t["scenario"] in self.options.scenarios]
+        n = self.options.samples
+        out = []
+        for t in tasks:
+            for i in range(n):
+                out.append(Sample(id=t["id"] if n == 1 else f"{t['id']}#{i}", group=t["scenario"], payload=(t, i)))
+        return out
+
+    def fingerprint(self) -> dict[str, Any]:
+        h = hashlib.sha256()
+        for f in bench_files(self.path):
+            h.update(f.read_bytes())
+        return {
+            "prompt_version": PROMPT_VERSION,
+            "prompt_hash": templates_digest(self.templates),
+            "bench": str(self.path),
+            "bench_sha256": h.hexdigest()[:16],
+            "samples": self.options.samples,
+            "scenarios": list(self.options.scenarios),
+        }
+
+    def default_generation(self, mode: str) -> GenerationConfig:
+        temp = self.options.temperature
+        if temp is None:
+            temp = 0.0 if self.options.samples == 1 else 0.8
+        return GenerationConfig(max_tokens=768, temperature=temp, top_p=0.95 if temp > 0 else 1.0)
+
+    # -- prompting
+    def build_input(self, sample: Sample) -> ModelInput:
+        task, _ = sample.payload
+        scenario = get_scenario(task["scenario"])
+        inputs = "\n".join(f"- `{v}`: {w}" for v, w in task["inputs"].items()) or "(none)"
+        system = self.templates["system.md"].format(result_var=task["result_var"]).strip()
+        user = self.templates["user.md"].format(
+            doc=scenario.runtime.doc.strip(), inputs=inputs, task=task["text"], result_var=task["result_var"]
+        )
+        prompt = f"{system}\n\n{user}\n```python\n"
+        return ModelInput(
+            sample_id=sample.id,
+            prompt=prompt,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            reference=task["reference"],
+            metadata={"scenario": task["scenario"]},
+        )
+
+    async def interact(self, sample: Sample, inp: ModelInput, model: Any, config: Any) -> ModelOutput:
+        _, i = sample.payload
+        if i and isinstance(config, GenerationConfig):
+            config = dataclasses.replace(config, seed=config.seed + i)  # distinct draws for pass@k
+        return await model.generate(inp, config)
+
+    # -- scoring
+    def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
+        task, _ = sample.payload
+        scenario = get_scenario(task["scenario"])
+        code = extract_code(output.text)
+        limits = default_limits(scenario, timeout_s=self.options.timeout_s)
+        cases = []
+        verdict, reason = "pass", None
+        for c in task["cases"]:
+            expected = Outcome(**c["expected"])
+            actual = execute(scenario, code, Case(c["name"], c["preload"], c.get("service_seed")), limits)
+            v, why = judge(scenario, expected, actual)
+            cases.append({"case": c["name"], "verdict": v, "reason": why, "duration_s": round(actual.duration_s, 3)})
+            if v != "pass":
+                verdict, reason = v, f"case {c['name']}: {why}" if why else f"case {c['name']}"
+                break  # later cases cannot turn a failure into a pass
+        passed = verdict == "pass"
+        row = {
+            "task": task["id"],
+            "passed": passed,
+            "error_class": None if passed else verdict,
+            "complexity": task["complexity"],
+            "cases": cases,
+            "k": list(self.options.k) or [self.options.samples],
+        }
+        return SampleResult(
+            status="ok" if passed else verdict,
+            parsed=code,
+            execution=cases,
+            verdicts={"strict": row},
+            error=reason,
+        )
+
+    @classmethod
+    def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
+        if scoring != "strict":
+            raise ConfigError(f"--scoring '{scoring}': the stateful track has strict scoring only")
+        rows = [r.verdicts["strict"] for r in results]
+        ks = {k for r in rows for k in r.get("k", [1])}
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for s, r in zip(samples, rows, strict=True):
+            groups.setdefault(s.group, []).append(r)
+        return {
+            "metrics": summarize(rows, ks),
+            "by_scenario": {g: summarize(rs, ks) for g, rs in sorted(groups.items())},
+        }

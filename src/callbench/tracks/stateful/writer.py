@@ -1,0 +1,185 @@
+"""Task text: a deterministic template writer, and two LLM agents (writer + evaluator).
+
+The text describes *what* the program does without code or API names; input variables are named
+(in backticks) but never valued, and the text says what ``result`` holds.
+
+Two-agent loop: the writer agent drafts the text from the reference program; the evaluator agent
+scores fidelity, ambiguity, naturalness and redundancy (1-5) and approves or asks for a revision
+with feedback; at most ``rounds`` drafts. Mechanical checks run before the evaluator (every input
+named, no API or library names): a draft failing them goes back with that feedback. Any backend
+can play either role. When the evaluator never approves, the template text is used and the task
+records ``text_source = "template (agents not approved)"``; both transcripts are kept either way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from callbench.models.base import GenerationConfig, ModelBackend, ModelInput
+from callbench.tracks.stateful.program import Call, Loop, Program, Step
+from callbench.tracks.stateful.scenario import Scenario
+
+CRITERIA = ("fidelity", "ambiguity", "naturalness", "redundancy")
+
+
+def _phrase(call: Call, scenario: Scenario, program: Program) -> str:
+    api = scenario.api(call.api)
+    words: dict[str, str] = {}
+    for p in api.params:
+        text = call.described.get(p.name, call.args.get(p.name, p.name))
+        if p.is_object:
+            words[p.name] = f"`{text}`"
+        elif p.literal:
+            words[p.name] = text
+        else:
+            words[p.name] = f"`{text}` ({program.input_words.get(text, p.describe or p.name)})"
+    return api.phrase.format(**words)
+
+
+def _steps_text(steps: list[Step], scenario: Scenario, program: Program, result: str) -> list[str]:
+    out: list[str] = []
+    last: str | None = None
+    for s in steps:
+        if isinstance(s, Call):
+            out.append(_cap(f"{_phrase(s, scenario, program)}; call the result `{s.out}`."))
+            last = s.out
+        elif isinstance(s, Loop):
+            out.append(
+                f"For each item `{s.item}` of `{s.collection}`, {_phrase(s.call, scenario, program)}; "
+                f"collect the results, in order, in a list `{s.out}`."
+            )
+            last = s.out
+        else:
+            then = " ".join(_steps_text(s.then, scenario, program, result))
+            orelse = " ".join(_steps_text(s.orelse, scenario, program, result))
+            out.append(f"If {s.probe_words} is greater than `{s.threshold}`: {then} Otherwise: {orelse}")
+            last = None
+    if last is not None:
+        out.append(f"Finally set `{result}` to `{last}`.")
+    return out
+
+
+def template_text(program: Program, scenario: Scenario) -> str:
+    """The offline fallback: one sentence per step, in program order."""
+    lines = _steps_text(program.steps, scenario, program, program.result_var)
+    return re.sub(r"\s+", " ", " ".join(lines)).strip()
+
+
+def _cap(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:]
+
+
+@dataclass
+class AgentResult:
+    text: str
+    source: str  # "template", "agents", "template (agents not approved)"
+    rounds: int = 0
+    scores: dict[str, Any] = field(default_factory=dict)
+    writer_transcript: list[dict[str, str]] = field(default_factory=list)
+    evaluator_transcript: list[dict[str, str]] = field(default_factory=list)
+
+
+_WRITER_SYSTEM = (
+    "You write programming tasks for a benchmark. Given a reference Python program that calls an API, "
+    "write the task a developer would be given: describe what to do, step by step if needed, in plain English. "
+    "Rules: no code, no function, method, endpoint or library names; refer to every input variable by its "
+    "name in backticks (e.g. `text_1`) but never state its value; say exactly what the variable `{result}` must "
+    "hold at the end. Answer with the task text only."
+)
+_EVALUATOR_SYSTEM = (
+    "You review a programming task written from a reference program. Score 1-5 each: fidelity (a correct "
+    "solution of the text behaves like the program), ambiguity (5 = only one reasonable reading), naturalness "
+    "(5 = reads like a human request), redundancy (5 = nothing repeated or superfluous). Approve only if every "
+    'score is at least 4. Answer with JSON only: {"fidelity": n, "ambiguity": n, "naturalness": n, '
+    '"redundancy": n, "approve": true|false, "feedback": "what to change"}'
+)
+
+
+def mechanical_problems(text: str, program: Program, scenario: Scenario) -> list[str]:
+    """Rule violations a reviewer would reject at once."""
+    problems = []
+    for var in program.inputs:
+        if f"`{var}`" not in text and not re.search(rf"\b{re.escape(var)}\b", text):
+            problems.append(f"the input variable `{var}` is not mentioned")
+    for root in scenario.runtime.call_roots:
+        if re.search(rf"\b{re.escape(root)}\s*\.", text):
+            problems.append(f"the text contains code ('{root}.')")
+    for api in scenario.apis:
+        if re.search(rf"\b{re.escape(api.name)}\b", text):
+            problems.append(f"the text names the API '{api.name}'")
+    if program.result_var not in text:
+        problems.append(f"the text does not say what `{program.result_var}` holds")
+    return problems
+
+
+def parse_verdict(text: str) -> dict[str, Any] | None:
+    """The evaluator's JSON (first object in the answer), or None when there is none."""
+    match = re.search(r"\{.*\}", text, re.S)
+    if not match:
+        return None
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+async def agents_text(
+    program: Program,
+    code: str,
+    scenario: Scenario,
+    writer: ModelBackend,
+    evaluator: ModelBackend,
+    *,
+    rounds: int = 3,
+    config: GenerationConfig | None = None,
+    task_id: str = "task",
+) -> AgentResult:
+    config = config or GenerationConfig(max_tokens=400)
+    fallback = template_text(program, scenario)
+    inputs = ", ".join(f"`{v}` ({w})" for v, w in program.input_words.items()) or "none"
+    wmsgs: list[dict[str, str]] = [
+        {"role": "system", "content": _WRITER_SYSTEM.format(result=program.result_var)},
+        {
+            "role": "user",
+            "content": f"API documentation:\n{scenario.runtime.doc}\n\nInput variables: {inputs}\n\n"
+            f"Reference program:\n```python\n{code}```\n\nWrite the task.",
+        },
+    ]
+    etranscript: list[dict[str, str]] = []
+    scores: dict[str, Any] = {}
+    for r in range(1, rounds + 1):
+        draft = (await writer.generate(_inp(f"{task_id}/writer/{r}", wmsgs), config)).text.strip()
+        wmsgs.append({"role": "assistant", "content": draft})
+        problems = mechanical_problems(draft, program, scenario)
+        if problems:
+            feedback = "Fix: " + "; ".join(problems) + "."
+        else:
+            emsgs = [
+                {"role": "system", "content": _EVALUATOR_SYSTEM},
+                {
+                    "role": "user",
+                    "content": f"Reference program:\n```python\n{code}```\n\nTask text:\n{draft}\n\nYour JSON verdict:",
+                },
+            ]
+            answer = (await evaluator.generate(_inp(f"{task_id}/evaluator/{r}", emsgs), config)).text
+            etranscript.extend([*emsgs[1:], {"role": "assistant", "content": answer}])
+            verdict = parse_verdict(answer)
+            if verdict is None:
+                feedback = "The reviewer's answer could not be read; make the text precise and natural."
+            else:
+                scores = {k: verdict.get(k) for k in CRITERIA}
+                ok = verdict.get("approve") is True and all(isinstance(v, int) and v >= 4 for v in scores.values())
+                if ok:
+                    return AgentResult(draft, "agents", r, scores, wmsgs, etranscript)
+                feedback = str(verdict.get("feedback") or "Improve the scores below 4.")
+        wmsgs.append({"role": "user", "content": f"Revise the task. Reviewer feedback: {feedback}"})
+    return AgentResult(fallback, "template (agents not approved)", rounds, scores, wmsgs, etranscript)
+
+
+def _inp(sample_id: str, messages: list[dict[str, str]]) -> ModelInput:
+    prompt = "\n\n".join(m["content"] for m in messages)
+    return ModelInput(sample_id=sample_id, prompt=prompt, messages=messages)

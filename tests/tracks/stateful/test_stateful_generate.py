@@ -1,0 +1,157 @@
+"""StateGen end to end: generation, oracles, resume, the two-agent writer, the CLI, coverage."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from random import Random
+
+import pytest
+from typer.testing import CliRunner
+
+from callbench.cli import app
+from callbench.models.base import GenerationConfig, ModelBackend, ModelInput, ModelOutput
+from callbench.tracks.stateful.coverage import run_coverage
+from callbench.tracks.stateful.generator import GenerateOptions, generate, read_tasks
+from callbench.tracks.stateful.program import Branch, render
+from callbench.tracks.stateful.sampling import sample_program
+from callbench.tracks.stateful.scenarios import get_scenario
+from callbench.tracks.stateful.writer import agents_text, mechanical_problems, template_text
+
+pytest.importorskip("requests")
+runner = CliRunner()
+
+
+def test_generate_keeps_tasks_with_oracles_and_resumes(tmp_path: Path):
+    scen = get_scenario("voice")
+    out = tmp_path / "voice"
+    m = generate(scen, out, GenerateOptions(n=2, seed=3))
+    assert m["n_kept"] == 2
+    first = (out / "tasks.jsonl").read_text()
+    m = generate(scen, out, GenerateOptions(n=4, seed=3))  # resume: the first two are kept as they are
+    assert m["n_kept"] == 4 and (out / "tasks.jsonl").read_text().startswith(first)
+    tasks = read_tasks(out / "tasks.jsonl")
+    assert [t["id"] for t in tasks] == ["voice_001", "voice_002", "voice_003", "voice_004"]
+    for t in tasks:
+        names = [c["name"] for c in t["cases"]]
+        assert len(names) >= 2 and names[0] == "base" and any(n.startswith("resampled") for n in names)
+        assert ("else" in names) == ("\nelse:" in t["reference"])
+        assert all(c["expected"]["status"] == "ok" for c in t["cases"])
+        assert mechanical_problems(t["text"], _prog(t), scen) == []
+        assert set(t["complexity"]) >= {"n_calls", "path_depth", "binding_count", "code_lines", "instruction_words"}
+    # a fresh run with the same seed writes the same tasks
+    again = tmp_path / "again"
+    generate(scen, again, GenerateOptions(n=4, seed=3))
+    assert (again / "tasks.jsonl").read_text() == (out / "tasks.jsonl").read_text()
+
+
+def _prog(task):
+    class P:  # what mechanical_problems reads
+        inputs = {k: None for k in task["inputs"]}
+        result_var = task["result_var"]
+
+    return P()
+
+
+def test_else_case_takes_the_other_branch():
+    scen = get_scenario("session")
+    from callbench.tracks.stateful.oracles import record
+
+    for seed in range(40):
+        prog = sample_program(scen, Random(seed), n_calls=4)
+        if any(isinstance(s, Branch) for s in prog.steps):
+            break
+    else:
+        pytest.fail("no branch sampled in 40 seeds")
+    code = render(prog, scen)
+    rec = record(scen, prog, code, Random(0))
+    assert rec.dropped is None or "resampled" in rec.dropped
+    outcomes = {c.name: o for c, o in rec.cases}
+    assert "else" in outcomes
+    base, other = outcomes["base"], outcomes["else"]
+    assert (base.result, base.state, base.writes) != (other.result, other.state, other.writes)
+
+
+class Scripted(ModelBackend):
+    name = "scripted"
+    modes = ("chat",)
+
+    def __init__(self, answers):
+        super().__init__("chat")
+        self.answers = list(answers)
+        self.seen: list[ModelInput] = []
+
+    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        self.seen.append(inp)
+        return ModelOutput(text=self.answers.pop(0), mode="chat")
+
+
+def _voice_program():
+    scen = get_scenario("voice")
+    prog = sample_program(scen, Random(1), n_calls=3)
+    return scen, prog, render(prog, scen)
+
+
+def test_two_agents_revise_until_approved_and_keep_transcripts():
+    scen, prog, code = _voice_program()
+    names = " ".join(f"`{v}`" for v in prog.inputs)
+    good = f"Use {names} to do the thing and store the final record in `result`."
+    writer = Scripted(["Call api.search_voices please", good, good])
+    evaluator = Scripted(
+        [
+            '{"fidelity": 3, "ambiguity": 4, "naturalness": 4, "redundancy": 5, "approve": false, "feedback": "say which voice"}',
+            'Sure: {"fidelity": 5, "ambiguity": 4, "naturalness": 4, "redundancy": 5, "approve": true, "feedback": ""}',
+        ]
+    )
+    res = asyncio.run(agents_text(prog, code, scen, writer, evaluator, rounds=3))
+    assert res.source == "agents" and res.text == good and res.rounds == 3
+    assert res.scores == {"fidelity": 5, "ambiguity": 4, "naturalness": 4, "redundancy": 5}
+    feedback = [m["content"] for m in res.writer_transcript if m["role"] == "user"][1:]
+    assert "contains code" in feedback[0] and "say which voice" in feedback[1]
+    assert len(res.evaluator_transcript) == 4  # two reviews: question + answer each
+    assert code in evaluator.seen[0].messages[-1]["content"]
+
+
+def test_agents_never_approving_fall_back_to_the_template():
+    scen, prog, code = _voice_program()
+    names = " ".join(f"`{v}`" for v in prog.inputs)
+    text = f"Do it with {names}; `result` is the last record."
+    writer = Scripted([text, text])
+    evaluator = Scripted(["no json here", '{"fidelity": 2, "approve": false, "feedback": "vague"}'])
+    res = asyncio.run(agents_text(prog, code, scen, writer, evaluator, rounds=2))
+    assert res.source == "template (agents not approved)" and res.text == template_text(prog, scen)
+    assert len(res.writer_transcript) == 2 + 2 * 2
+
+
+def test_cli_generate_then_run_gold(tmp_path: Path):
+    bench = tmp_path / "bench"
+    r = runner.invoke(app, ["generate", "stateful", "--scenario", "session", "--n", "2", "--out", str(bench / "session")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        app, ["run", "stateful", "--bench", str(bench), "--model", "gold", "--out", str(tmp_path / "runs"), "--no-progress"]
+    )
+    assert r.exit_code == 0, r.output
+    summary = json.loads(next((tmp_path / "runs").rglob("summary.json")).read_text())
+    assert summary["metrics"]["pass@1"] == 1.0 and summary["by_scenario"]["session"]["n_tasks"] == 2
+
+
+def test_cli_errors_are_one_line(tmp_path: Path):
+    r = runner.invoke(app, ["generate", "stateful", "--scenario", "nope", "--out", str(tmp_path)])
+    assert r.exit_code != 0 and "unknown scenario 'nope'" in r.output
+    r = runner.invoke(app, ["run", "stateful", "--bench", str(tmp_path / "missing"), "--model", "gold"])
+    assert r.exit_code != 0 and "no such benchmark" in r.output
+    r = runner.invoke(app, ["run", "stateful", "--model", "gold", "--samples", "2", "--k", "3"])
+    assert r.exit_code != 0 and "--k 3" in r.output
+
+
+def test_energy_beats_random_on_coverage_and_cli_writes_json(tmp_path: Path):
+    res = run_coverage(get_scenario("tensor"), programs=40, seeds=3)
+    e, r = res["samplers"]["energy"], res["samplers"]["random"]
+    assert e["mean_programs_to_goal"] < r["mean_programs_to_goal"]
+    assert all(a >= b for a, b in zip(e["mean_curve"][5:], r["mean_curve"][5:], strict=True))
+    out = tmp_path / "cov.json"
+    r = runner.invoke(app, ["coverage", "--scenario", "session", "--programs", "1..20", "--seeds", "2", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())["scenarios"]["session"]
+    assert len(data["samplers"]["energy"]["curves"]) == 2 and len(data["samplers"]["random"]["mean_curve"]) == 20
