@@ -376,6 +376,8 @@ def run_nested(
             max_steps=max_steps,
             constrained=constrained,
         )
+        if track.data_note:
+            err_console.print(f"[dim]{track.data_note}[/dim]")
         backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
         if track.options.mode == "tools":
             from callbench.models.base import require_tools

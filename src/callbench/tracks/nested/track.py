@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,9 @@ from callbench.tracks.nested.schema import NestedTask, ToolCall
 
 SCORING_MODES = ("strict", "compat")
 MODES = ("direct", "react", "tools")
-ICL_FILE = "nestful/v2-samples/icl_examples.json"
-
-
-def builtin_task_file() -> Path:
-    """callbench's own offline benchmark, generated over the built-in tools (used by default)."""
-    return Path(str(resources.files("callbench.tracks.nested.data").joinpath("generated_v1.jsonl")))
+# The published in-context examples: where `data fetch nestful` puts them (upstream src/), then the
+# layout of a checkout of the v2 samples.
+ICL_FILES = ("nestful/src/icl_examples.json", "nestful/v2-samples/icl_examples.json")
 
 
 @dataclass
@@ -88,7 +84,10 @@ class NestedTrack(Track):
     def load_samples(self) -> list[Sample]:
         tasks = load_nested(self.task_file)
         if self.options.shots:
-            icl = Path(self.options.icl_file) if self.options.icl_file else data_dir() / ICL_FILE
+            if self.options.icl_file:
+                icl = Path(self.options.icl_file)
+            else:
+                icl = next((data_dir() / f for f in ICL_FILES if (data_dir() / f).is_file()), data_dir() / ICL_FILES[0])
             if not icl.is_file():
                 raise DataError(f"{icl}: in-context examples not found (give --icl FILE or fetch the NESTFUL data)")
             self._examples = load_nested(icl)[: self.options.shots]
