@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,6 +78,15 @@ def make_task(
     }
 
 
+def _drop_unused_inputs(program, code: str) -> None:
+    """Inputs the program never reads (e.g. a second input tensor) are not part of the task."""
+    unused = [v for v in program.inputs if not re.search(rf"\b{re.escape(v)}\b", code)]
+    for v in unused:
+        program.inputs.pop(v)
+        program.alternatives.pop(v, None)
+        program.input_words.pop(v, None)
+
+
 def _oracle(o) -> dict[str, Any]:
     """The recorded outcome without its timing (so the same seed writes the same bytes)."""
     return {k: v for k, v in o.to_json().items() if k != "duration_s"}
@@ -136,6 +146,7 @@ def generate(
             dropped["no valid first call"] += 1
             continue
         code = render(program, scenario)
+        _drop_unused_inputs(program, code)
         rec = record(scenario, program, code, rng)
         if rec.dropped:
             dropped[rec.dropped.split(":")[0]] += 1

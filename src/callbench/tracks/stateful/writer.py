@@ -107,8 +107,8 @@ def mechanical_problems(text: str, program: Program, scenario: Scenario) -> list
     for root in scenario.runtime.call_roots:
         if re.search(rf"\b{re.escape(root)}\s*\.", text):
             problems.append(f"the text contains code ('{root}.')")
-    for api in scenario.apis:
-        if re.search(rf"\b{re.escape(api.name)}\b", text):
+    for api in scenario.apis:  # code-like mentions: `split(`, or identifiers such as text_to_speech
+        if re.search(rf"\b{re.escape(api.name)}\s*\(", text) or ("_" in api.name and re.search(rf"\b{re.escape(api.name)}\b", text)):
             problems.append(f"the text names the API '{api.name}'")
     if program.result_var not in text:
         problems.append(f"the text does not say what `{program.result_var}` holds")
