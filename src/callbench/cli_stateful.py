@@ -109,6 +109,10 @@ def run_stateful(
     scenario: Annotated[list[str] | None, typer.Option(help="Only these scenarios (repeatable).")] = None,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default 0 for one sample, 0.8 for several).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per program run (wall time, setup included).")] = 20.0,
+    mode: Annotated[
+        str, typer.Option(help="program (the model writes Python) or mcp (a tool-calling agent over the scenario's MCP server; voice).")
+    ] = "program",
+    max_steps: Annotated[int, typer.Option(help="mcp: most model turns per test case.")] = 12,
     limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated sample ids.")] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 4,
@@ -120,7 +124,11 @@ def run_stateful(
 ) -> None:
     """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
     service per test case and must match the reference's result and final state. Reports pass@k,
-    the error taxonomy and task complexity, per scenario. Resumable."""
+    the error taxonomy and task complexity, per scenario. Resumable.
+
+    With --mode mcp a tool-calling agent (openai:M@URL in chat mode, or gold) works through the
+    scenario's MCP server, one episode per test case, and must leave the reference's final state and
+    answer with its result as JSON."""
     import dataclasses
 
     from callbench.api import load_backend, make_track
@@ -136,8 +144,14 @@ def run_stateful(
             scenarios=tuple(scenario or ()),
             timeout_s=timeout,
             temperature=temperature,
+            mode=mode,
+            max_steps=max_steps,
         )
         backend = load_backend(model, _parse_model_args(model_arg), concurrency=concurrency, track=track, constrained=False)
+        if mode == "mcp":
+            from callbench.models.base import require_tools
+
+            require_tools(backend, "--mode mcp")
         generation = dataclasses.replace(track.default_generation(backend.mode), max_tokens=max_tokens)
         outcome = _run_track(
             track,

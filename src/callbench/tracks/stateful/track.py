@@ -5,6 +5,9 @@ variables and the task text, and answers with Python. The program passes a task 
 case's run matches the reference's recorded result and state; the first failing case names the
 error class (no_code, syntax, runtime, wrong_result, wrong_state, timeout, sandbox_violation).
 ``--samples n`` draws n programs per task (seed varied per sample) for pass@k.
+
+``--mode mcp`` evaluates tool-calling agents instead: no program, one tool-calling episode per test
+case against the scenario's MCP server (:mod:`callbench.tracks.stateful.mcp_mode`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from callbench.tracks.templates import load_templates, templates_digest
 PROMPT_VERSION = "v1"
 _FILES = ("system.md", "user.md")
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+MODES = ("program", "mcp")
 _REQUIRED = ("id", "scenario", "text", "inputs", "result_var", "reference", "cases", "complexity")
 
 
@@ -82,6 +86,8 @@ class StatefulOptions:
     scenarios: tuple[str, ...] = ()
     timeout_s: float = 20.0
     temperature: float | None = None  # default: 0 for one sample, 0.8 for several
+    mode: str = "program"  # "program" (the model writes code) or "mcp" (a tool-calling agent over MCP)
+    max_steps: int = 12  # mcp: most model turns per test case
 
 
 class StatefulTrack(Track):
@@ -95,8 +101,16 @@ class StatefulTrack(Track):
         bad = [k for k in self.options.k if k < 1 or k > self.options.samples]
         if bad:
             raise ConfigError(f"--k {bad[0]}: each k must be between 1 and --samples ({self.options.samples})")
+        if self.options.mode not in MODES:
+            raise ConfigError(f"--mode {self.options.mode}: choose from {', '.join(MODES)}")
+        if self.options.max_steps < 1:
+            raise ConfigError("--max-steps must be >= 1")
         for s in self.options.scenarios:
             get_scenario(s)
+            if self.options.mode == "mcp":
+                from callbench.tracks.stateful.mcp_mode import check_scenario
+
+                check_scenario(s)
         self.path = Path(self.options.bench) if self.options.bench else builtin_bench()
         self.templates = load_templates("callbench.tracks.stateful.prompts", PROMPT_VERSION, _FILES)
 
@@ -105,6 +119,11 @@ class StatefulTrack(Track):
         tasks = load_bench(self.path)
         if self.options.scenarios:
             tasks = [t for t in tasks if t["scenario"] in self.options.scenarios]
+        if self.options.mode == "mcp":
+            from callbench.tracks.stateful.mcp_mode import check_scenario
+
+            for t in tasks:
+                check_scenario(t["scenario"], t["id"])
         n = self.options.samples
         out = []
         for t in tasks:
@@ -123,7 +142,13 @@ class StatefulTrack(Track):
             "bench_sha256": h.hexdigest()[:16],
             "samples": self.options.samples,
             "scenarios": list(self.options.scenarios),
+            **(self._mcp_fingerprint() if self.options.mode == "mcp" else {}),
         }
+
+    def _mcp_fingerprint(self) -> dict[str, Any]:
+        from callbench.tracks.stateful.mcp_mode import mcp_prompt_hash
+
+        return {"mode": "mcp", "max_steps": self.options.max_steps, "mcp_prompt_hash": mcp_prompt_hash()}
 
     def default_generation(self, mode: str) -> GenerationConfig:
         temp = self.options.temperature
@@ -135,6 +160,15 @@ class StatefulTrack(Track):
     def build_input(self, sample: Sample) -> ModelInput:
         task, _ = sample.payload
         scenario = get_scenario(task["scenario"])
+        if self.options.mode == "mcp":
+            from callbench.tracks.stateful.mcp_mode import case_messages, readable_prompt
+
+            return ModelInput(
+                sample_id=sample.id,
+                prompt=readable_prompt(scenario, task),
+                messages=case_messages(scenario, task, task["cases"][0]),
+                metadata={"scenario": task["scenario"], "mode": "mcp"},
+            )
         inputs = "\n".join(f"- `{v}`: {w}" for v, w in task["inputs"].items()) or "(none)"
         system = self.templates["system.md"].format(result_var=task["result_var"]).strip()
         user = self.templates["user.md"].format(
@@ -153,12 +187,30 @@ class StatefulTrack(Track):
         _, i = sample.payload
         if i and isinstance(config, GenerationConfig):
             config = dataclasses.replace(config, seed=config.seed + i)  # distinct draws for pass@k
+        if self.options.mode == "mcp":
+            from callbench.tracks.stateful.mcp_mode import mcp_interact
+
+            task, _ = sample.payload
+            return await mcp_interact(
+                get_scenario(task["scenario"]),
+                task,
+                inp,
+                model,
+                config,
+                max_steps=self.options.max_steps,
+                timeout_s=self.options.timeout_s,
+            )
         return await model.generate(inp, config)
 
     # -- scoring
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         task, _ = sample.payload
         scenario = get_scenario(task["scenario"])
+        if self.options.mode == "mcp":
+            from callbench.tracks.stateful.mcp_mode import judge_episodes
+
+            verdict, reason, cases, parsed = judge_episodes(scenario, task, output)
+            return self._result(task, verdict, reason, cases, parsed)
         code = extract_code(output.text)
         limits = default_limits(scenario, timeout_s=self.options.timeout_s)
         cases = []
@@ -171,6 +223,9 @@ class StatefulTrack(Track):
             if v != "pass":
                 verdict, reason = v, f"case {c['name']}: {why}" if why else f"case {c['name']}"
                 break  # later cases cannot turn a failure into a pass
+        return self._result(task, verdict, reason, cases, code)
+
+    def _result(self, task: dict[str, Any], verdict: str, reason: str | None, cases: list[dict[str, Any]], parsed: str) -> SampleResult:
         passed = verdict == "pass"
         row = {
             "task": task["id"],
@@ -182,7 +237,7 @@ class StatefulTrack(Track):
         }
         return SampleResult(
             status="ok" if passed else verdict,
-            parsed=code,
+            parsed=parsed,
             execution=cases,
             verdicts={"strict": row},
             error=reason,
