@@ -17,14 +17,28 @@ Exactness: :meth:`KeyTracker.allows` refuses a byte string iff feeding it would 
 key already present in the same object (headers: case-insensitively), (b) close an object while
 one of its required keys is missing, or (c) leave a partial key that can only grow into keys
 already present (so the model is never steered into a dead end).
+
+Speed (the engine calls ``allows`` per candidate token, in Python): ``sensitive`` names only the
+tokens that can break a rule in the current state, as :class:`~callbench.constrain.engine.TokenClass`
+tables built once per vocabulary (e.g. inside a string value: a closing quote followed by code that
+closes an object or starts a key, about 100 of Qwen's 152k tokens); verdicts are memoised per
+state on whole tokens and on normalised forms that provably share a verdict, and the memo survives
+tokens that leave the state unchanged (the middle of a string value); tokens that only write a key
+are judged on the prefix table without simulation; simulations copy only the top frame.
+Every shortcut is checked against the plain simulation (``_scan``) in
+``tests/constrain/test_key_tracker_cache.py``.
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from callbench.constrain.engine import TokenClass
 from callbench.constrain.webapi_grammar import BODY_METHODS, NO, ObjShape, OpArgs, WebApiGrammar
 from callbench.specs import ApiSpec
 
@@ -44,8 +58,155 @@ _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 _SCALAR = _IDENT | frozenset(b".+-")
 _STRUCT = frozenset(b"{}[](),:'\"`\\ \t\r\n")
 _JS_IDENT = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-_QUOTE_SETS = {q: frozenset((q,)) for q in (_SQ, _DQ, _BQ)}
 _NOTHING: frozenset[int] = frozenset()
+
+# -- which tokens can matter (the engine asks the tracker about no other token) ---------------------
+# From code (outside keys and strings), a token can only break a rule if, read as code, it closes
+# an object (`}`) or starts a key: a `,` (next pair) or `{` (new object) followed, after blanks and
+# further `,`/`{`, by a byte that starts a key (a quote, a name byte). Read as the tracker reads it: string literals are
+# skipped (escapes included), a template literal with a `${` hole counts as dangerous (its code is
+# not followed here). Anything that can break a rule is in the class; members are then judged
+# exactly, one by one.
+_BLANK = frozenset(b" \t\r\n")
+_KEY_START = _IDENT | _QUOTES - {_BQ}  # where a key is expected, these bytes start one
+
+
+def _code_danger_from(data: bytes, i: int) -> bool:
+    """Can ``data[i:]``, read from code (not inside a string or key), close an object or start a key?"""
+    n = len(data)
+    pending = False  # a `,` or `{` was read outside strings: the next non-blank byte may start a key
+    while i < n:
+        c = data[i]
+        if c == _RBRACE:
+            return True
+        if c == _COMMA or c == _LBRACE:
+            pending = True
+        elif c in _BLANK:
+            pass
+        elif pending and (c in _KEY_START or c >= 0x80):
+            return True
+        elif c == _SQ or c == _DQ or c == _BQ:
+            pending = False
+            i += 1
+            while i < n:
+                d = data[i]
+                if d == _BSL:
+                    i += 2
+                    continue
+                if d == c:
+                    break
+                if c == _BQ and d == _DOLLAR and i + 1 < n and data[i + 1] == _LBRACE:
+                    return True  # code inside a template hole: not followed, so counted
+                i += 1
+            else:
+                return False  # the token ends inside the string
+        else:
+            pending = False  # `[`, `]`, `)`, `:` ...: no key can start here
+        i += 1
+    return False
+
+
+def _code_danger(data: bytes) -> bool:
+    return _code_danger_from(data, 0)
+
+
+def _string_danger(q: int, *, escapes: bool = False) -> TokenClass:
+    """Inside a string (value, URL or, with ``escapes``, a quoted key) quoted with ``q``: only code
+    after the closing quote can break a rule, and the closing quote is at or after the first
+    ``q`` (escapes and `${...}` holes can only push it later; the code read from the first ``q``
+    on covers the code after the real one). In a key, a backslash counts too (an escape can spell
+    any key)."""
+
+    def predicate(data: bytes) -> bool:
+        if escapes and _BSL in data:
+            return True
+        i = data.find(q)
+        return i >= 0 and _code_danger_from(data, i + 1)
+
+    what = "quoted key" if escapes else "string"
+    prefilter = b",{}\\" if escapes else b",{}"
+    return TokenClass(
+        f"key tracker: {what} {chr(q)} closed, then code danger", predicate, prefilter=prefilter
+    )
+
+
+_CODE_DANGER = TokenClass("key tracker: code danger", _code_danger, prefilter=b",{}")
+_STRING_DANGER = {q: _string_danger(q) for q in (_SQ, _DQ, _BQ)}
+# Writing a key that can no longer become a key already given: only an escape or code after the
+# key's end can lead to a violation (the key itself cannot repeat one, see _partial_is_safe).
+_KEYQ_SAFE = {q: _string_danger(q, escapes=True) for q in (_SQ, _DQ)}
+# ... the same in a free-form object with keys given: ending the key may repeat one.
+_KEYQ_END = {q: frozenset((q, _BSL)) for q in (_SQ, _DQ)}
+_KEYU_END = frozenset(b": \t\r\n")
+
+
+# Where a key is expected after keys were given, a token can also break a rule by starting a key
+# that can only become (or is) a given one: its first key byte (after blanks and the quote) is
+# then the first byte of a given key. One class per byte, from one vectorised pass per vocabulary.
+_FIRST_KEY_BYTES: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def _first_key_byte(data: bytes) -> int:
+    """The byte a key written by ``data`` from a key position starts with (-1: none)."""
+    rest = data.lstrip(b" \t\r\n")
+    if not rest:
+        return -1
+    if rest[0] in (_SQ, _DQ):
+        return rest[1] if len(rest) > 1 else -1
+    return rest[0]
+
+
+def _first_key_bytes(vocab: Any) -> np.ndarray:
+    """:func:`_first_key_byte` of every token of ``vocab`` (int16, cached per vocabulary)."""
+    hit = _FIRST_KEY_BYTES.get(vocab)
+    if hit is not None:
+        return hit
+    tb = vocab.token_bytes
+    lengths = np.fromiter(map(len, tb), dtype=np.int64, count=len(tb))
+    flat = np.frombuffer(b"".join(tb), dtype=np.uint8)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    blank = np.zeros(256, dtype=bool)
+    blank[list(_BLANK)] = True
+    pos = np.where(blank[flat], flat.size, np.arange(flat.size))  # non-blank bytes: their position
+    out = np.full(len(tb), -1, dtype=np.int16)
+    nonempty = np.flatnonzero(lengths)
+    if nonempty.size:
+        first = np.minimum.reduceat(pos, starts[nonempty])  # first non-blank position per token
+        ok = first < ends[nonempty]
+        ids, first = nonempty[ok], first[ok]
+        b0 = flat[first].astype(np.int16)
+        quoted = (b0 == _SQ) | (b0 == _DQ)
+        has_next = first + 1 < ends[ids]
+        nxt = np.where(has_next, flat[np.minimum(first + 1, flat.size - 1)].astype(np.int16), np.int16(-1))
+        out[ids] = np.where(quoted, nxt, b0)
+    out.flags.writeable = False
+    _FIRST_KEY_BYTES[vocab] = out
+    return out
+
+
+_KEY_FIRST: dict[int, TokenClass] = {}
+
+
+def _key_firsts(key_bytes: frozenset[int]) -> tuple[int, ...]:
+    out = {_BSL}
+    for c in key_bytes:
+        out.add(c)
+        if 65 <= c <= 90 or 97 <= c <= 122:
+            out.add(c ^ 0x20)
+    return tuple(sorted(out))
+
+
+def _key_first(c: int) -> TokenClass:
+    cls = _KEY_FIRST.get(c)
+    if cls is None:
+        cls = _KEY_FIRST[c] = TokenClass(
+            f"key tracker: a key starting with {bytes((c,))!r}",
+            lambda data, c=c: _first_key_byte(data) == c,
+            build=lambda vocab, c=c: _first_key_bytes(vocab) == c,
+        )
+    return cls
+
 
 # modes (what the scanner is inside of)
 M_CODE, M_STR, M_KEYQ, M_KEYU, M_SCALAR, M_METHOD, M_DONE, M_LOST = range(8)
@@ -56,6 +217,8 @@ O_KEY, O_COLON, O_VALUE, O_AFTER = range(4)
 # array-frame states
 A_ITEM, A_AFTER = range(2)
 _FREE = ObjShape("object", {}, extra=None)
+# what a partial key can still break (see KeyTracker._partial_is_safe)
+_UNSAFE, _SAFE_UNTIL_END, _SAFE_ALL = range(3)
 _ESCAPES = {
     ord("n"): "\n",
     ord("t"): "\t",
@@ -94,11 +257,12 @@ class _Prefixes:
     """Declared keys of one closed shape by prefix, to answer "can this partial key still
     become a key not yet given?" in O(1)."""
 
-    __slots__ = ("quoted", "bare")
+    __slots__ = ("quoted", "bare", "declared")
 
     def __init__(self, shape: ObjShape):
         self.quoted: dict[bytes, frozenset[str]] = {}
         self.bare: dict[bytes, frozenset[str]] = {}
+        self.declared = frozenset(shape.norm(name) for name in shape.props)
         q: dict[bytes, set[str]] = {}
         b: dict[bytes, set[str]] = {}
         for name in shape.props:
@@ -176,6 +340,9 @@ class KeyTracker:
         "_args",
         "violation",
         "_memo",
+        "_sens",
+        "_shared",
+        "_key_firsts",
     )
 
     def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
@@ -183,6 +350,8 @@ class KeyTracker:
         self._spec = spec
         self._model = grammar.model
         self._keyset: frozenset[int] = frozenset(_STRUCT | grammar.key_bytes)
+        # bytes a given key can start with (every byte of a declared name, both cases, escapes)
+        self._key_firsts = _key_firsts(grammar.key_bytes)
         self._mode = M_CODE
         self._q = 0
         self._esc = False
@@ -193,9 +362,11 @@ class KeyTracker:
         self._method: str | None = None
         self._args: OpArgs | None = None
         self.violation: str | None = None
-        # allows() verdicts for the current state, keyed on the bytes from a string's closing
-        # quote onward (see allows); cleared whenever the state changes.
+        # allows() verdicts for the current state: "feeding exactly these bytes now is fine",
+        # keyed on whole tokens and on the normalised forms that share a verdict (see allows).
+        # Cleared whenever the state changes (see feed).
         self._memo: dict[bytes, bool] = {}
+        self._sens: frozenset[int] | TokenClass | None = None  # sensitive, for the current state
         call = _Frame("call", C_METHOD, "")
         if grammar.setup == "args":
             self._method = grammar.method
@@ -204,88 +375,255 @@ class KeyTracker:
         else:
             self._mode = M_METHOD
         self._frames = [call]
+        self._shared = 0  # frames below this index are shared with another tracker (see _probe)
 
     # -- TokenFilter -------------------------------------------------------------------
     @property
-    def sensitive(self) -> frozenset[int]:
-        """Bytes that can matter *now* (the engine reads this at every step).
+    def sensitive(self) -> frozenset[int] | TokenClass:
+        """The tokens that can matter *now* (the engine reads this at every step).
 
-        Inside a string only its closing quote can lead anywhere; while a key is expected or
-        being written, every byte of a declared key name (prefix feasibility) and the structural
-        bytes; elsewhere only the structural bytes (a key or ``}`` needs one first). Six
-        distinct sets in all, so the engine's per-set token tables stay few.
+        Inside a string (value or URL), a closing quote followed by code that closes an object or
+        starts a key; outside keys, such code itself (:data:`_CODE_DANGER`); while a key is being
+        written that could still become a key already given (or a key is expected after one was
+        given), every byte of a declared key name and the structural bytes; while writing a key
+        that cannot, only its end (or an escape). At most nine distinct values
+        (:attr:`all_sensitive`), so the engine's per-vocabulary tables stay few.
         """
+        sens = self._sens
+        if sens is None:
+            sens = self._sens = self._sensitive_now()
+        return sens
+
+    @property
+    def all_sensitive(self) -> tuple[frozenset[int] | TokenClass, ...]:
+        """Every value :attr:`sensitive` can take (the engine builds their tables up front)."""
+        return (
+            _NOTHING,
+            _CODE_DANGER,
+            *_STRING_DANGER.values(),
+            self._keyset,
+            *_KEYQ_SAFE.values(),
+            *_KEYQ_END.values(),
+            _KEYU_END,
+            *(_key_first(c) for c in self._key_firsts),
+        )
+
+    def _sensitive_now(self) -> frozenset[int] | TokenClass:
         mode = self._mode
         if mode == M_STR:
-            return _QUOTE_SETS[self._q]
+            return _STRING_DANGER[self._q]
         if mode in (M_DONE, M_LOST) or self.violation is not None:
             return _NOTHING
-        if mode in (M_KEYQ, M_KEYU):
-            return self._keyset
         top = self._frames[-1]
-        if top.kind == "obj" and top.state == O_KEY:
+        if mode in (M_KEYQ, M_KEYU):
+            safe = self._partial_is_safe(top)
+            if safe == _SAFE_ALL:
+                return _KEYQ_SAFE[self._q] if mode == M_KEYQ else _CODE_DANGER
+            if safe == _SAFE_UNTIL_END:
+                return _KEYQ_END[self._q] if mode == M_KEYQ else _KEYU_END
             return self._keyset
-        return _STRUCT
+        if top.kind == "obj" and top.state == O_KEY and top.used:
+            return self._key_start_sensitive(top)
+        # Elsewhere, also at an object's first key: no key is given yet, so no partial or
+        # complete key can repeat one until a `,` or `{` has started another key.
+        return _CODE_DANGER
+
+    def _key_start_sensitive(self, top: _Frame) -> Any:
+        """Where a key is expected after keys were given: code danger, and tokens whose key
+        starts with the first byte of a given key (both cases in a case-insensitive object) or
+        an escape. If every declared key was given (or the empty key), any key start can fail."""
+        used = top.used
+        shape = top.shape
+        if "" in used:
+            return self._keyset
+        if shape is not None and shape.extra is NO:
+            every = _prefixes(shape).quoted.get(b"")
+            if every is not None and every <= used:
+                return self._keyset
+        firsts = {_BSL}
+        for key in used:
+            c = key.encode()[0]
+            firsts.add(c)
+            if 65 <= c <= 90 or 97 <= c <= 122:
+                firsts.add(c ^ 0x20)
+        return (_CODE_DANGER, *(_key_first(c) for c in sorted(firsts)))
+
+    def _partial_is_safe(self, top: _Frame) -> int:
+        """While writing a key: which continuations can fail?
+
+        ``_SAFE_ALL``: none that only extend or end the key. In a closed object whose given keys
+        are all declared, when the partial key (no escapes) can become no given key: a longer
+        partial can become a subset of those keys (or none), so :meth:`_check_partial` cannot
+        fail, and the finished key is either one of them or undeclared, so not given. Also in a
+        free-form object with no key given yet.
+        ``_SAFE_UNTIL_END``: only the key's end can fail (a free-form object: any partial can
+        still become a new key, but the finished one may repeat a given one).
+        ``_UNSAFE``: any key byte can fail.
+        """
+        shape = top.shape
+        used = top.used
+        if shape is None or shape.extra is not NO:
+            return _SAFE_ALL if not used else _SAFE_UNTIL_END
+        partial = bytes(self._buf)
+        if _BSL in partial:
+            return _UNSAFE
+        if shape.ci:
+            partial = partial.lower()
+        pre = _prefixes(shape)
+        if not used <= pre.declared:
+            return _UNSAFE
+        cands = (pre.quoted if self._mode == M_KEYQ else pre.bare).get(partial)
+        return _SAFE_ALL if cands is None or cands.isdisjoint(used) else _UNSAFE
 
     def clone(self) -> KeyTracker:
         t = KeyTracker.__new__(KeyTracker)
         t.grammar, t._spec, t._model, t._keyset = self.grammar, self._spec, self._model, self._keyset
+        t._key_firsts = self._key_firsts
         t._frames = [f.copy() for f in self._frames]
+        t._shared = 0
         t._mode, t._q, t._esc, t._hole, t._dollar = self._mode, self._q, self._esc, self._hole, self._dollar
         t._buf = bytearray(self._buf)
         t._url = bytearray(self._url) if self._url is not None else None
         t._method, t._args, t.violation = self._method, self._args, self.violation
         t._memo = {}
+        t._sens = None
+        return t
+
+    def _probe(self) -> KeyTracker:
+        """A throw-away copy for :meth:`_scan`: it copies only the top frame and shares the others
+        with this tracker, copying each when a pop makes it the top (the scanner changes no other
+        frame). Valid while this tracker does not change, i.e. within one allows() call."""
+        t = KeyTracker.__new__(KeyTracker)
+        t.grammar, t._spec, t._model, t._keyset = self.grammar, self._spec, self._model, self._keyset
+        t._key_firsts = self._key_firsts
+        frames = self._frames
+        t._frames = frames[:-1]
+        t._frames.append(frames[-1].copy())
+        t._shared = len(frames) - 1
+        t._mode, t._q, t._esc, t._hole, t._dollar = self._mode, self._q, self._esc, self._hole, self._dollar
+        t._buf = bytearray(self._buf)
+        t._url = bytearray(self._url) if self._url is not None else None
+        t._method, t._args, t.violation = self._method, self._args, self.violation
+        t._memo = {}
+        t._sens = None
         return t
 
     def active(self) -> bool:
         return self._mode not in (M_DONE, M_LOST) and self.violation is None
 
     def feed(self, data: bytes) -> None:
-        if data:
+        if not data:
+            return
+        if not self._keeps_state(data):
             self._memo = {}
+            self._sens = None
         for b in data:
             if self._mode in (M_DONE, M_LOST):
                 return
             self._step(b)
 
+    def _keeps_state(self, data: bytes) -> bool:
+        """Does feeding ``data`` leave the whole state as it is? (then verdicts stay valid)
+
+        Inside a string value with no escape or ``${`` pending, bytes other than the quote, a
+        backslash and ``$`` change nothing (a value's text is not kept). Tokens in the middle of
+        a long string are the common case: their steps reuse the previous step's verdicts.
+        """
+        if self._mode != M_STR or self._url is not None or self._esc or self._hole or self._dollar:
+            return False
+        return self._q not in data and _BSL not in data and _DOLLAR not in data
+
     def allows(self, data: bytes) -> bool:
         mode = self._mode
         if mode in (M_DONE, M_LOST) or self.violation is not None:
             return True
-        if mode == M_STR and self._q not in data and self._url is None:
-            return True  # the string stays open: nothing can break
-        if mode == M_STR and self._url is None and not (self._esc or self._hole or self._dollar):
-            # Inside a string value, bytes before the closing quote change no state unless they
-            # are a backslash (or, in backticks, part of `${`). Then the verdict depends only on
-            # the bytes from the quote on, which many tokens share (`",`, `"}`, `"\n` ...):
-            # exact memoisation that turns hundreds of scans per step into a few.
+        memo = self._memo
+        verdict = memo.get(data)
+        if verdict is None:
+            verdict = self._judge(data, mode)
+            memo[data] = verdict
+        return verdict
+
+    def _judge(self, data: bytes, mode: int) -> bool:
+        """allows() without the whole-token memo (the memo holds the verdicts of normalised forms)."""
+        if mode == M_STR:
             q = self._q
-            idx = data.index(q)
-            head = data[:idx]
-            if 92 not in head and (q != _BQ or (36 not in head and 123 not in head)):
-                key = bytes(data[idx:])
-                verdict = self._memo.get(key)
-                if verdict is None:
-                    verdict = self._scan(key)
-                    self._memo[key] = verdict
-                return verdict
+            idx = data.find(q)
+            if idx < 0 and self._url is None:
+                return True  # the string stays open: nothing can break
+            if idx >= 0 and self._url is None and not (self._esc or self._hole or self._dollar):
+                # Inside a string value, bytes before the closing quote change no state unless
+                # they are a backslash (or, in backticks, part of `${`). Then the verdict depends
+                # only on the bytes from the quote on, which many tokens share (`",`, `"}` ...).
+                head = data[:idx]
+                if _BSL not in head and (q != _BQ or (_DOLLAR not in head and _LBRACE not in head)):
+                    return self._memo_scan(data[idx:]) if idx else self._scan(data)
+            return self._scan(data)
         if mode == M_CODE:
             # Between tokens of the call, whitespace changes no state (`_code_byte` ignores it), so
             # tokens that differ only in leading whitespace (" ,", "\n    }") share a verdict.
-            key = bytes(data).lstrip(b" \t\r\n")
+            key = data.lstrip(b" \t\r\n")
             if not key:
                 return True
-            verdict = self._memo.get(key)
-            if verdict is None:
-                verdict = self._scan(key)
-                self._memo[key] = verdict
-            return verdict
+            top = self._frames[-1]
+            if top.state == O_KEY and top.kind == "obj":
+                # Where a key is expected, a token that only starts one (`"na`, ` name`) is judged
+                # on the prefix table alone, like _check_partial would byte by byte.
+                first = key[0]
+                if first == _SQ or first == _DQ:
+                    if first not in key[1:] and _BSL not in key:
+                        return self._key_ok(top, key[1:], 0, quoted=True)
+                elif (first in _IDENT or first >= 0x80) and all(b in _IDENT or b >= 0x80 for b in key):
+                    return self._key_ok(top, key, 1, quoted=False)
+            return self._memo_scan(key) if len(key) != len(data) else self._scan(data)
+        if mode == M_SCALAR:
+            # A number/identifier's bytes change no state; the first other byte ends it.
+            for i, b in enumerate(data):
+                if b not in _SCALAR:
+                    return self._memo_scan(data[i:]) if i else self._scan(data)
+            return True
+        if mode == M_KEYQ:
+            if not self._esc and self._q not in data and _BSL not in data:
+                return self._key_ok(
+                    self._frames[-1], bytes(self._buf) + data, len(self._buf) + 1, quoted=True
+                )
+        elif mode == M_KEYU:
+            if all(b in _IDENT or b >= 0x80 for b in data):
+                return self._key_ok(
+                    self._frames[-1], bytes(self._buf) + data, len(self._buf) + 1, quoted=False
+                )
         return self._scan(data)
 
+    def _memo_scan(self, key: bytes) -> bool:
+        verdict = self._memo.get(key)
+        if verdict is None:
+            verdict = self._memo[key] = self._scan(key)
+        return verdict
+
+    @staticmethod
+    def _key_ok(top: _Frame, partial: bytes, start: int, *, quoted: bool) -> bool:
+        """Would writing the key ``partial`` (no escapes, no end) pass :meth:`_check_partial` at
+        every length from ``start`` on? The first partial key that can only become keys already
+        given fails; one that no declared key starts with ends the check (nor does any longer)."""
+        shape = top.shape
+        if shape is None or shape.extra is not NO:
+            return True
+        pre = _prefixes(shape)
+        table = pre.quoted if quoted else pre.bare
+        if shape.ci:
+            partial = partial.lower()
+        used = top.used
+        for end in range(start, len(partial) + 1):
+            cands = table.get(partial[:end])
+            if cands is None:
+                return True
+            if cands <= used:
+                return False
+        return True
+
     def _scan(self, data: bytes) -> bool:
-        """Would appending ``data`` keep the rules satisfiable? (simulation on a clone)"""
-        t = self.clone()
+        """Would appending ``data`` keep the rules satisfiable? (simulation on a probe)"""
+        t = self._probe()
         for b in data:
             if t._mode in (M_DONE, M_LOST):
                 return True
@@ -573,7 +911,11 @@ class KeyTracker:
             top.state = C_AFTER
 
     def _pop(self) -> None:
-        self._frames.pop()
+        frames = self._frames
+        frames.pop()
+        if len(frames) <= self._shared:  # a probe's new top is still its parent's frame: copy it
+            frames[-1] = frames[-1].copy()
+            self._shared = len(frames) - 1
         self._value_done()
 
     def _close_obj(self, top: _Frame) -> None:
