@@ -158,7 +158,10 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
                 out = await track.interact(sample, inp, model, opts.generation)
                 if out.latency_s is None:
                     out.latency_s = time.perf_counter() - t0
-            res = track.evaluate(sample, out)
+            if track.evaluate_in_thread:  # slow, process-isolated scoring must not stall the requests
+                res = await asyncio.to_thread(track.evaluate, sample, out)
+            else:
+                res = track.evaluate(sample, out)
             store.put(sample.group, inp, out, res)
             progress.advance(task_id)
 

@@ -43,6 +43,9 @@ class Track(abc.ABC):
     # Can this track's constraint be enforced by a server (vLLM structured outputs) instead of
     # in-process logits? Only when the grammar alone carries the guarantee that matters.
     server_constraints: bool = False
+    # May ``evaluate`` run in a worker thread, concurrently with other samples' evaluation? Only
+    # for tracks whose scoring holds no shared in-process state (each call starts its own sandbox).
+    evaluate_in_thread: bool = False
 
     @abc.abstractmethod
     def load_samples(self) -> list[Sample]:

@@ -187,3 +187,39 @@ def test_bad_bench_rows_are_one_line_errors(tmp_path: Path):
 def test_outcome_round_trips():
     o = Outcome("ok", result=[1], result_set=True, state={"a": 1}, writes=2)
     assert Outcome(**json.loads(json.dumps(o.to_json()))) == o
+
+
+def test_extract_code_from_completions_and_fence_variants():
+    assert extract_code("result = 1\n```\n", completion=True) == "result = 1\n"
+    assert extract_code("result = api.list_audio()\n```\nThis lists it.", completion=True) == "result = api.list_audio()\n"
+    assert extract_code("Sure:\n```Python\nresult = 2\n```") == "result = 2\n"
+    assert extract_code("```py3\nx\n```".replace("py3", "python3")) == "x\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("5", "task 1: a task must be a JSON object, not int"),
+        ('{"id": "t", "scenario": "voice", "text": "", "inputs": [], "result_var": "result", "reference": "", "cases": [{}], "complexity": {}}', "field 'inputs' must be an object"),
+        ('{"id": "t", "scenario": "voice", "text": "", "inputs": {}, "result_var": "result", "reference": "", "cases": [1], "complexity": {}}', r"cases\[0\] needs 'name'"),
+        ('{"id": "t", "scenario": "voice", "text": "", "inputs": {}, "result_var": "result", "reference": "", "cases": [{"name": "b", "preload": {}}], "complexity": {}}', r"cases\[0\].expected must be an object"),
+        ('{"id": "t", "scenario": "voice", "text": "", "inputs": {}, "result_var": "result", "reference": "", "cases": [{"name": "b", "preload": {}, "expected": {"status": "ok", "bogus": 1}}], "complexity": {}}', r"cases\[0\].expected must be an object"),
+    ],
+)
+def test_malformed_case_rows_are_one_line_errors(tmp_path: Path, row, message):
+    from callbench.errors import DataError
+
+    f = tmp_path / "tasks.jsonl"
+    f.write_text(row + "\n")
+    with pytest.raises(DataError, match=message):
+        StatefulTrack(StatefulOptions(bench=str(f))).load_samples()
+
+
+def test_bad_options_are_refused():
+    from callbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--timeout 0"):
+        StatefulTrack(StatefulOptions(timeout_s=0))
+    with pytest.raises(ConfigError, match="--temperature -1"):
+        StatefulTrack(StatefulOptions(temperature=-1))
+    assert StatefulTrack(StatefulOptions()).default_generation("completion").stop == ("```",)

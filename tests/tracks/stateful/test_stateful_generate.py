@@ -155,3 +155,21 @@ def test_energy_beats_random_on_coverage_and_cli_writes_json(tmp_path: Path):
     assert r.exit_code == 0, r.output
     data = json.loads(out.read_text())["scenarios"]["session"]
     assert len(data["samplers"]["energy"]["curves"]) == 2 and len(data["samplers"]["random"]["mean_curve"]) == 20
+
+
+def test_resume_with_other_settings_is_refused(tmp_path: Path):
+    from callbench.errors import ConfigError
+
+    scen = get_scenario("voice")
+    out = tmp_path / "v"
+    generate(scen, out, GenerateOptions(n=1, seed=2))
+    with pytest.raises(ConfigError, match="not generated with --seed 3"):
+        generate(scen, out, GenerateOptions(n=2, seed=3))
+    with pytest.raises(ConfigError, match="sampler was 'energy', now 'random'"):
+        generate(scen, out, GenerateOptions(n=2, seed=2, sampler="random"))
+    # a lost manifest does not restart the attempts: no task is generated twice
+    (out / "manifest.json").unlink()
+    generate(scen, out, GenerateOptions(n=3, seed=2))
+    refs = [t["reference"] for t in read_tasks(out / "tasks.jsonl")]
+    seeds = [t["seed"] for t in read_tasks(out / "tasks.jsonl")]
+    assert len(set(seeds)) == 3 and len(refs) == 3

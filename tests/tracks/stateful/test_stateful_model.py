@@ -179,3 +179,50 @@ def test_summary_keys_and_values():
     assert s["pass@2"] == pytest.approx((1.0 + 0.0) / 2)
     assert s["error_runtime"] == 0.5 and s["error_wrong_state"] == 0.25 and s["error_timeout"] == 0.0
     assert s["mean_n_calls"] == 3.0 and s["n_tasks"] == 2
+
+
+def test_complexity_nested_calls_and_branch_join():
+    m = analyse("a = api.search()\nv = api.tts(t, api.get_voice(a[0]['id'])['id'])\n", ["api"])
+    assert m == {"n_calls": 3, "path_depth": 3, "binding_count": 2, "code_lines": 2}
+    m = analyse("if c:\n    x = api.a()\nelse:\n    x = api.b()\ny = api.c(x)\n", ["api"])
+    assert m["binding_count"] == 2 and m["path_depth"] == 2  # c uses whichever branch ran
+
+
+@pytest.mark.parametrize(
+    ("otype", "message"),
+    [
+        (ObjectType("box", "a box", ref="{nope}"), "ref: must contain {var}"),
+        (ObjectType("box", "a box", probes={"n": ("len(x)", lambda o: 1)}), "probes['n']: must contain {var}"),
+    ],
+)
+def test_object_type_templates_are_validated(otype, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        dataclasses.replace(_mini(), object_types=(otype,))
+
+
+def test_returns_kind_is_validated():
+    with pytest.raises(ConfigError, match="returns: 'objs' is not one of object, objects, value"):
+        _mini(returns="objs")
+
+
+def test_loop_elements_follow_the_returned_list_order():
+    """Abstract element i is the real element i: the voice each synthesized clip of a loop used."""
+    from callbench.tracks.stateful.execution import Case, execute
+
+    s = get_scenario("voice")
+    checked = 0
+    for seed in range(80):
+        prog = sample_program(s, Random(seed), n_calls=2, p_loop=1.0, p_branch=0.0)  # search, then the loop
+        loops = [st for st in prog.steps if isinstance(st, Loop) and st.call.api == "text_to_speech"]
+        if not loops:
+            continue
+        out_var = loops[0].out
+        abstract = {o.expr: o.attrs["voice_id"] for o in prog.world.objects.values() if o.expr and o.expr.startswith(out_var + "[")}
+        code = render(prog, s) + f"result = [x['voice_id'] for x in {out_var}]\n"
+        real = execute(s, code, Case("b", prog.inputs))
+        assert real.status == "ok", real.error
+        assert [abstract[f"{out_var}[{i}]"] for i in range(len(real.result))] == real.result
+        checked += 1
+        if checked == 3:
+            break
+    assert checked == 3

@@ -38,24 +38,28 @@ class _Flow(ast.NodeVisitor):
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
     def _expr_taint(self, node: ast.AST) -> set[int]:
-        """Taint of an expression; registers the API calls inside it (innermost first)."""
+        """Taint of an expression: the outermost API calls in it, else the taint of the names it
+        reads. Registers every API call inside, innermost first, with an edge from each call
+        (or tainted name) its arguments use."""
+        if isinstance(node, ast.Call) and _root(node.func) in self.roots:
+            used: set[int] = set()
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                used |= self._expr_taint(arg)
+            cid = len(self.calls)
+            self.calls.append(cid)
+            self.edges.update((src, cid) for src in used)
+            return {cid}
+        if isinstance(node, ast.Name):
+            return set(self.taint.get(node.id, set())) if isinstance(node.ctx, ast.Load) else set()
         found: set[int] = set()
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call) and _root(sub.func) in self.roots:
-                cid = len(self.calls)
-                self.calls.append(cid)
-                used: set[int] = set()
-                for arg in [*sub.args, *(k.value for k in sub.keywords)]:
-                    for name in self._names(arg):
-                        used |= self.taint.get(name, set())
-                for src in used:
-                    self.edges.add((src, cid))
-                found.add(cid)
-        if found:  # a call's result derives from that call only (edges are direct uses)
-            return found
-        for name in self._names(node):
-            found |= self.taint.get(name, set())
-        return found
+        calls: set[int] = set()
+        for child in ast.iter_child_nodes(node):
+            t = self._expr_taint(child)
+            if isinstance(child, ast.Call) and _root(child.func) in self.roots:
+                calls |= t
+            else:
+                found |= t
+        return calls or found
 
     def _assign(self, target: ast.AST, taint: set[int]) -> None:
         for n in ast.walk(target):
@@ -84,9 +88,16 @@ class _Flow(ast.NodeVisitor):
             self.visit(stmt)
 
     def visit_If(self, node: ast.If) -> None:
+        """Both branches start from the same bindings; afterwards a name may come from either."""
         self._expr_taint(node.test)
-        for stmt in node.body + node.orelse:
+        before = {k: set(v) for k, v in self.taint.items()}
+        for stmt in node.body:
             self.visit(stmt)
+        after_then, self.taint = self.taint, before
+        for stmt in node.orelse:
+            self.visit(stmt)
+        for name, t in after_then.items():
+            self.taint[name] = self.taint.get(name, set()) | t
 
 
 def analyse(code: str, roots: Iterable[str]) -> dict[str, int]:

@@ -7,7 +7,8 @@ Output directory layout (one scenario per directory; ``run stateful --bench`` re
     OUT/manifest.json    settings, kept/dropped counts with reasons, pairs covered, unreachable APIs
 
 Resumable: attempt *i* uses its own seed (``seed * 100003 + i``), the energy sampler's pair counts
-are rebuilt from the tasks already written, and kept tasks are never rewritten.
+are rebuilt from the tasks already written, and kept tasks are never rewritten; a resume with
+another seed, sampler, call range or text mode is refused.
 """
 
 from __future__ import annotations
@@ -78,6 +79,20 @@ def make_task(
     }
 
 
+_SEED_STRIDE = 100003  # attempt seeds of --seed s are s * stride + attempt (attempt < stride)
+
+
+def _check_resume(tasks_path: Path, done: list[dict[str, Any]], manifest: dict[str, Any], opts: GenerateOptions, writer) -> None:
+    """A resumed generation must use the settings the existing tasks were made with."""
+    for t in done:
+        if not isinstance(t.get("seed"), int) or t["seed"] // _SEED_STRIDE != opts.seed:
+            raise ConfigError(f"{tasks_path}: task {t.get('id')} was not generated with --seed {opts.seed}; use another --out")
+    want = {"sampler": opts.sampler, "calls": [opts.min_calls, opts.max_calls], "text": "agents" if writer else "template"}
+    for key, value in want.items():
+        if key in manifest and manifest[key] != value:
+            raise ConfigError(f"{tasks_path.parent / 'manifest.json'}: {key} was {manifest[key]!r}, now {value!r}; resume with the same settings or use another --out")
+
+
 def _drop_unused_inputs(program, code: str) -> None:
     """Inputs the program never reads (e.g. a second input tensor) are not part of the task."""
     unused = [v for v in program.inputs if not re.search(rf"\b{re.escape(v)}\b", code)]
@@ -120,7 +135,7 @@ def generate(
     if (writer is None) != (evaluator is None):
         raise ConfigError("task text by agents needs both --writer and --evaluator (or neither: templates)")
     if opts.min_calls < 1 or opts.max_calls < opts.min_calls:
-        raise ConfigError(f"--calls {opts.min_calls}..{opts.max_calls}: need 1 <= min <= max")
+        raise ConfigError(f"--min-calls {opts.min_calls} --max-calls {opts.max_calls}: need 1 <= min-calls <= max-calls")
     out.mkdir(parents=True, exist_ok=True)
     tasks_path = out / "tasks.jsonl"
     done = read_tasks(tasks_path)
@@ -130,12 +145,14 @@ def generate(
     counts: Counter = Counter(tuple(p) for t in done for p in t["pairs"])
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text("utf-8")) if manifest_path.exists() and done else {}
+    _check_resume(tasks_path, done, manifest, opts, writer)
     dropped: Counter = Counter(manifest.get("dropped", {}))
-    attempt = int(manifest.get("attempts", 0))
+    # attempts are numbered within the seed; the tasks themselves say how far a crashed run got
+    attempt = max([int(manifest.get("attempts", 0))] + [t["seed"] - opts.seed * _SEED_STRIDE + 1 for t in done])
     kept = len(done)
     max_attempts = opts.n * opts.max_attempts_factor
     while kept < opts.n and attempt < max_attempts:
-        attempt_seed = opts.seed * 100003 + attempt
+        attempt_seed = opts.seed * _SEED_STRIDE + attempt
         attempt += 1
         rng = Random(attempt_seed)
         trial = Counter(counts)  # only kept programs count as covered

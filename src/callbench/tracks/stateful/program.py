@@ -58,6 +58,7 @@ class Program:
     service_seed: Any = None
     pairs: list[tuple[str, str]] = field(default_factory=list)
     result_var: str = "result"
+    world: Any = field(default=None, repr=False, compare=False)  # abstract state after sampling (not stored)
 
     @property
     def n_calls(self) -> int:

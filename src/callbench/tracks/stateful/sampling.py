@@ -122,6 +122,7 @@ class _Builder:
         self.inputs[var] = value
         self.words[var] = p.describe or p.name.replace("_", " ")
         if p.resample and self.n_alt:
+            saved = dict(world.data)  # domains may keep per-call notes there (session kind)
             alts = []
             for _ in range(self.n_alt * 4):
                 alt = p.perturb(self.rng, value) if p.perturb else p.domain(self.rng, world, objs)
@@ -129,6 +130,8 @@ class _Builder:
                     alts.append(alt)
                 if len(alts) >= self.n_alt:
                     break
+            world.data.clear()
+            world.data.update(saved)
             self.alts[var] = alts
         return var, value
 
@@ -184,7 +187,8 @@ class _Builder:
 
     def loop(self, world: World, coll: Call) -> Loop | None:
         """One API applied to every element of the collection ``coll`` returned."""
-        elems = [o for o in world.live() if o.expr and o.expr.startswith(f"{coll.out}[")]
+        returned = self.last_result if isinstance(self.last_result, list) else []
+        elems = [o for o in returned if o.alive]  # list order: the order the rendered loop runs in
         if not elems:
             return None
         etype = elems[0].type
@@ -262,8 +266,11 @@ def sample_program(
     steps: list[Step] = []
     branch_at = rng.randint(1, max(1, n_calls - 1)) if n_calls >= 2 and rng.random() < p_branch else None
     while len(steps) < n_calls:
-        if branch_at is not None and len(steps) == branch_at:
-            br = _branch(b, world, steps, n_calls - len(steps))
+        if branch_at is not None and len(steps) >= branch_at:
+            try:
+                br = _branch(b, world, steps, n_calls - len(steps))
+            except _Abandon:
+                return None  # the builder already holds half a branch: start over
             if br is not None:
                 steps.append(br)
                 break
@@ -287,10 +294,16 @@ def sample_program(
         flip=b.flip,
         service_seed=init.service_seed,
         pairs=b.pairs,
+        world=world,
     )
 
 
+class _Abandon(Exception):
+    """A branch could not be completed after the builder had started it."""
+
+
 def _branch(b: _Builder, world: World, steps: list[Step], remaining: int) -> Branch | None:
+    """None when no probe exists (nothing changed); raises _Abandon when a side cannot be sampled."""
     probe = b.branch_probe(world, steps[-1])
     if probe is None:
         return None
@@ -310,8 +323,7 @@ def _branch(b: _Builder, world: World, steps: list[Step], remaining: int) -> Bra
             break
         orelse.append(call)
     if not then or not orelse:
-        return None
-    # merge the else world's objects into the sampled one is not needed: nothing follows the branch
+        raise _Abandon
     low = max(0, math.floor(value) - b.rng.randint(1, 3))  # value > low holds (values are >= 1)
     high = math.ceil(value) + b.rng.randint(0, 2)  # value > high fails
     var = b.fresh("threshold")

@@ -213,6 +213,14 @@ def validate(s: Scenario) -> None:
     types = {t.name for t in s.object_types}
     if len(types) != len(s.object_types):
         raise ConfigError(f"{where}: object_types: duplicate type name")
+    for t in s.object_types:
+        for label, text in [("ref", t.ref)] + [(f"probes['{k}']", code) for k, (code, _) in t.probes.items()]:
+            if "{var}" not in text or re.sub(r"\{var\}", "", text).count("{") != re.sub(r"\{var\}", "", text).count("}"):
+                raise ConfigError(f"{where}, object type '{t.name}': {label}: must contain {{var}} (and no other placeholder)")
+            try:
+                text.format(var="x")
+            except (KeyError, IndexError, ValueError):
+                raise ConfigError(f"{where}, object type '{t.name}': {label}: only {{var}} may be a placeholder") from None
     seen: set[str] = set()
     for api in s.apis:
         at = f"{where}, API '{api.name}'"
@@ -233,6 +241,8 @@ def validate(s: Scenario) -> None:
             raise ConfigError(f"{at}: template: placeholders {extra or '-'} unknown, params {missing or '-'} unused")
         if api.target is not None and api.target not in {p.name for p in api.params if p.is_object}:
             raise ConfigError(f"{at}: target '{api.target}' is not an object parameter")
+        if api.returns not in ("object", "objects", "value"):
+            raise ConfigError(f"{at}: returns: '{api.returns}' is not one of object, objects, value")
         if api.returns in ("object", "objects") and api.returns_type not in types:
             raise ConfigError(f"{at}: returns_type: '{api.returns_type}' is not an object type")
         if not _IDENT.match(api.out):

@@ -31,7 +31,7 @@ from callbench.tracks.templates import load_templates, templates_digest
 
 PROMPT_VERSION = "v1"
 _FILES = ("system.md", "user.md")
-_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S | re.I)
 MODES = ("program", "mcp")
 _REQUIRED = ("id", "scenario", "text", "inputs", "result_var", "reference", "cases", "complexity")
 
@@ -52,16 +52,37 @@ def bench_files(path: Path) -> list[Path]:
     return files
 
 
+_OUTCOME_FIELDS = {f.name for f in dataclasses.fields(Outcome)}
+
+
+def _check_task(f: Path, n: int, t: Any) -> None:
+    """One-line DataError naming the file, task and field of a malformed row."""
+    if not isinstance(t, dict):
+        raise DataError(f"{f}: task {n}: a task must be a JSON object, not {type(t).__name__}")
+    missing = [k for k in _REQUIRED if k not in t]
+    if missing:
+        raise DataError(f"{f}: task {n}: missing field '{missing[0]}'")
+    where = f"{f}: task {t['id']}"
+    if not isinstance(t["inputs"], dict):
+        raise DataError(f"{where}: field 'inputs' must be an object (variable -> description)")
+    if not isinstance(t["cases"], list) or not t["cases"]:
+        raise DataError(f"{where}: field 'cases' must be a non-empty list")
+    for i, c in enumerate(t["cases"]):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not isinstance(c.get("preload"), dict):
+            raise DataError(f"{where}: cases[{i}] needs 'name' (string) and 'preload' (object)")
+        exp = c.get("expected")
+        if not isinstance(exp, dict) or "status" not in exp or not set(exp) <= _OUTCOME_FIELDS:
+            raise DataError(f"{where}: cases[{i}].expected must be an object with 'status' and only {sorted(_OUTCOME_FIELDS)}")
+    if not isinstance(t["complexity"], dict):
+        raise DataError(f"{where}: field 'complexity' must be an object")
+
+
 def load_bench(path: Path) -> list[dict[str, Any]]:
     tasks: list[dict[str, Any]] = []
     seen: set[str] = set()
     for f in bench_files(path):
         for n, t in enumerate(read_tasks(f), 1):
-            missing = [k for k in _REQUIRED if k not in t]
-            if missing:
-                raise DataError(f"{f}: task {n}: missing field '{missing[0]}'")
-            if not isinstance(t["cases"], list) or not t["cases"]:
-                raise DataError(f"{f}: task {t['id']}: field 'cases' must be a non-empty list")
+            _check_task(f, n, t)
             if t["id"] in seen:
                 raise DataError(f"{f}: task {t['id']}: id used twice in the benchmark")
             seen.add(t["id"])
@@ -70,8 +91,13 @@ def load_bench(path: Path) -> list[dict[str, Any]]:
     return tasks
 
 
-def extract_code(text: str) -> str:
-    """The program in a model answer: the longest fenced block, else the whole answer."""
+def extract_code(text: str, *, completion: bool = False) -> str:
+    """The program in a model answer: the longest fenced block, else the whole answer.
+
+    A completion continues a prompt that ends inside an open fence, so its code runs up to the
+    first closing fence (prose after it is dropped)."""
+    if completion:
+        return extract_code(f"```python\n{text}")
     blocks = _FENCE.findall(text)
     if blocks:
         return max(blocks, key=len).strip() + "\n"
@@ -93,6 +119,7 @@ class StatefulOptions:
 class StatefulTrack(Track):
     name = "stateful"
     scoring_modes = ("strict",)
+    evaluate_in_thread = True  # each case starts its own sandbox process (and service)
 
     def __init__(self, options: StatefulOptions | None = None, **kw: Any):
         self.options = options or StatefulOptions(**kw)
@@ -105,6 +132,10 @@ class StatefulTrack(Track):
             raise ConfigError(f"--mode {self.options.mode}: choose from {', '.join(MODES)}")
         if self.options.max_steps < 1:
             raise ConfigError("--max-steps must be >= 1")
+        if not self.options.timeout_s > 0:
+            raise ConfigError(f"--timeout {self.options.timeout_s}: must be > 0 seconds")
+        if self.options.temperature is not None and self.options.temperature < 0:
+            raise ConfigError(f"--temperature {self.options.temperature}: must be >= 0")
         for s in self.options.scenarios:
             get_scenario(s)
             if self.options.mode == "mcp":
@@ -142,6 +173,7 @@ class StatefulTrack(Track):
             "bench_sha256": h.hexdigest()[:16],
             "samples": self.options.samples,
             "scenarios": list(self.options.scenarios),
+            "timeout_s": self.options.timeout_s,  # a longer limit can turn a timeout into a pass
             **(self._mcp_fingerprint() if self.options.mode == "mcp" else {}),
         }
 
@@ -154,7 +186,8 @@ class StatefulTrack(Track):
         temp = self.options.temperature
         if temp is None:
             temp = 0.0 if self.options.samples == 1 else 0.8
-        return GenerationConfig(max_tokens=768, temperature=temp, top_p=0.95 if temp > 0 else 1.0)
+        stop = ("```",) if mode == "completion" else ()  # the prompt opened the code fence
+        return GenerationConfig(max_tokens=768, temperature=temp, top_p=0.95 if temp > 0 else 1.0, stop=stop)
 
     # -- prompting
     def build_input(self, sample: Sample) -> ModelInput:
@@ -211,7 +244,7 @@ class StatefulTrack(Track):
 
             verdict, reason, cases, parsed = judge_episodes(scenario, task, output)
             return self._result(task, verdict, reason, cases, parsed)
-        code = extract_code(output.text)
+        code = extract_code(output.text, completion=output.mode == "completion")
         limits = default_limits(scenario, timeout_s=self.options.timeout_s)
         cases = []
         verdict, reason = "pass", None

@@ -1,7 +1,8 @@
 """Task text: a deterministic template writer, and two LLM agents (writer + evaluator).
 
-The text describes *what* the program does without code or API names; input variables are named
-(in backticks) but never valued, and the text says what ``result`` holds.
+The text describes *what* the program does without code or API identifiers (``text_to_speech``,
+``split(``; plain words such as "split" are fine); input variables are named (in backticks) but
+never valued, and the text says what ``result`` holds.
 
 Two-agent loop: the writer agent drafts the text from the reference program; the evaluator agent
 scores fidelity, ambiguity, naturalness and redundancy (1-5) and approves or asks for a revision
@@ -110,21 +111,32 @@ def mechanical_problems(text: str, program: Program, scenario: Scenario) -> list
     for api in scenario.apis:  # code-like mentions: `split(`, or identifiers such as text_to_speech
         if re.search(rf"\b{re.escape(api.name)}\s*\(", text) or ("_" in api.name and re.search(rf"\b{re.escape(api.name)}\b", text)):
             problems.append(f"the text names the API '{api.name}'")
-    if program.result_var not in text:
+    if not re.search(rf"\b{re.escape(program.result_var)}\b", text):
         problems.append(f"the text does not say what `{program.result_var}` holds")
     return problems
 
 
 def parse_verdict(text: str) -> dict[str, Any] | None:
-    """The evaluator's JSON (first object in the answer), or None when there is none."""
-    match = re.search(r"\{.*\}", text, re.S)
-    if not match:
+    """The evaluator's JSON: the first object in the answer that parses, or None."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            data, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def _score(value: Any) -> float | None:
+    """1-5 scores as the reviewer wrote them (4, 4.5, "4"); None when unreadable."""
+    if isinstance(value, bool):
         return None
     try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError:
+        return float(value)
+    except (TypeError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
 
 
 async def agents_text(
@@ -172,7 +184,7 @@ async def agents_text(
                 feedback = "The reviewer's answer could not be read; make the text precise and natural."
             else:
                 scores = {k: verdict.get(k) for k in CRITERIA}
-                ok = verdict.get("approve") is True and all(isinstance(v, int) and v >= 4 for v in scores.values())
+                ok = verdict.get("approve") is True and all((_score(v) or 0) >= 4 for v in scores.values())
                 if ok:
                     return AgentResult(draft, "agents", r, scores, wmsgs, etranscript)
                 feedback = str(verdict.get("feedback") or "Improve the scores below 4.")

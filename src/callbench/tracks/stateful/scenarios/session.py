@@ -111,7 +111,13 @@ _ONE = "f\"{BASE_URL}/api/sessions/{$session['source']}/{$session['type']}/{$ses
 _SESSION = Param("session", object_type="session")
 _KIND = (
     Param("source", domain=_source, describe="the source"),
-    Param("type", domain=_type, describe="the session type", var="session_type"),
+    Param(
+        "type",
+        domain=_type,
+        describe="the session type",
+        var="session_type",
+        perturb=lambda rng, v: rng.choice([t for t in _TYPES if t != v]),
+    ),
 )
 _APIS = (
     Api(
