@@ -179,10 +179,14 @@ def coverage_cmd(
     samplers: Annotated[str, typer.Option(help="Comma-separated samplers.")] = "energy,random",
     seeds: Annotated[int, typer.Option(help="Curves per sampler (seeds 0..N-1).")] = 5,
     goal: Annotated[float, typer.Option(help="Share of reachable pairs to reach.")] = 0.95,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here.")] = None,
-    plot: Annotated[Path | None, typer.Option(help="Write the plot here (PNG/SVG; needs matplotlib).")] = None,
+    out: Annotated[Path, typer.Option(help="Directory for coverage-<scenarios>.json and .png.")] = Path("coverage"),
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here instead.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write the plot here instead (PNG/SVG; needs matplotlib).")] = None,
 ) -> None:
-    """Distinct transition pairs covered vs number of programs, energy sampler vs random baseline."""
+    """Distinct transition pairs covered vs number of programs, energy sampler vs random baseline.
+
+    Writes the curves (every seed, and their mean) as JSON and, when matplotlib is installed
+    (the 'plot' extra), a plot with one panel per scenario."""
     from rich.table import Table
 
     from callbench.tracks.stateful.coverage import plot as draw
@@ -199,6 +203,15 @@ def coverage_cmd(
         if n < 1 or seeds < 1 or not 0 < goal <= 1:
             raise ConfigError("need programs >= 1, seeds >= 1 and 0 < goal <= 1")
         results = [run_coverage(get_scenario(s), programs=n, samplers=names, seeds=seeds, goal=goal) for s in scenario]
+        stem = "coverage-" + "-".join(scenario)
+        json_out = json_out or out / f"{stem}.json"
+        if plot is None:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                err_console.print("[yellow]no plot: pip install 'callbench[plot]' (matplotlib)[/yellow]")
+            else:
+                plot = out / f"{stem}.png"
         if plot:
             draw(results, plot)
     except CallbenchError as exc:
@@ -212,7 +225,6 @@ def coverage_cmd(
             shown = f"{mean_to:.1f}" + ("" if d["reached_goal_in_all_seeds"] else f" (≥; not reached in some seeds within {n})")
             table.add_row(res["scenario"], str(res["reachable_pairs"]), sampler, shown, f"{100 * d['final_coverage']:.1f} %")
     out_console.print(table)
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps({"scenarios": {r["scenario"]: r for r in results}}, indent=1) + "\n", "utf-8")
-        out_console.print(f"figures: {json_out}")
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps({"scenarios": {r["scenario"]: r for r in results}}, indent=1) + "\n", "utf-8")
+    out_console.print(f"figures: {json_out}" + (f"; plot: {plot}" if plot else ""))

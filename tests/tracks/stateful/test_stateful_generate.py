@@ -155,6 +155,12 @@ def test_energy_beats_random_on_coverage_and_cli_writes_json(tmp_path: Path):
     assert r.exit_code == 0, r.output
     data = json.loads(out.read_text())["scenarios"]["session"]
     assert len(data["samplers"]["energy"]["curves"]) == 2 and len(data["samplers"]["random"]["mean_curve"]) == 20
+    # defaults: JSON and (with matplotlib) a plot under --out
+    r = runner.invoke(app, ["coverage", "--scenario", "voice", "--programs", "10", "--seeds", "1", "--out", str(tmp_path / "cov")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "cov" / "coverage-voice.json").is_file()
+    pytest.importorskip("matplotlib")
+    assert (tmp_path / "cov" / "coverage-voice.png").stat().st_size > 1000
 
 
 def test_resume_with_other_settings_is_refused(tmp_path: Path):
