@@ -13,6 +13,7 @@ scenario's (rtol, atol) when it declares a tolerance, exactly otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -68,35 +69,32 @@ def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | N
     preload = dict(case.preload)
     preload["__preload__"] = sorted(case.preload)
     preload["__initial__"] = case.service_seed
-    if rt.service == "session":
-        from callbench.tracks.stateful.services.session_server import SessionService
+    if rt.service not in (None, "session"):
+        raise ValueError(f"scenario '{scenario.name}': unknown service '{rt.service}'")
+    with contextlib.ExitStack() as stack:
+        allow: list[tuple[str, int]] = []
+        svc = None
+        if rt.service == "session":
+            from callbench.tracks.stateful.services.session_server import SessionService
 
-        with SessionService() as svc:  # started on entry, closed (and its database gone) on exit
+            svc = stack.enter_context(SessionService())  # started on entry; its database goes with it
             svc.reset(case.service_seed or [])
             preload["BASE_URL"] = svc.url
-            res = run_program(
-                code,
-                setup=rt.setup,
-                preload=preload,
-                result_vars=[scenario.result_var],
-                finalize=rt.finalize,
-                allow_connect=[("127.0.0.1", svc.port)],
-                limits=limits,
-            )
-            state = svc.snapshot()
-            writes = sum(1 for method, _path, status in svc.request_log() if method in WRITE_METHODS and status < 400)
+            allow = [("127.0.0.1", svc.port)]
+        res = run_program(
+            code,
+            setup=rt.setup,
+            preload=preload,
+            result_vars=[scenario.result_var],
+            finalize=rt.finalize,
+            allow_connect=allow,
+            limits=limits,
+        )
+        if svc is None:
+            return _outcome(scenario, res, res.state, None)
+        state = svc.snapshot()
+        writes = sum(1 for method, _path, status in svc.request_log() if method in WRITE_METHODS and status < 400)
         return _outcome(scenario, res, state, writes)
-    if rt.service is not None:
-        raise ValueError(f"scenario '{scenario.name}': unknown service '{rt.service}'")
-    res = run_program(
-        code,
-        setup=rt.setup,
-        preload=preload,
-        result_vars=[scenario.result_var],
-        finalize=rt.finalize,
-        limits=limits,
-    )
-    return _outcome(scenario, res, res.state, None)
 
 
 def _outcome(scenario: Scenario, res: ProgramResult, state: Any, writes: int | None) -> Outcome:

@@ -57,6 +57,7 @@ from typing import Any
 
 from callbench.errors import CallbenchError, ConfigError, DataError, MissingExtraError
 from callbench.models.base import ModelInput, ModelOutput, require_tools
+from callbench.models.tool_calls import parse_arguments
 from callbench.tracks.stateful.execution import default_limits, same
 from callbench.tracks.stateful.scenario import Scenario
 
@@ -280,23 +281,6 @@ def gold_turns(plan: list[tuple[str, dict[str, Any]]], result: Any, max_steps: i
 
 
 # -- the loop
-
-
-def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """``(arguments, None)`` or ``(None, problem)`` for a tool call's ``arguments`` string."""
-    if isinstance(raw, dict):
-        return raw, None
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}, None  # some servers send "" for a call without arguments
-    if not isinstance(raw, str):
-        return None, f"the arguments must be a JSON object, got {type(raw).__name__}"
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
-    if not isinstance(value, dict):
-        return None, f"the arguments must be a JSON object, got {type(value).__name__}"
-    return value, None
 
 
 class McpServerError(CallbenchError):
