@@ -459,6 +459,21 @@ def models_cmd() -> None:
 from callbench import cli_stateful  # noqa: E402, F401 - registers generate/run stateful and coverage
 
 
+def _reflow_help(*apps: typer.Typer) -> None:
+    """typer keeps the source's line breaks in every paragraph after a command's first one, so
+    --help printed half-empty lines; join each paragraph of the docstrings into one line."""
+    import inspect
+
+    for a in apps:
+        for c in a.registered_commands:
+            if c.callback is not None and c.callback.__doc__:
+                paragraphs = inspect.cleandoc(c.callback.__doc__).split("\n\n")
+                c.callback.__doc__ = "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+_reflow_help(app, data_app, run_app, constrain_app, generate_app)
+
+
 def main() -> None:  # pragma: no cover
     app()
 

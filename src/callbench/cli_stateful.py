@@ -128,7 +128,8 @@ def run_stateful(
 
     With --mode mcp a tool-calling agent (openai:M@URL in chat mode, or gold) works through the
     scenario's MCP server, one episode per test case, and must leave the reference's final state and
-    answer with its result as JSON."""
+    answer with its result as JSON.
+    """
     import dataclasses
 
     from callbench.api import load_backend, make_track
