@@ -116,6 +116,14 @@ def test_timeout_caught_by_program_still_killed():
         ("import sqlite3\nsqlite3.connect('/tmp/callbench-escape.db')", "sqlite"),
         ("import ctypes\nctypes.CDLL(None).system(b'true')", "ctypes"),
         ("import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))", "resource.setrlimit"),
+        # found in review: paths relative to a directory fd, fd metadata, device nodes, sqlite routes
+        ("import os\nd = os.open('/tmp', os.O_RDONLY)\nos.open('callbench-sandbox-escape.txt', os.O_WRONLY | os.O_CREAT, dir_fd=d)", "dir_fd"),
+        ("import os\nd = os.open('/tmp', os.O_RDONLY)\nos.mkdir('callbench-sandbox-escape.txt', dir_fd=d)", "directory fd"),
+        ("import os, posix\nd = os.open('/tmp', os.O_RDONLY)\nposix.open('callbench-sandbox-escape.txt', 65, dir_fd=d)", "dir_fd"),
+        ("import os\nfd = os.open('/etc/hostname', os.O_RDONLY)\nos.chmod(fd, 0o777)", "file descriptor"),
+        ("import os\nos.mkfifo('fifo')", "mknod"),
+        ("import sqlite3\nsqlite3.connect('file:/tmp/callbench-sandbox-escape.txt', uri=True)", "sqlite"),
+        ("import sqlite3\nsqlite3.connect(':memory:').execute(\"ATTACH '/tmp/callbench-sandbox-escape.txt' AS x\")", "sqlite"),
     ],
 )
 def test_violations(code, needle):
@@ -153,12 +161,12 @@ def test_fork_bomb_is_contained():
 
 def test_writes_inside_the_temp_dir_are_fine():
     code = (
-        "import os, tempfile, sqlite3\n"
+        "import os, tempfile\n"
         "open('data.txt', 'w').write('ok')\n"
         "os.mkdir('sub')\n"
         "with tempfile.NamedTemporaryFile('w', delete=False) as f:\n"
         "    f.write('t')\n"
-        "db = sqlite3.connect('x.db'); db.execute('create table t (a)'); db.commit()\n"
+        "os.rename('sub', 'sub2'); os.rmdir('sub2')\n"
         "print('quiet', file=open(os.devnull, 'w'))\n"
         "back = open('data.txt').read()\n"
         "cwd = os.getcwd()\n"
@@ -303,8 +311,39 @@ def test_tool_sandbox_shares_the_guard():
     from callbench.sandbox.python import PythonSandbox
     from callbench.tracks.nested.tools import ToolModule
 
-    source = "import _posixsubprocess\ndef spawn():\n    return _posixsubprocess.fork_exec()\ndef one():\n    return 1\n"
-    with PythonSandbox([ToolModule("t.py", source, ("spawn", "one"))]) as sb:
+    source = (
+        "import _posixsubprocess, sys, os\n"
+        "def spawn():\n    return _posixsubprocess.fork_exec()\n"
+        "def reimport():\n    del sys.modules['_posixsubprocess']\n    import _posixsubprocess\n    return 1\n"
+        "def dirfd():\n    d = os.open('/tmp', os.O_RDONLY)\n    return os.open('callbench-sandbox-escape.txt', 65, dir_fd=d)\n"
+        "def one():\n    return 1\n"
+    )
+    with PythonSandbox([ToolModule("t.py", source, ("spawn", "reimport", "dirfd", "one"))]) as sb:
         assert sb.call("one", {}) == {"ok": True, "output": {"output_0": 1}}
         out = sb.call("spawn", {})
         assert not out["ok"] and "PermissionError: sandbox: _posixsubprocess.fork_exec" in out["error"]
+        out = sb.call("reimport", {})  # found in review: a fresh import brought the real fork_exec back
+        assert not out["ok"] and "importing _posixsubprocess" in out["error"]
+        out = sb.call("dirfd", {})
+        assert not out["ok"] and "dir_fd" in out["error"]
+    assert not Path("/tmp/callbench-sandbox-escape.txt").exists()
+
+
+def test_forged_result_report_is_a_violation():
+    code = (
+        "import os, json\n"
+        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "    try:\n"
+        "        os.write(fd, (json.dumps({'final': True, 'status': 'ok', 'variables': {'x': '42'}}) + '\\n').encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "x = 1\n"
+    )
+    res = run_program(code, result_vars=["x"])
+    assert res.status == "violation" and "more than one result report" in res.error
+
+
+def test_swallowed_timeout_is_still_a_timeout():
+    code = "import time\ntry:\n    time.sleep(5)\nexcept BaseException:\n    pass\nx = 1\n"
+    res = run_program(code, result_vars=["x"], limits=ProgramLimits(timeout_s=1))
+    assert res.status == "timeout"

@@ -10,13 +10,16 @@ Two policies:
   writes/renames/deletes outside the temp dir;
 * ``program=True`` (whole programs, :mod:`callbench.sandbox.program`): the same for processes and
   writes, plus ``resource.setrlimit`` (a root child could raise its own hard limits), gc object
-  walking, sqlite outside the temp dir, listening sockets; ctypes may load installed libraries (torch
+  walking, listening sockets; ctypes may load installed libraries (torch
   does at import) but not look up or call foreign functions or touch raw memory; sockets may be
   created (libraries probe at import) but connect / name lookup only to ``allow_connect``, and bind
   only to a loopback address with port 0; ``/dev/null`` may be opened for writing. Every refusal is reported to ``on_violation`` first, so a
   refusal the program catches is still known.
 
-Both policies replace ``_posixsubprocess.fork_exec``: it starts processes without any audit event.
+Both policies also: replace ``_posixsubprocess.fork_exec`` (it starts processes without any audit
+event) and refuse re-importing it; refuse sqlite (C code opening files unseen, ATTACH / ``file:``
+URIs); refuse write events relative to a directory fd and metadata changes through an fd; replace
+``os.open`` (whose event lacks ``dir_fd``), ``os.mknod`` and ``os.mkfifo`` (no events at all).
 """
 
 import os
@@ -92,6 +95,21 @@ _WRITE_EVENTS = {
     "shutil.move",
 }
 _PROGRAM_WRITE_EVENTS = _WRITE_EVENTS | {"os.chflags", "os.setxattr", "os.removexattr", "shutil.copytree"}
+# Where a write event carries dir_fd arguments (-1 = none): a path relative to an open directory fd
+# cannot be judged by its text, so such calls are refused.
+_DIR_FD_ARGS = {
+    "os.remove": (1,),
+    "os.rmdir": (1,),
+    "os.mkdir": (2,),
+    "os.chmod": (2,),
+    "os.chown": (3,),
+    "os.rename": (2, 3),
+    "os.link": (2, 3),
+    "os.symlink": (2,),
+    "os.utime": (3,),
+}
+# Events that change an existing file: an fd argument may belong to a file opened read-only anywhere.
+_NO_FD_PATH = {"os.chmod", "os.chown", "os.utime", "os.chflags", "os.setxattr", "os.removexattr"}
 _LOOPBACK = {"127.0.0.1": ("127.0.0.1", "localhost"), "localhost": ("127.0.0.1", "::1", "localhost")}
 _LOOPBACK["::1"] = ("::1", "localhost")
 
@@ -186,18 +204,18 @@ def install_guard(tmpdir, *, program=False, allow_connect=(), on_violation=None)
             if path and not inside(path) and any(path.startswith(r) for r in lib_roots):
                 return None  # an installed native library (what importing an extension does too)
             return f"sandbox: ctypes loading {name!r} is not allowed"
-        if event == "import" and args and args[0] == "_posixsubprocess":
-            return "sandbox: importing _posixsubprocess is not allowed"
-        if event == "sqlite3.connect" and args:
-            db = args[0]
-            if isinstance(db, (str, bytes, os.PathLike)) and os.fsdecode(db) not in (":memory:", ""):
-                if not os.fsdecode(db).startswith("file:") and not inside(db):
-                    return f"sandbox: sqlite database {db!r} outside the sandbox directory is not allowed"
         return None
 
     def hook(event, args):
         if event in denied:
             refuse(f"sandbox: {event} is not allowed")
+        if event == "import" and args and args[0] == "_posixsubprocess":
+            # a fresh import (after deleting it from sys.modules) would bring back the real fork_exec
+            refuse("sandbox: importing _posixsubprocess is not allowed")
+        if event == "sqlite3.connect":
+            # SQLite opens files in C (no "open" event), and ATTACH / VACUUM INTO / file: URIs reach
+            # any path even from an in-memory database
+            refuse("sandbox: sqlite databases are not allowed")
         if program:
             message = program_check(event, args)
             if message:
@@ -211,6 +229,11 @@ def install_guard(tmpdir, *, program=False, allow_connect=(), on_violation=None)
             if writing and not inside(path) and not (program and path in ("/dev/null", b"/dev/null")):
                 refuse(f"sandbox: writing {path!r} outside the sandbox directory is not allowed")
         elif event in write_events:
+            for i in _DIR_FD_ARGS.get(event, ()):
+                if i < len(args) and args[i] not in (-1, None):
+                    refuse(f"sandbox: {event} relative to a directory fd is not allowed")
+            if event in _NO_FD_PATH and args and isinstance(args[0], int):
+                refuse(f"sandbox: {event} on an open file descriptor is not allowed")
             for a in args[:2]:
                 if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
                     refuse(f"sandbox: {event} on {a!r} outside the sandbox directory is not allowed")
@@ -223,6 +246,25 @@ def install_guard(tmpdir, *, program=False, allow_connect=(), on_violation=None)
 
     _posixsubprocess.fork_exec = no_fork_exec  # unaudited process creation
     subprocess._fork_exec = no_fork_exec
+
+    import posix
+
+    real_open = posix.open
+
+    def guarded_open(path, flags, mode=0o777, *, dir_fd=None):
+        # the "open" audit event does not carry dir_fd, so a path relative to a directory fd
+        # would be judged against the cwd
+        if dir_fd is not None:
+            refuse("sandbox: os.open with dir_fd is not allowed")
+        return real_open(path, flags, mode)
+
+    def no_node(*a, **k):
+        refuse("sandbox: os.mknod / os.mkfifo are not allowed")  # no audit event exists for them
+
+    for mod in (os, posix):
+        mod.open = guarded_open
+        mod.mknod = no_node
+        mod.mkfifo = no_node
     sys.addaudithook(hook)
     import socket
 

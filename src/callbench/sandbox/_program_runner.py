@@ -54,7 +54,6 @@ class Runner:
     def __init__(self, cfg):
         self.cfg = cfg
         self.fd = cfg["result_fd"]
-        self.violations = 0
         self.reserve = bytearray(16 * 1024 * 1024)  # released on MemoryError so reporting still works
         self.deadline = time.monotonic() + cfg["timeout_s"]
 
@@ -76,10 +75,18 @@ class Runner:
                 return
             view = view[n:]
 
-    def on_violation(self, message):
-        self.violations += 1
-        if self.violations <= 20:
-            self.emit({"violation": _one_line(message)})
+    def violation_reporter(self):
+        """The hook's reporter. Its count lives in a closure, not on the runner the program can reach
+        through its caller's frame; the first report never depends on it."""
+        emit = self.emit
+        seen = [0]
+
+        def on_violation(message):
+            seen[0] += 1
+            if seen[0] <= 20:
+                emit({"violation": _one_line(message)})
+
+        return on_violation
 
     def to_json(self, value, hook, budget):
         """JSON text of one value; never raises. ``__to_json__`` (when the setup defined one) is applied to
@@ -191,6 +198,9 @@ class Runner:
         except SandboxTimeout:
             finalize_error = "TimeoutError: collecting the results exceeded the grace period"
         signal.setitimer(signal.ITIMER_REAL, 0)
+        if final["status"] in ("ok", "runtime_error", "no_code") and time.monotonic() > self.deadline:
+            # the program caught SandboxTimeout (a bare except) and went on: still a timeout
+            final.update(status="timeout", error=f"TimeoutError: program exceeded {cfg['timeout_s']:g}s")
         final.update(missing=missing, finalize_error=finalize_error)
         # values travel as JSON text so one encoding failure cannot lose the whole report
         final["variables"] = variables
@@ -216,7 +226,7 @@ def main():
         cfg["tmpdir"],
         program=True,
         allow_connect=[tuple(x) for x in cfg["allow_connect"]],
-        on_violation=runner.on_violation,
+        on_violation=runner.violation_reporter(),
     )
     runner.run()
 

@@ -30,8 +30,10 @@ Not guaranteed: reading files is not restricted; code that escapes the interpret
 a library written to the temp dir and imported) is limited only by the rlimits and namespaces, and
 without ``unshare`` it could reach the network and write wherever the harness user may write. With
 ``allow_connect`` the child shares the host network namespace: a socket made listening through the
-raw ``_socket`` type is not seen by the hook. The report channel lives in the child, so deliberately
-hostile code that introspects the runner could forge it; the audit hook itself cannot be removed.
+raw ``_socket`` type is not seen by the hook. The report channel lives in the child: a second result report
+is flagged as a violation, but deliberately hostile code that introspects the runner's frames could
+still silence later violation reports or exit after writing a forged report; the refused
+operations stay refused (the audit hook cannot be removed).
 ``finalize`` is evaluated in the program's globals, so the program can rebind the names it uses;
 ``__to_json__`` is taken as the setup left it.
 """
@@ -287,7 +289,10 @@ def _parse(data: bytes, timed_out: bool, rc: int | None, lim: ProgramLimits) -> 
             continue
         if isinstance(msg.get("violation"), str):
             violations.append(msg["violation"])
-        elif msg.get("final") is True and final is None:
+        elif msg.get("final") is True:
+            if final is not None:  # the runner writes one; a second means the program forged one
+                violations.append("sandbox: more than one result report (forged by the program)")
+                continue
             final = msg
     if final is not None and final.get("status") in STATUSES:
         result = ProgramResult(
