@@ -1,4 +1,5 @@
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -6,7 +7,7 @@ import httpx
 import pytest
 
 from callbench.data.fetch import DATASETS, UPSTREAMS, fetch_data, is_complete, parse_pins
-from callbench.data.lock import LOCK_NAME
+from callbench.data.lock import LOCK_NAME, lock_entry, sha256_file, write_lock
 from callbench.errors import DataError
 
 
@@ -75,6 +76,7 @@ HF = UPSTREAMS["nestful"]["hf"]
 DATA = "data_v2/nestful_data.jsonl"
 ICL = "src/icl_examples.json"
 PARQUET = "data/train-00000-of-00001.parquet"
+HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
 LICENSE_TEXT = b"Apache License, Version 2.0 (test stand-in)\n"
 
 
@@ -175,7 +177,7 @@ def test_nestful_upstream_change_is_a_mismatch_until_force(tmp_path):
     data.write_bytes(b"locally damaged\n")  # forces a re-download, which must match the lock
     with pytest.raises(DataError, match=r"nestful_data\.jsonl: checksum mismatch with .*callbench\.lock\.json.*--force") as exc:
         _fetch(tmp_path, changed)
-    assert "\n" not in str(exc.value) and recorded in str(exc.value)
+    assert "\n" not in str(exc.value) and recorded in str(exc.value) and "the upstream file changed" in str(exc.value)
     assert data.read_bytes() == b"locally damaged\n" and _lock(tmp_path)[DATA]["sha256"] == recorded
     assert not list(data.parent.glob(".part-*"))
     _, events = _fetch(tmp_path, changed, force=True)
@@ -317,6 +319,8 @@ def test_default_task_file_uses_fetched_parquet(tmp_path):
     parquet = tmp_path / "nestful" / PARQUET
     parquet.parent.mkdir(parents=True)
     parquet.write_bytes(b"PAR1")
+    lock = {PARQUET: lock_entry(sha256_file(parquet), "https://example.invalid/p")}
+    write_lock(tmp_path / "nestful", "nestful", lock)
     try:
         import pyarrow  # noqa: F401
     except ImportError:
@@ -327,7 +331,97 @@ def test_default_task_file_uses_fetched_parquet(tmp_path):
     jsonl = tmp_path / "nestful" / DATA
     jsonl.parent.mkdir(parents=True)
     jsonl.write_bytes(_jsonl([_row(0)]))
+    write_lock(tmp_path / "nestful", "nestful", {**lock, DATA: lock_entry(sha256_file(jsonl), "https://example.invalid/j")})
     assert default_task_file(tmp_path)[0] == jsonl  # the GitHub file first
+
+
+def test_default_task_file_refuses_a_file_without_lock_record(tmp_path, monkeypatch):
+    import dataclasses
+
+    from callbench.tracks.nested.dataset import default_task_file
+
+    jsonl = tmp_path / "nestful" / DATA
+    jsonl.parent.mkdir(parents=True)
+    jsonl.write_bytes(_jsonl([_row(0)]))
+    with pytest.raises(DataError, match=r"nestful_data\.jsonl: no record in .*callbench\.lock\.json.*re-fetch with 'callbench data fetch nestful'") as exc:
+        default_task_file(tmp_path)
+    assert "\n" not in str(exc.value)
+    parquet = tmp_path / "nestful" / PARQUET
+    jsonl.unlink()
+    parquet.parent.mkdir(parents=True)
+    parquet.write_bytes(b"PAR1")
+    if HAS_PYARROW:
+        with pytest.raises(DataError, match=r"no record in .*'callbench data fetch nestful --source hf'"):
+            default_task_file(tmp_path)
+    parquet.unlink()
+    # a checksum pinned in the code stands in for the lock record
+    jsonl.write_bytes(_jsonl([_row(0)]))
+    files = tuple(
+        dataclasses.replace(f, sha256=sha256_file(jsonl)) if f.path == DATA else f for f in GITHUB.files
+    )
+    monkeypatch.setitem(UPSTREAMS["nestful"], "github", dataclasses.replace(GITHUB, files=files))
+    assert default_task_file(tmp_path)[0] == jsonl
+    jsonl.write_bytes(_jsonl([_row(1)]))
+    with pytest.raises(DataError, match=r"nestful_data\.jsonl: sha256 differs from the pinned .*--force"):
+        default_task_file(tmp_path)
+
+
+def test_nestful_interrupted_re_record_never_leaves_file_and_lock_disagreeing(tmp_path, monkeypatch):
+    """--force re-records a changed upstream file; an interruption before any of its durable steps
+    (lock writes, the rename into place) leaves every file on disk either matching its lock entry or
+    without one, which default_task_file refuses with 're-fetch'; a plain re-fetch then heals it."""
+    import callbench.data.fetch as fetch_mod
+    from callbench.tracks.nested.dataset import default_task_file
+
+    real_write_lock, real_replace = fetch_mod.write_lock, Path.replace
+    step = {"n": 0, "at": -1}
+
+    def tick():
+        if step["n"] == step["at"]:
+            step["n"] += 1
+            raise KeyboardInterrupt
+        step["n"] += 1
+
+    def write_lock_(*a, **kw):
+        tick()
+        return real_write_lock(*a, **kw)
+
+    def replace_(self, target):
+        if Path(target).name != LOCK_NAME:  # the lock's own rename is counted as write_lock
+            tick()
+        return real_replace(self, target)
+
+    old, new = _upstream(3), _upstream(4)
+    at = 0
+    while True:
+        root = tmp_path / f"run{at}"
+        _fetch(root, old)
+        monkeypatch.setattr(fetch_mod, "write_lock", write_lock_)
+        monkeypatch.setattr(Path, "replace", replace_)
+        step.update(n=0, at=at)
+        try:
+            _fetch(root, new, force=True)
+            interrupted = False
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            monkeypatch.undo()
+        lock = _lock(root)
+        for rel, entry in lock.items():
+            assert sha256_file(root / "nestful" / rel) == entry["sha256"], (at, rel)
+        data = root / "nestful" / DATA
+        if DATA in lock:
+            assert default_task_file(root)[0] == data
+        else:
+            with pytest.raises(DataError, match="no record in .*re-fetch"):
+                default_task_file(root)
+            _fetch(root, new)
+            assert _lock(root)[DATA]["sha256"] == sha256_file(data)
+            assert default_task_file(root)[0] == data
+        if not interrupted:
+            break
+        at += 1
+    assert at >= 3  # drop the old entry, rename, record the new one (and the ICL file's steps)
 
 
 def test_cli_fetch_nestful(tmp_path):
@@ -347,6 +441,8 @@ def test_cli_fetch_nestful(tmp_path):
     (tmp_path / "d" / "nestful" / DATA).unlink()
     res = runner.invoke(app, args, catch_exceptions=False)
     assert res.exit_code == 2 and "checksum mismatch with" in res.output and "--force" in res.output
+    out = res.output.replace("\n", "")
+    assert f"the copy in mirror {m.resolve()} is not the file recorded" in out and "upstream" not in out
     res = runner.invoke(app, [*args, "--force"], catch_exceptions=False)
     assert res.exit_code == 0 and "4 rows (trusted on first use)" in res.output
     res = runner.invoke(app, [*args, "--sha256", f"{DATA}=xyz"], catch_exceptions=False)

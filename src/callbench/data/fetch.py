@@ -356,12 +356,26 @@ def fetch_data(
                 if expected is not None and digest != expected:
                     if pinned is not None:
                         raise DataError(f"{origin}: checksum mismatch (sha256 {digest}, expected {expected})")
+                    changed = (
+                        f"the copy in mirror {mirror_dir} is not the file recorded"
+                        if mirror_dir is not None
+                        else "the upstream file changed"
+                    )
                     raise DataError(
                         f"{origin}: checksum mismatch with {lock_path(dest_root)} (sha256 {digest}, recorded "
-                        f"{expected} on {lock[f.path].get('fetched_at', '?')}); the upstream file changed - "
+                        f"{expected} on {lock[f.path].get('fetched_at', '?')}); {changed} - "
                         f"re-run with --force to re-record it"
                     )
                 found = _validate(f.validate, tmp, origin) if f.validate else ""
+                # File and lock are two renames, so an interruption may fall between them. Order them
+                # so that a file on disk never disagrees with its lock entry: when the lock records a
+                # different digest (--force re-recording, a --sha256 pin), drop that entry first; the
+                # file then has no entry until the new one is written after the rename, and
+                # default_task_file refuses a file without one (telling to re-fetch) rather than
+                # trusting it. When the lock already records this digest, the file can go first.
+                if tofu and f.path in lock and lock[f.path].get("sha256") != digest:
+                    del lock[f.path]
+                    write_lock(dest_root, name, lock)
                 tmp.replace(dest)
             finally:
                 tmp.unlink(missing_ok=True)

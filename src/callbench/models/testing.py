@@ -105,6 +105,30 @@ def tool_call(name: str, arguments: Any, call_id: str | None = None) -> dict[str
     return {"id": call_id or f"call_{name}", "type": "function", "function": {"name": name, "arguments": args}}
 
 
+def tool_message_problem(messages: list[dict[str, Any]]) -> str | None:
+    """Why a strict OpenAI-compatible server would reject this conversation, or None: an assistant
+    tool call without a non-empty string name or id, an id used twice, or a ``role: tool`` message
+    whose ``tool_call_id`` answers no call of the assistant message before it."""
+    seen: set[str] = set()
+    open_ids: set[str] = set()
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant":
+            open_ids = set()
+            for tc in m.get("tool_calls") or []:
+                name, cid = (tc.get("function") or {}).get("name"), tc.get("id")
+                if not isinstance(name, str) or not name:
+                    return f"messages[{i}].tool_calls: function.name must be a non-empty string, got {name!r}"
+                if not isinstance(cid, str) or not cid:
+                    return f"messages[{i}].tool_calls: id must be a non-empty string, got {cid!r}"
+                if cid in seen:
+                    return f"messages[{i}].tool_calls: duplicate tool call id {cid!r}"
+                seen.add(cid)
+                open_ids.add(cid)
+        elif m.get("role") == "tool" and m.get("tool_call_id") not in open_ids:
+            return f"messages[{i}].tool_call_id {m.get('tool_call_id')!r} answers no preceding tool call"
+    return None
+
+
 class FakeOpenAIServer:
     """A scriptable OpenAI look-alike on ``127.0.0.1`` (use as a context manager, or start/stop).
 
@@ -113,10 +137,15 @@ class FakeOpenAIServer:
     order of preference, from ``chat_replies`` (assistant messages ``{"content", "tool_calls"?}``
     consumed one per request), from ``responder(body)`` (returns such a message), or echo
     ``chat:<last message content>``. Completions echo ``completion:<last 5 prompt characters>``.
-    ``requests`` records ``(path, body)`` of every request.
+    ``requests`` records ``(path, body)`` of every request. ``strict`` answers 400, as strict
+    servers do, to a chat request whose conversation breaks the tool-call rules
+    (:func:`tool_message_problem`).
     """
 
-    def __init__(self, responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None, *, strict: bool = False
+    ) -> None:
+        self.strict = strict
         self.script: list[tuple[str, float]] = []
         self.chat_replies: list[dict[str, Any]] = []
         self.responder = responder
@@ -161,6 +190,10 @@ class FakeOpenAIServer:
                         self._send(int(arg), {"error": {"message": f"scripted failure {int(arg)}", "type": "x"}})
                         return
                     time.sleep(arg if kind == "sleep" else fake.delay)
+                    problem = tool_message_problem(body.get("messages") or []) if fake.strict else None
+                    if problem is not None:
+                        self._send(400, {"error": {"message": problem, "type": "invalid_request_error"}})
+                        return
                     try:
                         payload = fake.answer(self.path, body)
                     except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, visible to the test

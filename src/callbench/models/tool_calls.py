@@ -22,3 +22,60 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(value, dict):
         return None, f"the arguments must be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+# The name echoed back for a call that came without one: strict OpenAI-compatible servers reject an
+# assistant message whose tool call has a null or empty name, which would error the next request.
+INVALID_TOOL_NAME = "invalid_tool_call"
+
+
+def used_call_ids(messages: list[dict[str, Any]]) -> set[str]:
+    """The tool-call ids already in a conversation (assistant ``tool_calls``)."""
+    return {
+        tc["id"]
+        for m in messages
+        for tc in (m.get("tool_calls") or [])
+        if isinstance(tc, dict) and isinstance(tc.get("id"), str)
+    }
+
+
+def echo_tool_calls(
+    calls: list[dict[str, Any]], step: int, used: set[str]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(ids, tool_calls)`` for the assistant message that echoes a backend's ``calls`` back.
+
+    Every id is unique within the conversation (``used``, updated here): a missing id becomes
+    ``call_<step>_<i>``, one the conversation already has gets a ``_2``, ``_3``... suffix, so each
+    ``role: tool`` answer (sent with ``ids[i]``) matches exactly one call. A call without a name is
+    echoed as :data:`INVALID_TOOL_NAME` and arguments that are not a string as their JSON text, so
+    a strict server accepts the next request; the loops still count a nameless call (nested:
+    malformed, MCP: unknown tool).
+    """
+    ids: list[str] = []
+    echoed: list[dict[str, Any]] = []
+    for i, c in enumerate(calls):
+        raw_id = c.get("id")
+        base = raw_id if isinstance(raw_id, str) and raw_id else f"call_{step}_{i}"
+        cid, k = base, 1
+        while cid in used:
+            k += 1
+            cid = f"{base}_{k}"
+        used.add(cid)
+        ids.append(cid)
+        name = c.get("name")
+        arguments = c.get("arguments")
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False, default=repr)
+        echoed.append(
+            {
+                "id": cid,
+                "type": "function",
+                "function": {
+                    "name": name if isinstance(name, str) and name else INVALID_TOOL_NAME,
+                    "arguments": arguments,
+                },
+            }
+        )
+    return ids, echoed

@@ -391,3 +391,40 @@ def test_cli_mode_errors(tmp_path):
     assert res.exit_code == 2 and "choose direct, react or tools" in res.output
     res = runner.invoke(app, ["run", "nested", "--help"])
     assert "tools" in res.output and "--strategy" not in res.output
+
+
+def test_nameless_and_repeated_call_ids_are_echoed_so_a_strict_server_accepts_them(task_file):
+    """A call without a name is counted as malformed and echoed as 'invalid_tool_call'; ids the
+    server repeats (within a turn and across turns) get a suffix, and each tool result answers the
+    id as echoed, so a strict OpenAI-compatible server takes every later request."""
+    pytest.importorskip("openai")
+    from callbench.models.registry import load_model
+    from callbench.models.testing import FakeOpenAIServer, tool_call, tool_message_problem
+
+    nameless = {"id": "x", "type": "function", "function": {"name": None, "arguments": "{}"}}
+    replies = [
+        {"content": None, "tool_calls": [nameless, tool_call("divide", {"arg_0": 20, "arg_1": 100}, "x")]},
+        {"content": None, "tool_calls": [tool_call("multiply", {"arg_0": 50, "arg_1": "$var_1.result$"}, "x")]},
+        {"content": "10"},
+    ]
+    with FakeOpenAIServer(strict=True) as server:
+        server.chat_replies = list(replies)
+        out, v = episode(task_file, load_model(f"openai:fake@{server.url}"))
+        bodies = [b for p, b in server.requests if p.endswith("/chat/completions")]
+    rec = out.extra["tools"]
+    assert len(bodies) == 3 and rec["finished"] and rec["answer"] == "10"
+    assert all(tool_message_problem(b["messages"]) is None for b in bodies)
+    assert rec["malformed_arguments"] == 1 and rec["parse_failures"] == 0
+    assert [c["name"] for c in rec["calls"]] == ["divide", "multiply"] and v["full_sequence_accuracy"] == 1.0
+    sent = bodies[-1]["messages"]
+    echoed = [tc for m in sent if m["role"] == "assistant" for tc in m["tool_calls"]]
+    assert [(tc["id"], tc["function"]["name"]) for tc in echoed] == [
+        ("x", "invalid_tool_call"), ("x_2", "divide"), ("x_3", "multiply")
+    ]
+    results = [(m["tool_call_id"], m["content"]) for m in sent if m["role"] == "tool"]
+    assert results[0] == ("x", "Error: the tool call has no function name. Nothing was recorded; call the tool again with a JSON object of arguments.")
+    assert [cid for cid, _ in results] == ["x", "x_2", "x_3"] and results[1][1] == '$var_1 = {"result": 0.2}'
+    # without the fix a strict server refuses: the check itself catches both faults
+    assert "function.name" in tool_message_problem([{"role": "assistant", "tool_calls": [nameless]}])
+    dup = [{"role": "assistant", "tool_calls": [tool_call("divide", {}, "x"), tool_call("divide", {}, "x")]}]
+    assert "duplicate tool call id 'x'" in tool_message_problem(dup)

@@ -211,3 +211,149 @@ def test_gold_turns_pack_long_plans():
     assert [json.loads(c["arguments"]) for c in calls] == [a for _, a in plan]
     short = [json.loads(t) for t in gold_turns(plan[:3], [], max_steps=12)]
     assert [len(t["tool_calls"] or []) for t in short] == [1, 1, 1, 0]
+
+
+# -- run_episode directly: strict echo of odd tool calls, tool-call timeouts
+
+VOICE_CASE = {"name": "base", "preload": {"query_1": "calm"}, "service_seed": None}
+VOICE_TASK = {"id": "t_direct", "text": "Search the voices for `query_1`.", "result_var": "result", "cases": [VOICE_CASE]}
+
+
+def test_nameless_and_repeated_call_ids_are_echoed_so_a_strict_server_accepts_them():
+    pytest.importorskip("openai")
+    import asyncio
+
+    from callbench.models.base import GenerationConfig
+    from callbench.models.registry import load_model
+    from callbench.models.testing import FakeOpenAIServer, tool_call, tool_message_problem
+    from callbench.tracks.stateful.mcp_mode import mcp_server, run_episode
+
+    nameless = {"id": "c", "type": "function", "function": {"name": None, "arguments": "{}"}}
+    replies = [
+        {"content": None, "tool_calls": [nameless, tool_call("search_voices", {"query": "calm"}, "c")]},
+        {"content": None, "tool_calls": [tool_call("list_audio", {}, "c")]},
+        {"content": "```json\n[]\n```"},
+    ]
+    with FakeOpenAIServer(strict=True) as server:
+        server.chat_replies = list(replies)
+        model = load_model(f"openai:fake@{server.url}")
+        rec, text, _, _ = asyncio.run(
+            run_episode(get_scenario("voice"), mcp_server("voice"), VOICE_TASK, VOICE_CASE, model, GenerationConfig(),
+                        sample_id="t_direct", max_steps=5)
+        )
+        bodies = [b for p, b in server.requests if p.endswith("/chat/completions")]
+    assert len(bodies) == 3 and all(tool_message_problem(b["messages"]) is None for b in bodies)
+    assert rec["finished"] and (rec["tool_calls"], rec["executed"], rec["unknown_tools"]) == (3, 2, 1)
+    echoed = [tc for m in rec["messages"] if m["role"] == "assistant" for tc in m.get("tool_calls") or []]
+    assert [(tc["id"], tc["function"]["name"]) for tc in echoed] == [
+        ("c", "invalid_tool_call"), ("c_2", "search_voices"), ("c_3", "list_audio")
+    ]
+    results = [m for m in rec["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in results] == ["c", "c_2", "c_3"]
+    assert results[0]["content"].startswith("Error: there is no tool named ''")
+    assert not results[1]["content"].startswith("Error") and rec["snapshot"] is not None
+
+
+HANGING_SERVER = '''
+import sys
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("hang")
+
+@server.tool(name="ping", structured_output=True)
+def ping() -> dict[str, Any]:
+    return {"pong": True}
+
+@server.tool(name="slow", structured_output=True)
+async def slow() -> dict[str, Any]:
+    await anyio.sleep(3600)
+    return {"late": True}
+
+@server.tool(name="snapshot", structured_output=True)
+async def snapshot() -> dict[str, Any]:
+    if "--hang-snapshot" in sys.argv:
+        await anyio.sleep(3600)
+    return {"state": "ok"}
+
+server.run("stdio")
+'''
+
+
+class _Turns:
+    """A tool-calling backend answering with scripted turns (``(text, calls)``)."""
+
+    name = "turns"
+    supports_tools = True
+
+    def __init__(self, turns):
+        self.turns = list(turns)
+
+    async def generate(self, inp, config):
+        from callbench.models.base import ModelOutput
+
+        text, calls = self.turns.pop(0)
+        return ModelOutput(text=text, mode="chat", tool_calls=calls)
+
+
+def _hanging_server(script: Path, *extra: str):
+    import sys
+    from contextlib import asynccontextmanager
+
+    from callbench.tracks.stateful.mcp_mode import McpServer, _errlog
+
+    @asynccontextmanager
+    async def session(seed):
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        errlog, opened = _errlog()
+        try:
+            params = StdioServerParameters(command=sys.executable, args=[str(script), *extra])
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                yield s
+        finally:
+            if opened:
+                errlog.close()
+
+    def decode(tool, result):
+        return {"ok": not result.is_error, "result": result.structured_content}
+
+    return McpServer(session=session, decode=decode, hidden=frozenset({"snapshot"}), snapshot_tool="snapshot", call_log="")
+
+
+def test_a_hung_tool_call_times_out_as_a_tool_error(tmp_path):
+    import asyncio
+    import time
+
+    from callbench.models.base import GenerationConfig
+    from callbench.tracks.stateful.mcp_mode import MCP_TOOL_TIMEOUT_S, McpServerError, run_episode
+
+    assert MCP_TOOL_TIMEOUT_S == 30.0
+    script = tmp_path / "hang_server.py"
+    script.write_text(HANGING_SERVER)
+    turns = [
+        ("", [{"id": "a", "name": "slow", "arguments": "{}"}, {"id": "b", "name": "ping", "arguments": "{}"}]),
+        ("```json\n{}\n```", None),
+    ]
+    t0 = time.perf_counter()
+    rec, text, _, _ = asyncio.run(
+        run_episode(get_scenario("voice"), _hanging_server(script), VOICE_TASK, VOICE_CASE, _Turns(turns), GenerationConfig(),
+                    sample_id="t_direct", max_steps=3, tool_timeout_s=0.5)
+    )
+    assert time.perf_counter() - t0 < 20
+    assert rec["finished"] and (rec["executed"], rec["tool_errors"], rec["tool_timeouts"]) == (2, 1, 1)
+    results = [m["content"] for m in rec["messages"] if m["role"] == "tool"]
+    assert results == [
+        "Error: the call to 'slow' timed out after 0.5 s; whether it changed anything is unknown",
+        '{"pong": true}',
+    ]
+    assert rec["snapshot"] == {"state": "ok"} and "timed out after 0.5 s" in text
+    # the harness's own snapshot call hanging is a server error, one line, not a hang
+    with pytest.raises(McpServerError, match=r"^voice MCP server: 'snapshot' timed out after 0\.5 s$"):
+        asyncio.run(
+            run_episode(get_scenario("voice"), _hanging_server(script, "--hang-snapshot"), VOICE_TASK, VOICE_CASE,
+                        _Turns([("done", None)]), GenerationConfig(), sample_id="t_direct", max_steps=3, tool_timeout_s=0.5)
+        )

@@ -165,13 +165,17 @@ def default_task_file(data: str | Path | None = None) -> tuple[Path, str]:
 
     The full NESTFUL v2 set fetched by ``callbench data fetch nestful`` into the data dir (``data``
     when it is a directory, else ``$CALLBENCH_DATA_DIR`` or the user cache) when present and
-    matching its lock record; else callbench's own generated set. A fetched file that no longer
-    matches the digest recorded at fetch time raises :class:`DataError`.
+    matching its lock record (or, for a file without one, the checksum pinned in the code); else
+    callbench's own generated set. A fetched file that no longer matches the digest recorded at
+    fetch time, or that has neither a lock record nor a pinned checksum (put there by hand, or
+    left by an interrupted re-fetch), raises :class:`DataError` saying to re-fetch.
     """
+    from callbench.data.fetch import UPSTREAMS
     from callbench.data.lock import lock_path, read_lock, sha256_file
     from callbench.data.paths import data_dir
 
     root = data_dir(data) / "nestful"
+    sources = {f.path: (src, f) for src in UPSTREAMS["nestful"].values() for f in src.files}
     for rel in FETCHED_V2_FILES:
         path = root / rel
         if not path.is_file():
@@ -181,11 +185,25 @@ def default_task_file(data: str | Path | None = None) -> tuple[Path, str]:
                 import pyarrow  # noqa: F401
             except ImportError:
                 continue
+        src, remote = sources[rel]
+        fetch_cmd = "callbench data fetch nestful" + (
+            "" if src.upstream == "github" else f" --source {src.upstream}"
+        )
         recorded = (read_lock(root).get(rel) or {}).get("sha256")
-        if recorded is not None and sha256_file(path) != recorded:
+        expected = recorded or remote.sha256
+        if expected is None:
             raise DataError(
-                f"{path}: sha256 differs from {lock_path(root)} (recorded {recorded[:16]}...); "
-                "re-fetch with 'callbench data fetch nestful --force' or pass --data FILE"
+                f"{path}: no record in {lock_path(root)} (not fetched by callbench, or its fetch was "
+                f"interrupted); re-fetch with '{fetch_cmd}' or pass --data FILE"
+            )
+        if sha256_file(path) != expected:
+            where = (
+                f"{lock_path(root)} (recorded {expected[:16]}...)"
+                if recorded
+                else f"the pinned {expected[:16]}..."
+            )
+            raise DataError(
+                f"{path}: sha256 differs from {where}; re-fetch with '{fetch_cmd} --force' or pass --data FILE"
             )
         return path, f"data: NESTFUL v2 fetched by 'callbench data fetch nestful' ({path})"
     builtin = builtin_tasks()

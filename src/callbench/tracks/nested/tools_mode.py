@@ -45,7 +45,7 @@ from typing import Any
 
 from callbench.constrain.nested_grammar import param_kinds
 from callbench.models.base import ModelInput, ModelOutput, require_tools
-from callbench.models.tool_calls import parse_arguments
+from callbench.models.tool_calls import echo_tool_calls, parse_arguments, used_call_ids
 from callbench.tracks.nested.react import Episode, Executor, total_known
 from callbench.tracks.nested.schema import NestedTask, ToolSpec
 
@@ -213,6 +213,7 @@ async def tools_interact(
     to_catalog = {sent: name for name, sent in sent_names(task).items()}
     messages: list[dict[str, Any]] = [dict(m) for m in inp.messages]
     start = len(messages)
+    used_ids = used_call_ids(messages)  # echoed call ids stay unique across the conversation
     gold = gold_turns(task)
     episode = Episode(task, execute)
     transcript: list[str] = []
@@ -240,17 +241,8 @@ async def tools_interact(
             messages.append({"role": "assistant", "content": out.text})
             transcript.append(f"Answer: {out.text.strip()}\n")
             break
-        ids = [c.get("id") or f"call_{step}_{i}" for i, c in enumerate(calls)]
-        messages.append(
-            {
-                "role": "assistant",
-                "content": out.text or None,
-                "tool_calls": [
-                    {"id": cid, "type": "function", "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
-                    for cid, c in zip(ids, calls, strict=True)
-                ],
-            }
-        )
+        ids, echoed = echo_tool_calls(calls, step, used_ids)
+        messages.append({"role": "assistant", "content": out.text or None, "tool_calls": echoed})
         if out.text.strip():
             transcript.append(f"Text: {out.text.strip()}\n")
         bad = 0

@@ -10,7 +10,10 @@ Loop (one episode per case, cases in order). Each turn is one request with the t
 call of the answer runs in order through the MCP ``ClientSession``; its ``role: tool`` message is
 the result as JSON, or ``Error: <message>`` for a tool error (``isError``). A call to a tool that
 is not offered, or with arguments that are not a JSON object, is answered with an error and counted
-(``unknown_tools``, ``malformed_arguments``); it never crashes the run. The episode ends when the
+(``unknown_tools``, ``malformed_arguments``); it never crashes the run. A call without a name is
+echoed back as ``invalid_tool_call`` and repeated call ids get a suffix, so a strict server accepts
+the next request. A tool call that takes longer than :data:`MCP_TOOL_TIMEOUT_S` is abandoned and
+answered with an error (counted in ``tool_errors`` and ``tool_timeouts``). The episode ends when the
 model answers without tool calls (the final answer) or after ``max_steps`` model turns. The harness
 then calls ``snapshot`` and keeps the service state.
 
@@ -24,8 +27,8 @@ agent did to the service is the primary outcome.
 
 Result. ``ModelOutput.text`` is a readable transcript of every episode; ``extra["mcp"]`` holds
 ``max_steps`` and per case: ``case``, ``steps``, ``finished``, ``answer``, ``tool_calls`` (calls
-attempted), ``executed`` (calls that reached the server), ``tool_errors``, ``unknown_tools``,
-``malformed_arguments``, ``snapshot`` (the raw final state), ``duration_s`` and ``messages`` (the
+attempted), ``executed`` (calls that reached the server), ``tool_errors``, ``tool_timeouts``,
+``unknown_tools``, ``malformed_arguments``, ``snapshot`` (the raw final state), ``duration_s`` and ``messages`` (the
 assistant and tool turns as sent). Everything is JSON, so stored runs resume as in program mode.
 
 Gold. The ``gold`` backend plays the reference's own calls: for each case the reference program runs
@@ -57,7 +60,7 @@ from typing import Any
 
 from callbench.errors import CallbenchError, ConfigError, DataError, MissingExtraError
 from callbench.models.base import ModelInput, ModelOutput, require_tools
-from callbench.models.tool_calls import parse_arguments
+from callbench.models.tool_calls import echo_tool_calls, parse_arguments, used_call_ids
 from callbench.tracks.stateful.execution import default_limits, same
 from callbench.tracks.stateful.scenario import Scenario
 
@@ -77,6 +80,10 @@ MCP_USER = "# Task\n\n{task}\n\n# Input values\n\n{values}\n\nWhen you are done,
 MALFORMED = "Error: {problem}. Nothing was called; call the tool again with a JSON object of arguments."
 UNKNOWN_TOOL = "Error: there is no tool named {name!r}. Nothing was called; the tools are: {tools}."
 TOOL_ERROR = "Error: {message}"
+# How long one MCP tool call may take before it is abandoned and answered with a tool error
+# (counted in ``tool_errors`` and ``tool_timeouts``). The services answer in milliseconds; only a
+# hung server reaches it, so it is not part of the prompt hash (runs without a hang are unchanged).
+MCP_TOOL_TIMEOUT_S = 30.0
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)```", re.S)
 
@@ -293,6 +300,20 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+async def _call_tool(session: Any, name: str, arguments: dict[str, Any], timeout_s: float) -> Any | None:
+    """``session.call_tool`` with the SDK's per-request read timeout; None when it timed out (a
+    hung server tool must not hang the sample). Other MCP errors propagate."""
+    from mcp import MCPError
+    from mcp.types import REQUEST_TIMEOUT
+
+    try:
+        return await session.call_tool(name, arguments, read_timeout_seconds=timeout_s)
+    except MCPError as exc:
+        if exc.code == REQUEST_TIMEOUT:
+            return None
+        raise
+
+
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
@@ -308,10 +329,13 @@ async def run_episode(
     sample_id: str,
     max_steps: int,
     gold: list[str] | None = None,
+    tool_timeout_s: float = MCP_TOOL_TIMEOUT_S,
 ) -> tuple[dict[str, Any], str, list[int | None], list[int | None]]:
-    """One case's episode: ``(record, transcript, prompt_tokens, completion_tokens)``."""
+    """One case's episode: ``(record, transcript, prompt_tokens, completion_tokens)``. Each MCP
+    tool call may take ``tool_timeout_s`` seconds (see :func:`_call_tool`)."""
     messages = case_messages(scenario, task, case)
     start = len(messages)
+    used_ids = used_call_ids(messages)  # echoed call ids stay unique across the conversation
     prompt = readable_prompt(scenario, task)
     rec: dict[str, Any] = {
         "case": case["name"],
@@ -323,6 +347,7 @@ async def run_episode(
         "tool_errors": 0,
         "unknown_tools": 0,
         "malformed_arguments": 0,
+        "tool_timeouts": 0,
         "snapshot": None,
     }
     lines = [f"## case {case['name']}\n"]
@@ -359,17 +384,8 @@ async def run_episode(
                     messages.append({"role": "assistant", "content": out.text})
                     lines.append(f"Answer: {out.text.strip()}\n")
                     break
-                ids = [c.get("id") or f"call_{step}_{i}" for i, c in enumerate(calls)]
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": out.text or None,
-                        "tool_calls": [
-                            {"id": cid, "type": "function", "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
-                            for cid, c in zip(ids, calls, strict=True)
-                        ],
-                    }
-                )
+                ids, echoed = echo_tool_calls(calls, step, used_ids)
+                messages.append({"role": "assistant", "content": out.text or None, "tool_calls": echoed})
                 if out.text.strip():
                     lines.append(f"Text: {out.text.strip()}\n")
                 for cid, c in zip(ids, calls, strict=True):
@@ -383,18 +399,32 @@ async def run_episode(
                         rec["unknown_tools"] += 1
                         content = UNKNOWN_TOOL.format(name=name, tools=", ".join(names))
                     else:
-                        result = server.decode(name, await session.call_tool(name, arguments))
+                        raw_result = await _call_tool(session, name, arguments, tool_timeout_s)
                         rec["executed"] += 1
-                        if result["ok"]:
-                            content = _dump(result["result"])
-                        else:
+                        if raw_result is None:  # timed out: reported to the model, the episode goes on
                             rec["tool_errors"] += 1
-                            content = TOOL_ERROR.format(message=result["error"])
+                            rec["tool_timeouts"] += 1
+                            content = TOOL_ERROR.format(
+                                message=f"the call to '{name}' timed out after {tool_timeout_s:g} s; "
+                                "whether it changed anything is unknown"
+                            )
+                        else:
+                            result = server.decode(name, raw_result)
+                            if result["ok"]:
+                                content = _dump(result["result"])
+                            else:
+                                rec["tool_errors"] += 1
+                                content = TOOL_ERROR.format(message=result["error"])
                     messages.append({"role": "tool", "tool_call_id": cid, "content": content})
                     raw = c.get("arguments")
                     lines.append(f"Call: {name or '?'}({raw if isinstance(raw, str) else _dump(raw)})\nResult: {content}\n")
             if model_exc is None:
-                snap = server.decode(server.snapshot_tool, await session.call_tool(server.snapshot_tool, {}))
+                raw_snap = await _call_tool(session, server.snapshot_tool, {}, tool_timeout_s)
+                if raw_snap is None:
+                    raise McpServerError(
+                        f"{scenario.name} MCP server: '{server.snapshot_tool}' timed out after {tool_timeout_s:g} s"
+                    )
+                snap = server.decode(server.snapshot_tool, raw_snap)
                 if not snap["ok"]:
                     raise McpServerError(f"{scenario.name} MCP server: '{server.snapshot_tool}' failed: {snap['error']}")
                 rec["snapshot"] = snap["result"]
@@ -498,7 +528,7 @@ def judge_episodes(scenario: Scenario, task: dict[str, Any], output: ModelOutput
                 "verdict": v,
                 "reason": why,
                 "duration_s": rec.get("duration_s"),
-                **{k: rec.get(k) for k in ("steps", "tool_calls", "executed", "tool_errors", "unknown_tools", "malformed_arguments")},
+                **{k: rec.get(k) for k in ("steps", "tool_calls", "executed", "tool_errors", "tool_timeouts", "unknown_tools", "malformed_arguments")},
             }
         )
         if v != "pass" and verdict == "pass":
@@ -509,6 +539,7 @@ def judge_episodes(scenario: Scenario, task: dict[str, Any], output: ModelOutput
 
 __all__ = [
     "MCP_SCENARIOS",
+    "MCP_TOOL_TIMEOUT_S",
     "MCP_SYSTEM",
     "McpServer",
     "McpServerError",
