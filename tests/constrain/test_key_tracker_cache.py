@@ -10,6 +10,9 @@ digits) and a prefix table for tokens that only write a key. None of that may ch
 * memo and shortcut exactness: ``allows(t) == _scan(t)`` for every token checked, asked in the
   engine's order at every step (so memo entries carried over from earlier steps are exercised);
 * the engine's mask equals grammar mask AND the plain scan's verdicts.
+* on synthetic tokens (every short string of the bytes that steer the scanner, plus given-key
+  prefixes), from string states with an escape or `${` hole pending and from key states: the
+  same soundness, and ``_scan``/``allows`` against feeding a full ``clone()``.
 
 Prefixes: every step of gold decodes (all four WAPIIBench specs) and of random walks under the
 engine's own mask, biased towards structural tokens so that walks close strings and objects.
@@ -27,7 +30,7 @@ pytest.importorskip("llguidance")
 from callbench.constrain import GrammarConstraint, build_webapi_grammar, make_key_tracker  # noqa: E402
 from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
 from callbench.constrain.engine import TokenClass, is_sensitive, vocab_for_lltokenizer  # noqa: E402
-from callbench.constrain.key_tracker import _code_danger  # noqa: E402
+from callbench.constrain.key_tracker import M_CODE, O_AFTER, O_KEY, O_VALUE, _code_danger  # noqa: E402
 
 APIS = ("asana", "google_calendar_v3", "google_sheet_v4", "slack")
 _STRUCT = set(b"'\"`,{}()[]:;")
@@ -180,3 +183,108 @@ def test_first_key_byte_table(vocab):
     assert _key_first(ord("n")) is cls
     assert np.array_equal(vocab.sensitive_tokens(cls), table == ord("n"))
     assert is_sensitive((cls, frozenset(b"}")), b" }") and not is_sensitive((cls, frozenset(b"}")), b" x")
+
+
+# -- soundness of ``sensitive`` on synthetic tokens ----------------------------------------------
+# The vocabulary-based tests above only see tokens a real tokenizer has; the classes must hold for
+# any bytes. Every short byte string over the bytes that steer the scanner (quotes, escapes, `${`
+# holes, structure) plus given-key prefixes, from string states with and without a pending escape,
+# `$` or hole, and from value, after-value and key states of objects that already have keys.
+_ALPHABET = [bytes((c,)) for c in b"\"'`\\${},:a"]
+_LONGER = [b'"a", "app', b'"","', b'\\"","', b'\\\\","', b'a\\",', b"`}`,", b'}","', b'${x}`,"', b"\\`,a"]
+
+
+def _short_tokens(max_len):
+    out, layer = [], [b""]
+    for _ in range(max_len):
+        layer = [t + c for t in layer for c in _ALPHABET]
+        out += layer
+    return out
+
+
+_SHORT4 = _short_tokens(4)
+# what comes before a key prefix in _key_tokens: escapes and holes before the real close included
+_STEMS = [b"", *_short_tokens(2), b'\\"",', b'\\"", "', b"\\'',", b"${x}`,", b"`}`,", b"\\``,{"]
+
+
+def _synthetic_states(tracker_factory, text, per_kind=2):
+    """(label, tracker) pairs: states met while feeding ``text`` byte by byte, in objects that
+    already hold a key, and string states derived from them (each quote, each pending state)."""
+    seen, counts, out = set(), {}, []
+    tr = tracker_factory()
+    for i in range(len(text)):
+        if not tr.active():
+            break
+        top = tr._frames[-1]
+        if tr._mode == M_CODE and top.kind == "obj" and top.used:
+            kind = {O_KEY: "key", O_VALUE: "value", O_AFTER: "after"}.get(top.state)
+            sig = (kind, top.path, top.used)
+            if kind is not None and sig not in seen and counts.get(kind, 0) < per_kind:
+                seen.add(sig)
+                counts[kind] = counts.get(kind, 0) + 1
+                out.append((f"{kind} {top.path} @{i}", tr.clone()))
+                if kind == "value":
+                    pendings = {
+                        b'"': ("", "ab", "\\"),
+                        b"'": ("", "\\"),
+                        b"`": ("", "\\", "$", "${", "${id", "a$"),
+                    }
+                    for q, ps in pendings.items():
+                        for p in ps:
+                            c = tr.clone()
+                            c.feed(q + p.encode())
+                            out.append((f"string {q + p.encode()!r} {top.path} @{i}", c))
+                elif kind == "key":
+                    for key in sorted(top.used)[:2]:
+                        for part in (key[:1], key[:-1]):
+                            for q in ("", '"'):
+                                c = tr.clone()
+                                c.feed((q + part).encode())
+                                if c.active():
+                                    out.append((f"key {q + part!r} {top.path} @{i}", c))
+        tr.feed(text[i : i + 1])
+    return out
+
+
+def _key_tokens(tracker):
+    """Short tokens followed by prefixes of the keys the open object already holds."""
+    top = tracker._frames[-1]
+    parts = {k[:n].encode() for k in top.used for n in (1, len(k))} if top.kind == "obj" else set()
+    return [t + q + p for t in _STEMS for p in sorted(parts) for q in (b"", b'"')]
+
+
+@pytest.mark.parametrize("api", ("slack", "asana"))
+def test_sensitive_sound_on_synthetic_tokens(api, wapii_specs, wapii_tasks):
+    """If the plain scan vetoes a token, it is in ``sensitive``; ``_scan`` and ``allows`` agree
+    with an independent oracle (feeding the token to a full ``clone()``)."""
+    spec = wapii_specs[api]
+    g = build_webapi_grammar(spec, setup="full")
+    states = []
+    for text in _gold_texts(wapii_tasks, api, 4):
+        states += _synthetic_states(lambda: make_key_tracker(g, spec), text.encode())
+    assert any(tr._esc for _, tr in states) and any(tr._hole for _, tr in states)
+    checked = vetoed = 0
+    misses = []
+    declared = set()
+    for label, tr in states:
+        sens = tr.sensitive
+        declared.update(tr.all_sensitive)
+        for part in sens if isinstance(sens, tuple) else (sens,):
+            assert part in declared or "a key starting with" in part.name, (label, part)
+        for tok in _SHORT4 + _LONGER + _key_tokens(tr):
+            plain = tr._scan(tok)
+            oracle = tr.clone()
+            oracle.feed(tok)
+            want = oracle.violation is None
+            assert plain == want, (label, tok)
+            assert tr.allows(tok) == want, (label, tok)
+            if not want and not is_sensitive(sens, tok):
+                misses.append((label, sens.name if isinstance(sens, TokenClass) else sens, tok))
+            checked += 1
+            vetoed += not want
+    assert not misses, (
+        f"{len(misses)} vetoed tokens outside sensitive",
+        misses[:3],
+        sorted({m[0] for m in misses}),
+    )
+    assert checked > 100_000 and vetoed > 500

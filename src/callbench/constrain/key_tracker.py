@@ -110,28 +110,70 @@ def _code_danger(data: bytes) -> bool:
     return _code_danger_from(data, 0)
 
 
-def _string_danger(q: int, *, escapes: bool = False) -> TokenClass:
-    """Inside a string (value, URL or, with ``escapes``, a quoted key) quoted with ``q``: only code
-    after the closing quote can break a rule, and the closing quote is at or after the first
-    ``q`` (escapes and `${...}` holes can only push it later; the code read from the first ``q``
-    on covers the code after the real one). In a key, a backslash counts too (an escape can spell
+# What is pending inside a string when a token starts: nothing, an escape (`\` read), a `${` hole
+# (backticks: until `}`) or a `$` (backticks: a `{` next opens a hole). Never two at once.
+_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR = range(4)
+
+
+def _string_end(data: bytes, q: int, pending: int = _P_NONE) -> int:
+    """Where the string quoted with ``q`` that ``data`` continues ends: the index just after its
+    closing quote, or -1 if it stays open. Read exactly like :meth:`KeyTracker._string_byte`
+    (escapes, and in backticks `${...}` holes), starting with ``pending``."""
+    i = data.find(q)
+    if i < 0:
+        return -1  # no quote at all: the string stays open whatever is pending
+    if pending == _P_NONE:
+        head = data[:i]
+        if _BSL not in head and (q != _BQ or b"${" not in head):
+            return i + 1  # nothing before the first quote can hide it: it is the real close
+    esc, hole, dollar = pending == _P_ESC, pending == _P_HOLE, pending == _P_DOLLAR
+    for i, b in enumerate(data):
+        if esc:
+            esc = False
+        elif hole:
+            if b == _RBRACE:
+                hole = False
+        elif q == _BQ and dollar and b == _LBRACE:
+            dollar, hole = False, True
+        else:
+            dollar = b == _DOLLAR
+            if b == _BSL:
+                esc = True
+            elif b == q:
+                return i + 1
+    return -1
+
+
+def _string_danger(q: int, *, escapes: bool = False, pending: int = _P_NONE) -> TokenClass:
+    """Inside a string (value, URL or, with ``escapes``, a quoted key) quoted with ``q``, with
+    ``pending`` left by the bytes before: only code after the real closing quote can break a
+    rule. The real close is found as the scanner finds it (:func:`_string_end`): the first ``q``
+    is not it when an escape or a `${` hole is pending or comes before it in the token, and
+    reading code from a too-early quote would take the real close for an opening quote and skip
+    the code after it as string content. In a key, a backslash counts too (an escape can spell
     any key)."""
 
     def predicate(data: bytes) -> bool:
         if escapes and _BSL in data:
             return True
-        i = data.find(q)
-        return i >= 0 and _code_danger_from(data, i + 1)
+        end = _string_end(data, q, pending)
+        return end >= 0 and _code_danger_from(data, end)
 
     what = "quoted key" if escapes else "string"
+    state = ("", " after an escape", " in a ${ hole", " after $")[pending]
     prefilter = b",{}\\" if escapes else b",{}"
     return TokenClass(
-        f"key tracker: {what} {chr(q)} closed, then code danger", predicate, prefilter=prefilter
+        f"key tracker: {what} {chr(q)}{state} closed, then code danger", predicate, prefilter=prefilter
     )
 
 
 _CODE_DANGER = TokenClass("key tracker: code danger", _code_danger, prefilter=b",{}")
-_STRING_DANGER = {q: _string_danger(q) for q in (_SQ, _DQ, _BQ)}
+# Inside a string value or URL, per quote and pending state (holes and `$` matter in backticks only).
+_STRING_DANGER = {
+    (q, p): _string_danger(q, pending=p)
+    for q in (_SQ, _DQ, _BQ)
+    for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
+}
 # Writing a key that can no longer become a key already given: only an escape or code after the
 # key's end can lead to a violation (the key itself cannot repeat one, see _partial_is_safe).
 _KEYQ_SAFE = {q: _string_danger(q, escapes=True) for q in (_SQ, _DQ)}
@@ -382,12 +424,14 @@ class KeyTracker:
     def sensitive(self) -> frozenset[int] | TokenClass:
         """The tokens that can matter *now* (the engine reads this at every step).
 
-        Inside a string (value or URL), a closing quote followed by code that closes an object or
-        starts a key; outside keys, such code itself (:data:`_CODE_DANGER`); while a key is being
-        written that could still become a key already given (or a key is expected after one was
-        given), every byte of a declared key name and the structural bytes; while writing a key
-        that cannot, only its end (or an escape). At most nine distinct values
-        (:attr:`all_sensitive`), so the engine's per-vocabulary tables stay few.
+        Inside a string (value or URL), the real closing quote (found as the scanner finds it,
+        from the escape or `${` hole left pending, see :func:`_string_end`) followed by code that
+        closes an object or starts a key; outside keys, such code itself (:data:`_CODE_DANGER`);
+        while a key is being written that could still become a key already given (or a key is
+        expected after one was given), every byte of a declared key name and the structural bytes;
+        while writing a key that cannot, only its end (or an escape). A bounded number of distinct
+        values (:attr:`all_sensitive`, plus one class per key-start byte), so the engine's
+        per-vocabulary tables stay few.
         """
         sens = self._sens
         if sens is None:
@@ -411,7 +455,14 @@ class KeyTracker:
     def _sensitive_now(self) -> frozenset[int] | TokenClass:
         mode = self._mode
         if mode == M_STR:
-            return _STRING_DANGER[self._q]
+            q = self._q
+            if self._esc:
+                return _STRING_DANGER[q, _P_ESC]
+            if q == _BQ and self._hole:
+                return _STRING_DANGER[q, _P_HOLE]
+            if q == _BQ and self._dollar:
+                return _STRING_DANGER[q, _P_DOLLAR]
+            return _STRING_DANGER[q, _P_NONE]
         if mode in (M_DONE, M_LOST) or self.violation is not None:
             return _NOTHING
         top = self._frames[-1]
