@@ -34,6 +34,11 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
+def _csv(text: str | None) -> list[str] | None:
+    """``"a, b,"`` -> ``["a", "b"]``; None when the option was not given."""
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
 def _parse_model_args(items: list[str] | None) -> dict[str, object]:
     opts: dict[str, object] = {}
     for item in items or []:
@@ -222,8 +227,8 @@ def run_webapi(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
-                ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
-                groups=[a.strip() for a in api.split(",") if a.strip()] if api else None,
+                ids=_csv(ids),
+                groups=_csv(api),
                 concurrency=concurrency,
                 scoring=scoring.value,
                 generation=gen,
@@ -390,7 +395,7 @@ def run_nested(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
-                ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                ids=_csv(ids),
                 concurrency=concurrency,
                 scoring=scoring.value,
                 generation=GenerationConfig(max_tokens=max_tokens),

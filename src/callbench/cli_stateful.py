@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from callbench.cli import (
+    _csv,
     _fail,
     _parse_model_args,
     _run_track,
@@ -161,7 +162,7 @@ def run_stateful(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
-                ids=[i.strip() for i in ids.split(",") if i.strip()] if ids else None,
+                ids=_csv(ids),
                 concurrency=concurrency,
                 scoring="strict",
                 generation=generation,
@@ -197,7 +198,7 @@ def coverage_cmd(
 
     try:
         n = _range(programs)
-        names = tuple(s.strip() for s in samplers.split(",") if s.strip())
+        names = tuple(_csv(samplers) or ())
         bad = [s for s in names if s not in SAMPLERS]
         if bad or not names:
             raise ConfigError(f"--samplers {samplers}: choose from {', '.join(SAMPLERS)}")

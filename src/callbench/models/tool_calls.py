@@ -4,7 +4,10 @@ that runs a native tool-calling loop (nested ``--mode tools``, stateful ``--mode
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from callbench.models.base import ModelOutput
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -79,3 +82,29 @@ def echo_tool_calls(
             }
         )
     return ids, echoed
+
+
+def record_assistant_turn(
+    out: ModelOutput, step: int, used: set[str], messages: list[dict[str, Any]], transcript: list[str]
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """Append one assistant turn to the conversation and the readable transcript.
+
+    ``None`` when the model answered without tool calls (the episode ends); else the calls paired
+    with the unique ids their ``role: tool`` answers must carry (see :func:`echo_tool_calls`).
+    """
+    calls = out.tool_calls or []
+    if not calls:
+        messages.append({"role": "assistant", "content": out.text})
+        transcript.append(f"Answer: {out.text.strip()}\n")
+        return None
+    ids, echoed = echo_tool_calls(calls, step, used)
+    messages.append({"role": "assistant", "content": out.text or None, "tool_calls": echoed})
+    if out.text.strip():
+        transcript.append(f"Text: {out.text.strip()}\n")
+    return list(zip(ids, calls, strict=True))
+
+
+def call_line(name: str, arguments: Any, result: str) -> str:
+    """The transcript entry of one executed (or refused) tool call."""
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=repr)
+    return f"Call: {name or '?'}({shown})\nResult: {result}\n"

@@ -45,7 +45,7 @@ from typing import Any
 
 from callbench.constrain.nested_grammar import param_kinds
 from callbench.models.base import ModelInput, ModelOutput, require_tools
-from callbench.models.tool_calls import echo_tool_calls, parse_arguments, used_call_ids
+from callbench.models.tool_calls import call_line, parse_arguments, record_assistant_turn, used_call_ids
 from callbench.tracks.nested.react import Episode, Executor, total_known
 from callbench.tracks.nested.schema import NestedTask, ToolSpec
 
@@ -235,18 +235,12 @@ async def tools_interact(
         steps += 1
         prompt_tokens.append(out.prompt_tokens)
         completion_tokens.append(out.completion_tokens)
-        calls = out.tool_calls or []
-        if not calls:
+        calls = record_assistant_turn(out, step, used_ids, messages, transcript)
+        if calls is None:
             finished, answer = True, out.text
-            messages.append({"role": "assistant", "content": out.text})
-            transcript.append(f"Answer: {out.text.strip()}\n")
             break
-        ids, echoed = echo_tool_calls(calls, step, used_ids)
-        messages.append({"role": "assistant", "content": out.text or None, "tool_calls": echoed})
-        if out.text.strip():
-            transcript.append(f"Text: {out.text.strip()}\n")
         bad = 0
-        for cid, c in zip(ids, calls, strict=True):
+        for cid, c in calls:
             sent = c.get("name")
             name = to_catalog.get(sent, sent) if isinstance(sent, str) else ""
             arguments, problem = parse_arguments(c.get("arguments"))
@@ -261,7 +255,7 @@ async def tools_interact(
             else:
                 result = episode.call({"name": name, "label": None, "arguments": arguments})
             messages.append({"role": "tool", "tool_call_id": cid, "content": result})
-            transcript.append(f"Call: {name or '?'}({_raw(c.get('arguments'))})\nResult: {result}\n")
+            transcript.append(call_line(name, c.get("arguments"), result))
         if bad == len(calls):
             parse_failures += 1
     return ModelOutput(
@@ -284,10 +278,6 @@ async def tools_interact(
             }
         },
     )
-
-
-def _raw(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=repr)
 
 
 __all__ = [

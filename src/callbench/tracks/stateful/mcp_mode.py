@@ -60,7 +60,7 @@ from typing import Any
 
 from callbench.errors import CallbenchError, ConfigError, DataError, MissingExtraError
 from callbench.models.base import ModelInput, ModelOutput, require_tools
-from callbench.models.tool_calls import echo_tool_calls, parse_arguments, used_call_ids
+from callbench.models.tool_calls import call_line, parse_arguments, record_assistant_turn, used_call_ids
 from callbench.tracks.stateful.execution import default_limits, same
 from callbench.tracks.stateful.scenario import Scenario
 
@@ -378,17 +378,11 @@ async def run_episode(
                 rec["steps"] += 1
                 ptoks.append(out.prompt_tokens)
                 ctoks.append(out.completion_tokens)
-                calls = out.tool_calls or []
-                if not calls:
+                calls = record_assistant_turn(out, step, used_ids, messages, lines)
+                if calls is None:
                     rec["finished"], rec["answer"] = True, out.text
-                    messages.append({"role": "assistant", "content": out.text})
-                    lines.append(f"Answer: {out.text.strip()}\n")
                     break
-                ids, echoed = echo_tool_calls(calls, step, used_ids)
-                messages.append({"role": "assistant", "content": out.text or None, "tool_calls": echoed})
-                if out.text.strip():
-                    lines.append(f"Text: {out.text.strip()}\n")
-                for cid, c in zip(ids, calls, strict=True):
+                for cid, c in calls:
                     rec["tool_calls"] += 1
                     name = c.get("name") if isinstance(c.get("name"), str) else ""
                     arguments, problem = parse_arguments(c.get("arguments"))
@@ -416,8 +410,7 @@ async def run_episode(
                                 rec["tool_errors"] += 1
                                 content = TOOL_ERROR.format(message=result["error"])
                     messages.append({"role": "tool", "tool_call_id": cid, "content": content})
-                    raw = c.get("arguments")
-                    lines.append(f"Call: {name or '?'}({raw if isinstance(raw, str) else _dump(raw)})\nResult: {content}\n")
+                    lines.append(call_line(name, c.get("arguments"), content))
             if model_exc is None:
                 raw_snap = await _call_tool(session, server.snapshot_tool, {}, tool_timeout_s)
                 if raw_snap is None:
