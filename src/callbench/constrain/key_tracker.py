@@ -527,30 +527,22 @@ class KeyTracker:
         return _SAFE_ALL if cands is None or cands.isdisjoint(used) else _UNSAFE
 
     def clone(self) -> KeyTracker:
-        t = KeyTracker.__new__(KeyTracker)
-        t.grammar, t._spec, t._model, t._keyset = self.grammar, self._spec, self._model, self._keyset
-        t._key_firsts = self._key_firsts
-        t._frames = [f.copy() for f in self._frames]
-        t._shared = 0
-        t._mode, t._q, t._esc, t._hole, t._dollar = self._mode, self._q, self._esc, self._hole, self._dollar
-        t._buf = bytearray(self._buf)
-        t._url = bytearray(self._url) if self._url is not None else None
-        t._method, t._args, t.violation = self._method, self._args, self.violation
-        t._memo = {}
-        t._sens = None
-        return t
+        return self._copy_with([f.copy() for f in self._frames], 0)
 
     def _probe(self) -> KeyTracker:
         """A throw-away copy for :meth:`_scan`: it copies only the top frame and shares the others
         with this tracker, copying each when a pop makes it the top (the scanner changes no other
         frame). Valid while this tracker does not change, i.e. within one allows() call."""
+        frames = self._frames
+        return self._copy_with([*frames[:-1], frames[-1].copy()], len(frames) - 1)
+
+    def _copy_with(self, frames: list[_Frame], shared: int) -> KeyTracker:
+        """A tracker in this one's scanner state over ``frames`` (the first ``shared`` not owned)."""
         t = KeyTracker.__new__(KeyTracker)
         t.grammar, t._spec, t._model, t._keyset = self.grammar, self._spec, self._model, self._keyset
         t._key_firsts = self._key_firsts
-        frames = self._frames
-        t._frames = frames[:-1]
-        t._frames.append(frames[-1].copy())
-        t._shared = len(frames) - 1
+        t._frames = frames
+        t._shared = shared
         t._mode, t._q, t._esc, t._hole, t._dollar = self._mode, self._q, self._esc, self._hole, self._dollar
         t._buf = bytearray(self._buf)
         t._url = bytearray(self._url) if self._url is not None else None
