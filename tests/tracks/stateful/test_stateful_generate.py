@@ -151,7 +151,7 @@ def test_energy_beats_random_on_coverage_and_cli_writes_json(tmp_path: Path):
     assert e["mean_programs_to_goal"] < r["mean_programs_to_goal"]
     assert all(a >= b for a, b in zip(e["mean_curve"][5:], r["mean_curve"][5:], strict=True))
     out = tmp_path / "cov.json"
-    r = runner.invoke(app, ["coverage", "--scenario", "session", "--programs", "1..20", "--seeds", "2", "--json", str(out)])
+    r = runner.invoke(app, ["coverage", "--scenario", "session", "--programs", "1..20", "--seeds", "2", "--json", str(out), "--out", str(tmp_path / "cov0")])
     assert r.exit_code == 0, r.output
     data = json.loads(out.read_text())["scenarios"]["session"]
     assert len(data["samplers"]["energy"]["curves"]) == 2 and len(data["samplers"]["random"]["mean_curve"]) == 20
