@@ -33,21 +33,35 @@ def load_backend(model: str, options: dict[str, Any], *, concurrency: int, track
     """Build the backend for a run and check it can do what the run asks.
 
     The openai backend's own in-flight bound follows the run's concurrency; constrained runs need
-    logits (or, where the track allows it, a server-side grammar) and completion mode, since the
-    grammar continues the prompt.
+    logits (or, where the track allows it, a server-side grammar) and a prompt the grammar
+    continues: completion mode, or an in-process chat template with a prefilled answer. A backend
+    left in ``auto`` mode uses the model's chat template for tracks that prefill the answer.
     """
     options = dict(options)
     if model.startswith("openai:"):
         options.setdefault("concurrency", concurrency)
     backend = load_model(model, **options)
+    prefill = getattr(track, "chat_prefill", False)
+    if prefill and hasattr(backend, "prefer_chat_template"):
+        backend.prefer_chat_template()
     if constrained and backend.name not in ("gold", "replay"):
         server_ok = track.server_constraints and backend.name == "openai"
         if not (backend.steerable or server_ok):
             where = "llamacpp:, hf: or a vLLM server via openai:" if track.server_constraints else "llamacpp: or hf:"
             raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits (use {where})")
-        if backend.mode == "chat":
+        # A prefilled chat answer continues the prompt like a completion; a free chat answer does not.
+        chat_ok = prefill and hasattr(backend, "prefer_chat_template")
+        if backend.mode == "chat" and not chat_ok:
             raise ConfigError("--constrained needs completion mode (--mode completion): the grammar continues the prompt")
     return backend
+
+
+def answer_mode(backend: Any, track: Any) -> str:
+    """How the backend's answers read for this track: a chat backend that renders the template
+    itself and prefills the track's answer start produces continuations, like completion mode."""
+    if backend.mode == "chat" and getattr(track, "chat_prefill", False) and hasattr(backend, "prefer_chat_template"):
+        return "completion"
+    return backend.mode
 
 
 def run(
@@ -73,7 +87,9 @@ def run(
         model, model_options or {}, concurrency=concurrency, track=tr, constrained=bool(track_options.get("constrained"))
     )
     if generation is None:
-        generation = tr.default_generation(backend.mode) if hasattr(tr, "default_generation") else GenerationConfig()
+        generation = (
+            tr.default_generation(answer_mode(backend, tr)) if hasattr(tr, "default_generation") else GenerationConfig()
+        )
     opts = RunOptions(
         out_dir=Path(out_dir),
         run_id=run_id,

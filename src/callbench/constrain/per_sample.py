@@ -17,15 +17,37 @@ class SampleConstraint:
 
     def __init__(self, shared: Any):
         self.shared = shared
+        self._used = shared
         self._sessions: list[Any] | None = None
 
-    def llamacpp_logits_processor(self, llama: Any) -> Any:
-        proc = self.shared.llamacpp_logits_processor(llama)
-        self._sessions = self.shared.last_sessions
+    def _target(self, heal: str) -> Any:
+        """The shared constraint, or its healed variant when the backend gave back ``heal``."""
+        if not heal:
+            return self.shared
+        from callbench.constrain.healing import healed_constraint
+
+        return healed_constraint(self.shared, heal)
+
+    @staticmethod
+    def _budget(hook: Any, max_tokens: int | None) -> dict[str, Any]:
+        """``max_tokens`` for hooks that close the call within a token budget."""
+        import inspect
+
+        if max_tokens is None or "max_tokens" not in inspect.signature(hook).parameters:
+            return {}
+        return {"max_tokens": max_tokens}
+
+    def llamacpp_logits_processor(self, llama: Any, *, heal: str = "", max_tokens: int | None = None) -> Any:
+        self._used = self._target(heal)
+        hook = self._used.llamacpp_logits_processor
+        proc = hook(llama, **self._budget(hook, max_tokens))
+        self._sessions = self._used.last_sessions
         return proc
 
-    def hf_logits_processor(self, tokenizer: Any) -> Any:
-        proc = self.shared.hf_logits_processor(tokenizer)
+    def hf_logits_processor(self, tokenizer: Any, *, heal: str = "", max_tokens: int | None = None) -> Any:
+        self._used = self._target(heal)
+        hook = self._used.hf_logits_processor
+        proc = hook(tokenizer, **self._budget(hook, max_tokens))
         self._sessions = None  # created lazily per batch row; read after generation
         return proc
 
@@ -34,7 +56,7 @@ class SampleConstraint:
         return self.shared.vllm_extra_body()
 
     def stats(self) -> dict[str, Any]:
-        sessions = self._sessions if self._sessions is not None else self.shared.last_sessions
+        sessions = self._sessions if self._sessions is not None else self._used.last_sessions
         if not sessions:
             return {"server_side": self._sessions == []}
         return sessions[0].summary()

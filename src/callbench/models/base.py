@@ -40,6 +40,16 @@ class ModelInput:
     are not plain strings: assistant messages with ``tool_calls`` (``content`` possibly None) and
     ``{"role": "tool", "tool_call_id", "content"}`` results. With ``tools`` set, the ``gold``
     reference is a JSON assistant message ``{"content": str | None, "tool_calls": [...] | None}``.
+
+    ``assistant_prefix``: for chat models whose template is rendered in-process (llama.cpp, HF),
+    the text the assistant's turn starts with. The web API track puts its code fence and starter
+    code there, so a chat model's answer continues the starter exactly like a completion (and
+    constrained decoding applies). Backends that cannot prefill ignore it and answer freely.
+
+    ``heal_boundary``: the prompt may end inside what the tokenizer would write as one token (the
+    web API starter ends with ``axios.``). Backends that tokenize the prompt themselves back it up
+    by its last token and make the continuation start with the removed text (token healing, see
+    :mod:`callbench.models.healing`); ``ModelOutput.text`` still continues the original prompt.
     """
 
     sample_id: str
@@ -49,6 +59,8 @@ class ModelInput:
     constraint: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] | None = None
+    assistant_prefix: str | None = None
+    heal_boundary: bool = False
 
 
 @dataclass
@@ -89,7 +101,8 @@ class ModelBackend(abc.ABC):
     def __init__(self, mode: Mode | None = None):
         from callbench.errors import ConfigError
 
-        chosen = mode or self.modes[0]
+        # "auto" = the backend's default (backends that render chat templates refine it).
+        chosen = self.modes[0] if mode in (None, "auto") else mode
         if chosen not in self.modes:
             raise ConfigError(f"model '{self.name}': mode '{chosen}' not supported (choose from {', '.join(self.modes)})")
         self.mode: Mode = chosen

@@ -26,10 +26,24 @@ from typing import Any
 from callbench.errors import ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
 from callbench.models.base import GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
+from callbench.models.healing import (
+    Healing,
+    PrefixState,
+    TorchPrefixProcessor,
+    constraint_hook,
+    heal_prompt,
+    hf_token_bytes,
+    prefix_table,
+    strip_healed,
+)
 from callbench.models.registry import register_model
 
 OPTIONS: dict[str, Opt] = {
-    "mode": Opt(str, "completion"),
+    # "auto": the tokenizer's chat template (with the track's prefilled answer start) when the
+    # track asks for it (web API) and the tokenizer has one; completion otherwise.
+    "mode": Opt(str, "auto"),
+    # Back the prompt up to a token boundary and regenerate the removed text (inputs that ask).
+    "token_healing": Opt(bool, True),
     # "auto": CUDA when available, else CPU.
     "device": Opt(str, "auto"),
     # "auto": float32 on CPU, the checkpoint's own dtype on an accelerator.
@@ -63,12 +77,16 @@ class HFBackend(ModelBackend):
         self,
         path: Path,
         *,
-        mode: Mode | None = None,
+        mode: Mode | str | None = None,
         device: str = "auto",
         dtype: str = "auto",
         batch_size: int = 8,
+        token_healing: bool = True,
     ):
-        super().__init__(mode)
+        #: True when the mode was left to the backend ("auto"): see :meth:`prefer_chat_template`.
+        self.auto_mode = mode in (None, "auto")
+        super().__init__(None if self.auto_mode else mode)  # type: ignore[arg-type]
+        self.token_healing = token_healing
         torch, transformers = _import_stack()
         path = Path(path).expanduser()
         if not path.is_dir():
@@ -108,29 +126,47 @@ class HFBackend(ModelBackend):
         self._end_ids = self._eos_ids | {self.tokenizer.pad_token_id}
         self._lock = threading.Lock()
 
+    def prefer_chat_template(self) -> None:
+        """For a track that prompts instruct models through their chat template: switch an
+        ``auto`` backend to chat mode when the tokenizer has a template."""
+        if self.auto_mode and getattr(self.tokenizer, "chat_template", None):
+            self.mode = "chat"
+
     @property
     def identity(self) -> str:
-        return f"hf:{self.path.name}[{self.mode}]"
+        tags = [self.mode] + (["heal"] if self.token_healing else [])
+        return f"hf:{self.path.name}[{','.join(tags)}]"
 
     # -- building a batch -------------------------------------------------------------------------
 
     def _text_for(self, inp: ModelInput) -> str:
         if self.mode == "chat":
-            return self.tokenizer.apply_chat_template(
-                inp.messages, tokenize=False, add_generation_prompt=True
-            )
+            text = self.tokenizer.apply_chat_template(inp.messages, tokenize=False, add_generation_prompt=True)
+            # A prefilled answer (the web API starter) makes the output a continuation of it.
+            return text + (inp.assistant_prefix or "")
         return inp.prompt
 
-    def _row_processor(self, inp: ModelInput) -> Any:
-        if inp.constraint is None:
-            return None
-        hook = getattr(inp.constraint, "hf_logits_processor", None)
-        if not callable(hook):
-            # Running unconstrained while the caller believes otherwise would corrupt a comparison.
-            raise ConfigError(
-                f"{self.identity}: constraint {type(inp.constraint).__name__} has no hf_logits_processor()"
-            )
-        return hook(self.tokenizer)
+    def _prompt_ids(self, inp: ModelInput) -> tuple[list[int], Healing | None]:
+        # A chat template already contains any BOS the model wants; do not add a second one.
+        ids = self.tokenizer(self._text_for(inp), add_special_tokens=self.mode != "chat")["input_ids"]
+        if not (inp.heal_boundary and self.token_healing):
+            return list(ids), None
+        table = self._prefix_table()
+        special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
+        healing = heal_prompt(ids, lambda i: table.token_bytes[i] if i < table.size else b"", special=special)
+        return healing.ids, healing
+
+    def _prefix_table(self) -> Any:
+        return prefix_table(self.tokenizer, lambda: hf_token_bytes(self.tokenizer))
+
+    def _row_processor(self, inp: ModelInput, healing: Healing | None, max_tokens: int) -> Any:
+        heal = healing.text if healing is not None else ""
+        if inp.constraint is not None:
+            hook = constraint_hook(inp.constraint, "hf_logits_processor", self.identity, heal=heal, max_tokens=max_tokens)
+            return hook(self.tokenizer)
+        if heal:
+            return TorchPrefixProcessor(PrefixState(self._prefix_table(), healing.prefix))
+        return None
 
     def _generation_kwargs(self, config: GenerationConfig, max_new_tokens: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -150,10 +186,9 @@ class HFBackend(ModelBackend):
 
     def _run_batch(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
         torch = self._torch
-        processors = [self._row_processor(inp) for inp in inputs]
-        texts = [self._text_for(inp) for inp in inputs]
-        # A chat template already contains any BOS the model wants; do not add a second one.
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=self.mode != "chat")
+        prompts = [self._prompt_ids(inp) for inp in inputs]
+        processors = [self._row_processor(inp, h, config.max_tokens) for inp, (_, h) in zip(inputs, prompts, strict=True)]
+        enc = self.tokenizer.pad({"input_ids": [ids for ids, _ in prompts]}, return_tensors="pt", padding=True)
         enc = {k: v.to(self.device) for k, v in enc.items()}
         width = enc["input_ids"].shape[1]
         lengths = enc["attention_mask"].sum(dim=1).tolist()
@@ -187,26 +222,32 @@ class HFBackend(ModelBackend):
             n_real = next((k for k, tok in enumerate(generated) if tok in self._end_ids), len(generated))
             ended_by_eos = n_real < len(generated)
             text = self.tokenizer.decode(generated[:n_real], skip_special_tokens=True)
+            healing = prompts[i][1]
+            text = strip_healed(text, healing)
             cut = min((text.find(s) for s in config.stop if s and s in text), default=-1)
             if cut >= 0:
                 text = text[:cut]
                 finish = "stop"
             else:
                 finish = "stop" if ended_by_eos else "length"
+            extra: dict[str, Any] = {
+                "batch_size": len(inputs),
+                "batch_latency_s": elapsed,
+                "constrained": inputs[i].constraint is not None,
+            }
+            if healing is not None and healing.prefix:
+                extra["token_healing"] = healing.as_record()
             results.append(
                 ModelOutput(
                     text=text,
-                    mode=self.mode,
+                    # A prefilled chat answer continues the starter, like a completion.
+                    mode="completion" if (self.mode == "completion" or inputs[i].assistant_prefix is not None) else "chat",
                     prompt_tokens=int(lengths[i]),
                     completion_tokens=n_real + (1 if ended_by_eos and cut < 0 else 0),
                     # Amortised: summing latency_s over samples gives the real wall time.
                     latency_s=elapsed / len(inputs),
                     finish_reason=finish,
-                    extra={
-                        "batch_size": len(inputs),
-                        "batch_latency_s": elapsed,
-                        "constrained": processors[i] is not None,
-                    },
+                    extra=extra,
                 )
             )
         return results

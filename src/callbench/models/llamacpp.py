@@ -24,10 +24,24 @@ from typing import Any
 from callbench.errors import CallbenchError, ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
 from callbench.models.base import GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
+from callbench.models.healing import (
+    Healing,
+    LlamaCppPrefixProcessor,
+    PrefixState,
+    constraint_hook,
+    heal_prompt,
+    llama_token_bytes,
+    prefix_table,
+    strip_healed,
+)
 from callbench.models.registry import register_model
 
 OPTIONS: dict[str, Opt] = {
-    "mode": Opt(str, "completion"),
+    # "auto": the chat template (with the track's prefilled answer start) for a GGUF that carries
+    # one when the track asks for it (web API), completion otherwise; see docs/webapi-prompts.md.
+    "mode": Opt(str, "auto"),
+    # Back the prompt up to a token boundary and regenerate the removed text (inputs that ask).
+    "token_healing": Opt(bool, True),
     "n_ctx": Opt(int, 4096),
     # One thread beat two on the 2-core reference machine (the second core serves the event loop,
     # the sandbox and the OS); raise it on bigger machines.
@@ -49,7 +63,13 @@ def _import_llama_cpp():
 
 
 class LlamaCppBackend(ModelBackend):
-    """A local GGUF model; completion mode by default, chat mode uses the GGUF's chat template."""
+    """A local GGUF model; completion mode by default, chat mode uses the GGUF's chat template.
+
+    Chat mode has two forms. An input with ``assistant_prefix`` (the web API track's starter code)
+    is rendered through the GGUF's chat template here and continued from that prefix, so the answer
+    is a continuation (``ModelOutput.mode == "completion"``), token healing and constrained decoding
+    apply as in completion mode. Other inputs go through llama-cpp-python's chat completion.
+    """
 
     name = "llamacpp"
     modes: tuple[Mode, ...] = ("completion", "chat")
@@ -60,15 +80,19 @@ class LlamaCppBackend(ModelBackend):
         self,
         path: Path,
         *,
-        mode: Mode | None = None,
+        mode: Mode | str | None = None,
         n_ctx: int = 4096,
         n_threads: int = 1,
         n_gpu_layers: int = 0,
         seed: int = 0,
         verbose: bool = False,
         note: str | None = None,
+        token_healing: bool = True,
     ):
-        super().__init__(mode)
+        #: True when the mode was left to the backend ("auto"): see :meth:`prefer_chat_template`.
+        self.auto_mode = mode in (None, "auto")
+        super().__init__(None if self.auto_mode else mode)  # type: ignore[arg-type]
+        self.token_healing = token_healing
         llama_cpp = _import_llama_cpp()
         path = Path(path).expanduser()
         if not path.is_file():
@@ -93,26 +117,64 @@ class LlamaCppBackend(ModelBackend):
         except ValueError as exc:  # llama-cpp-python reports an unreadable model as ValueError
             raise ConfigError(f"model 'llamacpp:{path}': cannot load ({exc})") from exc
         self._lock = threading.Lock()
+        #: The GGUF's chat template (metadata ``tokenizer.chat_template``), if it has one.
+        self.chat_template: str | None = (getattr(self._llama, "metadata", None) or {}).get("tokenizer.chat_template")
+        self._formatter: Any = None
+        if self.mode == "chat" and not self.chat_template:
+            raise ConfigError(f"model 'llamacpp:{path}': mode 'chat' needs a chat template in the GGUF, and it has none")
+
+    def prefer_chat_template(self) -> None:
+        """For a track that prompts instruct models through their chat template: switch an
+        ``auto`` backend to chat mode when the GGUF carries a template (base models stay in
+        completion mode)."""
+        if self.auto_mode and self.chat_template:
+            self.mode = "chat"
 
     @property
     def identity(self) -> str:
-        return f"llamacpp:{self.path.name}[{self.mode}]"
+        tags = [self.mode] + (["heal"] if self.token_healing else [])
+        return f"llamacpp:{self.path.name}[{','.join(tags)}]"
 
     @property
     def llama(self) -> Any:
         """The underlying ``llama_cpp.Llama`` (for constraint builders that need its vocabulary)."""
         return self._llama
 
-    def _logits_processors(self, inp: ModelInput) -> Any:
-        if inp.constraint is None:
-            return None
-        hook = getattr(inp.constraint, "llamacpp_logits_processor", None)
-        if not callable(hook):
-            # Running unconstrained while the caller believes otherwise would corrupt a comparison.
-            raise ConfigError(
-                f"{self.identity}: constraint {type(inp.constraint).__name__} has no llamacpp_logits_processor()"
+    def _logits_processors(self, inp: ModelInput, healing: Healing | None, max_tokens: int) -> Any:
+        heal = healing.text if healing is not None else ""
+        if inp.constraint is not None:
+            hook = constraint_hook(inp.constraint, "llamacpp_logits_processor", self.identity, heal=heal, max_tokens=max_tokens)
+            return self._llama_cpp.LogitsProcessorList([hook(self._llama)])
+        if heal:
+            table = prefix_table(self._llama, lambda: llama_token_bytes(self._llama))
+            return self._llama_cpp.LogitsProcessorList([LlamaCppPrefixProcessor(PrefixState(table, healing.prefix))])
+        return None
+
+    def _prompt_ids(self, inp: ModelInput) -> tuple[list[int], bool]:
+        """The prompt as token ids, as llama-cpp-python would build them, and whether the answer
+        continues a prefilled assistant turn (chat template rendered here)."""
+        llama = self._llama
+        if self.mode == "chat":
+            text = self._chat_formatter()(messages=inp.messages).prompt + (inp.assistant_prefix or "")
+            # The rendered template holds the BOS the model wants (as llama-cpp-python's chat path).
+            return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True), True
+        bos = llama.token_bos()
+        ids = [bos] if bos != -1 and llama._model.add_bos_token() else []
+        return ids + llama.tokenize(inp.prompt.encode("utf-8"), add_bos=False, special=True), False
+
+    def _chat_formatter(self) -> Any:
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = self._llama
+            eos, bos = llama.token_eos(), llama.token_bos()
+            self._formatter = Jinja2ChatFormatter(
+                template=self.chat_template or "",
+                eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+                add_generation_prompt=True,
             )
-        return self._llama_cpp.LogitsProcessorList([hook(self._llama)])
+        return self._formatter
 
     def _run(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
         params: dict[str, Any] = {
@@ -125,15 +187,25 @@ class LlamaCppBackend(ModelBackend):
             "repeat_penalty": 1.0,
             "stop": list(config.stop),
             "seed": config.seed,
-            "logits_processor": self._logits_processors(inp),
         }
+        # Chat inputs without a prefilled answer go through llama-cpp-python's own chat path.
+        free_chat = self.mode == "chat" and inp.assistant_prefix is None
+        healing: Healing | None = None
         with self._lock:
             started = time.perf_counter()
             try:
-                if self.mode == "chat":
+                if free_chat:
+                    params["logits_processor"] = self._logits_processors(inp, None, config.max_tokens)
                     result = self._llama.create_chat_completion(messages=inp.messages, **params)
                 else:
-                    result = self._llama.create_completion(inp.prompt, **params)
+                    ids, _ = self._prompt_ids(inp)
+                    if inp.heal_boundary and self.token_healing:
+                        healing = heal_prompt(ids, lambda i: self._llama.detokenize([i]))
+                    prompt_ids = healing.ids if healing is not None else ids
+                    if len(prompt_ids) + 1 > self.n_ctx:
+                        raise ValueError(f"Requested tokens ({len(prompt_ids)}) exceed context window of {self.n_ctx}")
+                    params["logits_processor"] = self._logits_processors(inp, healing, config.max_tokens)
+                    result = self._llama.create_completion(prompt_ids, **params)
             except ValueError as exc:
                 if "context window" in str(exc):
                     raise ConfigError(
@@ -142,19 +214,23 @@ class LlamaCppBackend(ModelBackend):
                 raise CallbenchError(f"{self.identity}: generation failed: {exc}") from exc
             latency = time.perf_counter() - started
         choice = result["choices"][0]
-        if self.mode == "chat":
+        if free_chat:
             text = choice["message"].get("content") or ""
         else:
-            text = choice.get("text") or ""
+            text = strip_healed(choice.get("text") or "", healing)
         usage = result.get("usage") or {}
+        extra: dict[str, Any] = {"constrained": inp.constraint is not None}
+        if healing is not None and healing.prefix:
+            extra["token_healing"] = healing.as_record()
         return ModelOutput(
             text=text,
-            mode=self.mode,
+            # A prefilled chat answer continues the starter, like a completion.
+            mode="chat" if free_chat else "completion",
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             latency_s=latency,
             finish_reason=choice.get("finish_reason"),
-            extra={"constrained": inp.constraint is not None},
+            extra=extra,
         )
 
     async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:

@@ -46,6 +46,10 @@ class Track(abc.ABC):
     # May ``evaluate`` run in a worker thread, concurrently with other samples' evaluation? Only
     # for tracks whose scoring holds no shared in-process state (each call starts its own sandbox).
     evaluate_in_thread: bool = False
+    # Does the track prompt instruct models through their chat template with a prefilled answer
+    # start (``ModelInput.assistant_prefix``)? Then an in-process backend left in "auto" mode uses
+    # the model's chat template when it has one, and constrained decoding works in chat mode.
+    chat_prefill: bool = False
 
     @abc.abstractmethod
     def load_samples(self) -> list[Sample]:

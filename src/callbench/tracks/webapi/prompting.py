@@ -4,6 +4,18 @@
 * ``args``: the starter code ends at ``axios.<method>('<url>',`` — only the arguments are left.
 
 Templates are files under ``prompts/<version>/``; their hash is part of a run's fingerprint.
+``v1`` is the instruction text modelled on the paper's prompt (it asks for ``<key>``/``<token>``
+placeholders but does not say that a credential is expected); ``v2`` (the default) also states
+where the API's credential goes and its placeholder form.
+
+Three prompt formats, chosen by the backend's mode (see docs/webapi-prompts.md):
+
+* completion (base models): ``completion_prompt`` = instructions + code fence + starter; the
+  model continues the starter.
+* chat with a prefilled answer (instruct models run in-process): ``messages`` through the model's
+  chat template, and the assistant's turn starts with ``assistant_prefix`` (the code fence and the
+  starter), so the answer continues the starter exactly as a completion does.
+* chat (API models): ``messages``; the answer is parsed (:mod:`callbench.tracks.webapi.parsing`).
 """
 
 from __future__ import annotations
@@ -19,13 +31,16 @@ from callbench.tracks.webapi.dataset import KNOWN_APIS, WebApiTask
 
 Setup = Literal["full", "args"]
 SETUPS: tuple[str, ...] = ("full", "args")
-PROMPT_VERSION = "v1"
+PROMPT_VERSIONS: tuple[str, ...] = ("v1", "v2")
+PROMPT_VERSION = "v2"  # the default
 _FILES = ("instructions.md", "full.js", "args.js", "chat_system.md", "chat_user.md")
 AXIOS_DEFAULT_ACCEPT = "application/json, text/plain, */*"
 
 
 @lru_cache(maxsize=4)
 def templates(version: str = PROMPT_VERSION) -> dict[str, str]:
+    if version not in PROMPT_VERSIONS:
+        raise ConfigError(f"--prompt-version '{version}': choose from {', '.join(PROMPT_VERSIONS)}")
     return load_templates("callbench.tracks.webapi.prompts", version, _FILES)
 
 
@@ -38,6 +53,7 @@ class Prompt:
     starter: str  # code the model continues (no trailing newline after 'axios.' / ',')
     completion_prompt: str  # instructions + fence + starter (for completion models)
     messages: list[dict[str, str]]  # same request for chat models
+    assistant_prefix: str  # fence + starter: how a prefilled chat answer begins
 
 
 def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION) -> str:
@@ -61,12 +77,15 @@ def build_prompt(task: WebApiTask, setup: Setup, *, version: str = PROMPT_VERSIO
     )
     starter = starter_code(task, setup, version)
     completion_prompt = f"{instructions}\n\n```javascript\n{starter}"
+    assistant_prefix = f"```javascript\n{starter}"
     user = t["chat_user.md"].strip().format(instructions=instructions, starter=starter)
     messages = [
         {"role": "system", "content": t["chat_system.md"].strip()},
         {"role": "user", "content": user},
     ]
-    return Prompt(starter=starter, completion_prompt=completion_prompt, messages=messages)
+    return Prompt(
+        starter=starter, completion_prompt=completion_prompt, messages=messages, assistant_prefix=assistant_prefix
+    )
 
 
 def _js(value: Any) -> str:

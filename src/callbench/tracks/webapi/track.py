@@ -24,6 +24,7 @@ from callbench.tracks.webapi.metrics import aggregate
 from callbench.tracks.webapi.parsing import assemble_program
 from callbench.tracks.webapi.prompting import (
     PROMPT_VERSION,
+    PROMPT_VERSIONS,
     SETUPS,
     build_prompt,
     reference_completion,
@@ -50,17 +51,24 @@ class WebApiOptions:
     sandbox_memory_mb: int = 64
     constrained: bool = False  # constrained decoding from the spec (steerable backends, vLLM)
     grammar_options: Any = None  # callbench.constrain.webapi_grammar.GrammarOptions
+    prompt_version: str = PROMPT_VERSION  # prompts/<version>/ (v1: the paper-style text; v2: + credentials)
 
 
 class WebApiTrack(Track):
     name = "webapi"
     scoring_modes = SCORING_MODES
     server_constraints = True
+    # Instruct models get their chat template with the starter prefilled as the answer's start.
+    chat_prefill = True
 
     def __init__(self, options: WebApiOptions | None = None):
         self.options = options or WebApiOptions()
         if self.options.setup not in SETUPS:
             raise ConfigError(f"--setup '{self.options.setup}': choose from {', '.join(SETUPS)}")
+        if self.options.prompt_version not in PROMPT_VERSIONS:
+            raise ConfigError(
+                f"--prompt-version '{self.options.prompt_version}': choose from {', '.join(PROMPT_VERSIONS)}"
+            )
         self.root = data_dir(self.options.data)
         self.tasks_file = Path(self.options.tasks_file) if self.options.tasks_file else self.root / DEFAULT_DATA_FILE
         if not self.tasks_file.is_file():
@@ -107,8 +115,8 @@ class WebApiTrack(Track):
         digest = hashlib.sha256(self.tasks_file.read_bytes()).hexdigest()[:16]
         return {
             "setup": self.options.setup,
-            "prompt_version": PROMPT_VERSION,
-            "prompt_hash": templates_hash(),
+            "prompt_version": self.options.prompt_version,
+            "prompt_hash": templates_hash(self.options.prompt_version),
             "data_file": str(self.tasks_file),
             "data_sha256": digest,
             "constrained": self.options.constrained,
@@ -124,7 +132,7 @@ class WebApiTrack(Track):
     # -- prompting
     def build_input(self, sample: Sample) -> ModelInput:
         task: WebApiTask = sample.payload
-        prompt = build_prompt(task, self.options.setup)  # type: ignore[arg-type]
+        prompt = self._prompt(task)
         constraint = None
         if self._constraints is not None:
             constraint = self._constraints.for_task(task, self._spec_for(task), prompt.starter)
@@ -136,7 +144,13 @@ class WebApiTrack(Track):
             reference=reference_completion(task, self.options.setup),  # type: ignore[arg-type]
             constraint=constraint,
             metadata={"starter": prompt.starter, "api": task.api},
+            assistant_prefix=prompt.assistant_prefix,
+            # The starter ends mid-expression ('axios.'): let tokenizing backends heal the boundary.
+            heal_boundary=True,
         )
+
+    def _prompt(self, task: WebApiTask):
+        return build_prompt(task, self.options.setup, version=self.options.prompt_version)  # type: ignore[arg-type]
 
     # -- evaluation
     @property
@@ -152,7 +166,7 @@ class WebApiTrack(Track):
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         task: WebApiTask = sample.payload
         spec = self._spec_for(task)
-        starter = build_prompt(task, self.options.setup).starter  # type: ignore[arg-type]
+        starter = self._prompt(task).starter
         expected = task.config.as_dict()
         cd_stats: dict[str, Any] = {}
         constraint = self._active.pop(sample.id, None)
