@@ -268,3 +268,45 @@ def test_tools_need_chat_mode(server):
     with pytest.raises(ConfigError, match="chat mode"):
         asyncio.run(backend.generate(_tools_inp(), GenerationConfig()))
     assert server.requests == []
+
+
+# -- token healing through vLLM's /tokenize (issue 9) ----------------------------------------------
+
+
+def _heal_input(constraint=None) -> ModelInput:
+    return ModelInput(sample_id="h", prompt="// x\naxios.", messages=[], constraint=constraint, heal_boundary=True)
+
+
+def test_token_healing_through_the_servers_tokenizer(server):
+    """The prompt goes as token ids without its last token, the continuation is made to start with
+    the removed text by a structured-outputs regex, and that text is stripped from the output."""
+    backend = _backend(server, mode="completion", token_healing=True)
+    assert backend.identity.endswith("[heal]")
+    server.completion_replies.append(".get('u')")
+    out = asyncio.run(backend.generate(_heal_input(), GenerationConfig(max_tokens=5)))
+    assert out.text == "get('u')" and out.extra["token_healing"] == {"removed": ".", "tokens": 1}
+    paths = [p for p, _ in server.requests]
+    assert paths == ["/tokenize", "/detokenize", "/v1/completions"]
+    body = server.requests[-1][1]
+    assert body["prompt"] == [ord(c) for c in "// x\naxios"]
+    assert body["structured_outputs"] == {"regex": r"\.(?s:.*)"}
+
+
+def test_token_healing_heals_the_servers_grammar(server):
+    pytest.importorskip("llguidance")
+    from callbench.constrain.engine import GrammarConstraint
+
+    backend = _backend(server, mode="completion", token_healing=True)
+    server.completion_replies.append(".get(1)")
+    out = asyncio.run(backend.generate(_heal_input(GrammarConstraint('start: "get(" /[0-9]/ ")"')), GenerationConfig()))
+    assert out.text == "get(1)"
+    grammar = server.requests[-1][1]["structured_outputs"]["grammar"]
+    assert grammar.splitlines()[1] == 'start: "." start_before_healing'
+
+
+def test_token_healing_needs_tokenize_and_is_off_by_default(server):
+    out = asyncio.run(_backend(server, mode="completion").generate(_heal_input(), GenerationConfig()))
+    assert "token_healing" not in out.extra and [p for p, _ in server.requests] == ["/v1/completions"]
+    server.tokenize_missing = True
+    with pytest.raises(ConfigError, match="/tokenize"):
+        asyncio.run(_backend(server, mode="completion", token_healing=True).generate(_heal_input(), GenerationConfig()))

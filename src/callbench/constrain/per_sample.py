@@ -51,9 +51,10 @@ class SampleConstraint:
         self._sessions = None  # created lazily per batch row; read after generation
         return proc
 
-    def vllm_extra_body(self) -> dict[str, Any]:
+    def vllm_extra_body(self, *, heal: str = "") -> dict[str, Any]:
+        self._used = self._target(heal)
         self._sessions = []
-        return self.shared.vllm_extra_body()
+        return self._used.vllm_extra_body()
 
     def stats(self) -> dict[str, Any]:
         sessions = self._sessions if self._sessions is not None else self._used.last_sessions

@@ -234,6 +234,9 @@ class HFBackend(ModelBackend):
                 "batch_size": len(inputs),
                 "batch_latency_s": elapsed,
                 "constrained": inputs[i].constraint is not None,
+                "prompt_format": "completion"
+                if self.mode == "completion"
+                else ("chat-prefill" if inputs[i].assistant_prefix is not None else "chat"),
             }
             if healing is not None and healing.prefix:
                 extra["token_healing"] = healing.as_record()

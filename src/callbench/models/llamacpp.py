@@ -219,7 +219,8 @@ class LlamaCppBackend(ModelBackend):
         else:
             text = strip_healed(choice.get("text") or "", healing)
         usage = result.get("usage") or {}
-        extra: dict[str, Any] = {"constrained": inp.constraint is not None}
+        fmt = "chat" if free_chat else ("chat-prefill" if self.mode == "chat" else "completion")
+        extra: dict[str, Any] = {"constrained": inp.constraint is not None, "prompt_format": fmt}
         if healing is not None and healing.prefix:
             extra["token_healing"] = healing.as_record()
         return ModelOutput(

@@ -17,6 +17,12 @@ vLLM, llama.cpp's server, TGI, SGLang and OpenAI itself all accept ``/chat/compl
   ``tools=`` and ``tool_choice="auto"``; the conversation may hold assistant ``tool_calls`` and
   ``role: tool`` messages, and the answer's tool calls come back in ``ModelOutput.tool_calls`` with
   their ``arguments`` string exactly as the server sent it.
+* Token healing (``--model-arg token_healing=true``, completion mode, vLLM only): the server
+  tokenizes, so the prompt is tokenized by vLLM's ``/tokenize`` endpoint, sent back as token ids
+  without its last token (``/detokenize`` names the removed text), and the continuation is made to
+  start with the removed text by a server-side constraint: the healed grammar under
+  ``--constrained``, else a regex ``<removed text>.*`` (structured outputs, guidance backend).
+  Off by default: other servers have no ``/tokenize``.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ OPTIONS: dict[str, Opt] = {
     # First backoff step and cap, in seconds (exposed so tests and impatient users can shrink them).
     "backoff": Opt(float, 1.0),
     "backoff_max": Opt(float, 30.0),
+    # vLLM only: heal the prompt boundary through the server's /tokenize and structured outputs.
+    "token_healing": Opt(bool, False),
 }
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -96,8 +104,10 @@ class OpenAICompatBackend(ModelBackend):
         api_key: str | None = None,
         backoff: float = 1.0,
         backoff_max: float = 30.0,
+        token_healing: bool = False,
     ):
         super().__init__(mode)
+        self.token_healing = token_healing
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -124,7 +134,40 @@ class OpenAICompatBackend(ModelBackend):
 
     @property
     def identity(self) -> str:
-        return f"openai:{self.model}@{self.base_url}"
+        return f"openai:{self.model}@{self.base_url}" + ("[heal]" if self.token_healing else "")
+
+    @property
+    def server_root(self) -> str:
+        """vLLM serves /tokenize and /detokenize beside /v1, not under it."""
+        return re.sub(r"/v1$", "", self.base_url)
+
+    async def _heal(self, prompt: str) -> Any:
+        """Back the prompt up by its last token, using the server's own tokenizer (vLLM)."""
+        import httpx
+
+        from callbench.models.healing import heal_prompt
+
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        async with httpx.AsyncClient(base_url=self.server_root, timeout=self.timeout, headers=headers) as http:
+            try:
+                r = await http.post("/tokenize", json={"model": self.model, "prompt": prompt})
+                if r.status_code == 404:
+                    raise ConfigError(
+                        f"{self.identity}: token_healing needs the server's /tokenize endpoint (vLLM has one); "
+                        "this server has none (--model-arg token_healing=false)"
+                    )
+                r.raise_for_status()
+                ids = [int(t) for t in r.json()["tokens"]]
+                last: dict[int, bytes] = {}
+                if ids:
+                    d = await http.post("/detokenize", json={"model": self.model, "tokens": ids[-1:]})
+                    d.raise_for_status()
+                    text = d.json()["prompt"]
+                    # A piece of a multi-byte character detokenizes to U+FFFD: leave such endings alone.
+                    last[ids[-1]] = b"" if "\ufffd" in text else text.encode("utf-8")
+            except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                raise ModelRequestError(f"{self.identity}: token healing failed: {_one_line(str(exc))}") from exc
+        return heal_prompt(ids, lambda i: last.get(i, b""))
 
     @property
     def supports_tools(self) -> bool:  # type: ignore[override]
@@ -179,7 +222,7 @@ class OpenAICompatBackend(ModelBackend):
             return f"HTTP {exc.status_code}: {_one_line(str(detail))}"
         return f"{type(exc).__name__}: {_one_line(str(exc))}"
 
-    def _request(self, client: Any, inp: ModelInput, config: GenerationConfig):
+    def _request(self, client: Any, inp: ModelInput, config: GenerationConfig, healing: Any = None):
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": config.max_tokens,
@@ -193,9 +236,13 @@ class OpenAICompatBackend(ModelBackend):
         hook = getattr(inp.constraint, "vllm_extra_body", None) if inp.constraint is not None else None
         if inp.constraint is not None and hook is None:
             raise ConfigError(f"{self.identity}: constraint {type(inp.constraint).__name__} has no vllm_extra_body()")
+        heal = healing.text if healing is not None else ""
         if hook is not None:
             # Server-side constrained decoding (vLLM's structured outputs, guidance backend).
-            extra_body.update(hook())
+            extra_body.update(_server_constraint(inp.constraint, heal))
+        elif heal:
+            # The removed text first, then anything (vLLM structured outputs, a regex).
+            extra_body["structured_outputs"] = {"regex": re.escape(heal) + "(?s:.*)"}
         if extra_body:
             params["extra_body"] = extra_body
         if inp.tools is not None:
@@ -205,7 +252,8 @@ class OpenAICompatBackend(ModelBackend):
             params["tool_choice"] = "auto"
         if self.mode == "chat":
             return client.chat.completions.create(messages=inp.messages, **params)
-        return client.completions.create(prompt=inp.prompt, **params)
+        return client.completions.create(prompt=healing.ids if heal else inp.prompt, **params)
+
 
     async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
@@ -227,13 +275,16 @@ class OpenAICompatBackend(ModelBackend):
             reraise=True,
         )
         started = time.perf_counter()
+        healing = None
+        if self.token_healing and self.mode == "completion" and inp.heal_boundary:
+            healing = await self._heal(inp.prompt)
         try:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
                     async with semaphore:
                         sent = time.perf_counter()
-                        response = await self._request(client, inp, config)
+                        response = await self._request(client, inp, config, healing)
                         latency = time.perf_counter() - sent
         except self._openai.APIError as exc:
             status = getattr(exc, "status_code", None)
@@ -252,8 +303,17 @@ class OpenAICompatBackend(ModelBackend):
             text = (choice.message.content if choice.message else None) or ""
             tool_calls = _tool_calls(choice.message) if inp.tools is not None else None
         else:
-            text = choice.text or ""
+            from callbench.models.healing import strip_healed
+
+            text = strip_healed(choice.text or "", healing)
         usage = getattr(response, "usage", None)
+        extra: dict[str, Any] = {
+            "attempts": attempts,
+            "elapsed_s": elapsed,
+            "served_model": getattr(response, "model", None),
+        }
+        if healing is not None and healing.prefix:
+            extra["token_healing"] = healing.as_record()
         return ModelOutput(
             text=text,
             mode=self.mode,
@@ -262,11 +322,7 @@ class OpenAICompatBackend(ModelBackend):
             # The answered request alone; queueing, failed attempts and backoff are in extra.
             latency_s=latency,
             finish_reason=getattr(choice, "finish_reason", None),
-            extra={
-                "attempts": attempts,
-                "elapsed_s": elapsed,
-                "served_model": getattr(response, "model", None),
-            },
+            extra=extra,
             tool_calls=tool_calls,
         )
 
@@ -277,6 +333,19 @@ class OpenAICompatBackend(ModelBackend):
                 await client.close()
             except RuntimeError:  # bound to a loop that is already closed: nothing left to release
                 pass
+
+
+def _server_constraint(constraint: Any, heal: str) -> dict[str, Any]:
+    """The constraint's request fields, for a prompt healed by ``heal`` where it was."""
+    if not heal:
+        return constraint.vllm_extra_body()
+    from callbench.constrain.engine import GrammarConstraint
+
+    if isinstance(constraint, GrammarConstraint):
+        from callbench.constrain.healing import healed_constraint
+
+        return healed_constraint(constraint, heal).vllm_extra_body()
+    return constraint.vllm_extra_body(heal=heal)
 
 
 def _tool_calls(message: Any) -> list[dict[str, Any]] | None:

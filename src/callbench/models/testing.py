@@ -136,7 +136,10 @@ class FakeOpenAIServer:
     ``("retry_after", seconds)``, ``("sleep", seconds)`` or ``("ok", 0)``. Chat answers come, in
     order of preference, from ``chat_replies`` (assistant messages ``{"content", "tool_calls"?}``
     consumed one per request), from ``responder(body)`` (returns such a message), or echo
-    ``chat:<last message content>``. Completions echo ``completion:<last 5 prompt characters>``.
+    ``chat:<last message content>``. Completions answer from ``completion_replies`` (consumed one
+    per request), else echo ``completion:<last 5 prompt characters>``. ``/tokenize`` and
+    ``/detokenize`` (vLLM's, beside ``/v1``) use one token per character (its code point), unless
+    ``tokenize_missing`` makes them answer 404 like servers without them.
     ``requests`` records ``(path, body)`` of every request. ``strict`` answers 400, as strict
     servers do, to a chat request whose conversation breaks the tool-call rules
     (:func:`tool_message_problem`).
@@ -148,6 +151,8 @@ class FakeOpenAIServer:
         self.strict = strict
         self.script: list[tuple[str, float]] = []
         self.chat_replies: list[dict[str, Any]] = []
+        self.completion_replies: list[str] = []
+        self.tokenize_missing = False
         self.responder = responder
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.delay = 0.0
@@ -196,6 +201,9 @@ class FakeOpenAIServer:
                         return
                     try:
                         payload = fake.answer(self.path, body)
+                    except LookupError:
+                        self._send(404, {"detail": "Not Found"})
+                        return
                     except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, visible to the test
                         self._send(500, {"error": {"message": f"fake server: {type(exc).__name__}: {exc}"}})
                         return
@@ -234,6 +242,12 @@ class FakeOpenAIServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         usage = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+        if path in ("/tokenize", "/detokenize"):
+            if self.tokenize_missing:
+                raise LookupError("404")
+            if path == "/tokenize":
+                return {"tokens": [ord(c) for c in body["prompt"]], "count": len(body["prompt"])}
+            return {"prompt": "".join(chr(t) for t in body["tokens"])}
         if path.endswith("/chat/completions"):
             message = self._chat_message(body)
             return {
@@ -246,11 +260,13 @@ class FakeOpenAIServer:
                 ],
                 "usage": usage,
             }
+        with self.lock:
+            text = self.completion_replies.pop(0) if self.completion_replies else f"completion:{body['prompt'][-5:]}"
         return {
             "id": "t1",
             "object": "text_completion",
             "created": 0,
             "model": body["model"],
-            "choices": [{"index": 0, "text": f"completion:{body['prompt'][-5:]}", "finish_reason": "length"}],
+            "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
             "usage": usage,
         }
