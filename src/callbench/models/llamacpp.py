@@ -150,17 +150,17 @@ class LlamaCppBackend(ModelBackend):
             return self._llama_cpp.LogitsProcessorList([LlamaCppPrefixProcessor(PrefixState(table, healing.prefix))])
         return None
 
-    def _prompt_ids(self, inp: ModelInput) -> tuple[list[int], bool]:
-        """The prompt as token ids, as llama-cpp-python would build them, and whether the answer
-        continues a prefilled assistant turn (chat template rendered here)."""
+    def _prompt_ids(self, inp: ModelInput) -> list[int]:
+        """The prompt as token ids, as llama-cpp-python would build them; in chat mode the GGUF's
+        template rendered here, followed by the prefilled answer start."""
         llama = self._llama
         if self.mode == "chat":
             text = self._chat_formatter()(messages=inp.messages).prompt + (inp.assistant_prefix or "")
             # The rendered template holds the BOS the model wants (as llama-cpp-python's chat path).
-            return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True), True
+            return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         bos = llama.token_bos()
         ids = [bos] if bos != -1 and llama._model.add_bos_token() else []
-        return ids + llama.tokenize(inp.prompt.encode("utf-8"), add_bos=False, special=True), False
+        return ids + llama.tokenize(inp.prompt.encode("utf-8"), add_bos=False, special=True)
 
     def _chat_formatter(self) -> Any:
         if self._formatter is None:
@@ -198,7 +198,7 @@ class LlamaCppBackend(ModelBackend):
                     params["logits_processor"] = self._logits_processors(inp, None, config.max_tokens)
                     result = self._llama.create_chat_completion(messages=inp.messages, **params)
                 else:
-                    ids, _ = self._prompt_ids(inp)
+                    ids = self._prompt_ids(inp)
                     if inp.heal_boundary and self.token_healing:
                         healing = heal_prompt(ids, lambda i: self._llama.detokenize([i]))
                     prompt_ids = healing.ids if healing is not None else ids
