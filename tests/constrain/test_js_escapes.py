@@ -8,7 +8,7 @@ pytest.importorskip("llguidance")
 from callbench.constrain.check import check_continuation  # noqa: E402
 from callbench.sandbox import JsSandbox  # noqa: E402
 
-CALL = "get('https://slack.com/api/conversations.list', {params: {cursor: '%s'}});"
+CALL = "get('https://slack.com/api/conversations.list', {params: {cursor: '%s'}, headers: {Authorization: 'Bearer <token>'}});"
 
 
 @pytest.mark.parametrize(

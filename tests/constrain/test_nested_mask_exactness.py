@@ -10,7 +10,8 @@ Python, without llguidance and without the project's tracker or its regexes. It 
 language *as nested_grammar.py documents and builds it*, which differs from a natural reading of
 "a JSON list of calls" in these places:
 
-* no whitespace before ``[``; elsewhere one run of at most ``whitespace_max`` (64) bytes of
+* no whitespace before ``[``; elsewhere one run of at most ``space_max`` (4) spaces/tabs, optionally
+  followed by one line break (``\n`` or ``\r\n``) and at most ``indent_max`` (32) spaces/tabs, of
   ``[ \\t\\r\\n]`` between any two tokens, and after ``]``;
 * call keys, tool names, argument keys and labels are matched on their raw bytes (no escape
   spellings), each call has exactly ``name``, ``label``, ``arguments`` in any order;
@@ -75,7 +76,9 @@ TOOLS = [
     )
     for n, (ps, req, outs) in CATALOG.items()
 ]
-WS_MAX = 64
+SPACE_MAX, INDENT_MAX = 4, 32
+_CR, _LF = 13, 10
+_AFTER_CR, _AFTER_LF = -1, 100  # ws states: 0..SPACE_MAX spaces; after a \r; 100 + indentation
 
 # -- the independent reference ---------------------------------------------------------------
 
@@ -151,7 +154,24 @@ class Answer:
 
     @property
     def accepting(self) -> bool:
-        return self.pos == "end"
+        return self.pos == "end" and self.ws != _AFTER_CR
+
+    def _ws(self, b: int) -> bool:
+        """One whitespace byte of a run: spaces/tabs, then optionally one line break and indentation."""
+        w = self.ws
+        if w == _AFTER_CR:
+            ok = b == _LF
+            self.ws = _AFTER_LF
+        elif w >= _AFTER_LF:
+            ok = b not in (_CR, _LF) and w - _AFTER_LF < INDENT_MAX
+            self.ws = w + 1
+        elif b in (_CR, _LF):
+            ok = True
+            self.ws = _AFTER_CR if b == _CR else _AFTER_LF
+        else:
+            ok = w < SPACE_MAX
+            self.ws = w + 1
+        return ok
 
     # which tools the call can still be
     def _tools(self):
@@ -216,10 +236,9 @@ class Answer:
     def _code(self, b: int) -> bool:
         p = self.pos
         if b in WS:
-            if p == "start" or self.ws >= WS_MAX:
-                return False
-            self.ws += 1
-            return True
+            return p != "start" and self._ws(b)
+        if self.ws == _AFTER_CR:
+            return False
         self.ws = 0
         if p == "start":
             if b != ord("["):
@@ -474,7 +493,7 @@ def vocab() -> TokenVocab:
 @pytest.fixture(scope="module")
 def constraint():
     g = build_nested_grammar(TOOLS, label_style="$var_{i}")
-    assert g.whitespace_max == WS_MAX
+    assert (g.space_max, g.indent_max) == (SPACE_MAX, INDENT_MAX)
     return GrammarConstraint(g.lark, lambda: make_label_tracker(g), name="nested")
 
 
@@ -512,7 +531,10 @@ def test_checker_self_check():
         b'[{"arguments":{"arg_0":1},"name":"add","label":"$var_1"}]',  # add needs arg_1
         b'[{"name":"sqrt","label":"$var_1","arguments":{"arg_0":1,"arg_0":2}}]',  # duplicate key
         b'[{"name":"concat","label":"$var_1","arguments":{"a":"\xed\xa0\x80","b":""}}]',  # surrogate
-        b'[{"name":"sqrt","label":"$var_1","arguments":{"arg_0":1}}]' + b" " * (WS_MAX + 1),
+        b'[{"name":"sqrt","label":"$var_1","arguments":{"arg_0":1}}]' + b" " * (SPACE_MAX + 1),
+        b'[{"name":"sqrt",\n\n"label":"$var_1","arguments":{"arg_0":1}}]',  # blank line
+        b'[{"name":"sqrt",\n' + b" " * (INDENT_MAX + 1) + b'"label":"$var_1","arguments":{"arg_0":1}}]',
+        b'[{"name":"sqrt",\r"label":"$var_1","arguments":{"arg_0":1}}]',  # a lone \r
     ]
     for text in ok:
         state = run(text)
@@ -602,8 +624,12 @@ AWKWARD = [
     b'[{"arguments":{"arg_0":',  # no earlier call: no reference string can start
     b'[{"name":"concat","label":"$var_1","arguments":{"a":"\xe2\x82',  # inside a UTF-8 character
     b'[{"name":"concat","label":"$var_1","arguments":{"a":"\\u00',  # inside a \\u escape
-    b'[{"name":"sqrt",' + b" " * (WS_MAX - 1),  # whitespace run one short of its limit
-    _ADD + b"]" + b" " * WS_MAX,  # complete, trailing whitespace at its limit: EOS only
+    b'[{"name":"sqrt",' + b" " * (SPACE_MAX - 1),  # whitespace run one short of its limit
+    b'[{"name":"sqrt",' + b" " * SPACE_MAX,  # at the limit: a line break may still follow
+    b'[{"name":"sqrt", \r',  # inside a \r\n
+    b'[{"name":"sqrt",\n' + b" " * INDENT_MAX,  # indentation at its limit
+    _ADD + b"]" + b" " * SPACE_MAX,  # complete, trailing spaces at their limit
+    _ADD + b"]\n" + b" " * INDENT_MAX,  # complete, trailing indentation at its limit: EOS only
 ]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from callbench.constrain import build_webapi_grammar, check_continuation, make_key_tracker
+from callbench.constrain import GrammarOptions, build_webapi_grammar, check_continuation, make_key_tracker
 from callbench.constrain.check import gpt2_tokenizer, matcher_for
 from callbench.tracks.webapi.prompting import AXIOS_DEFAULT_ACCEPT, reference_completion
 
@@ -40,7 +40,17 @@ KNOWN_VIOLATIONS = {
     "asana_109": "data.include is an array; the spec types it as a string enum",
     # users.profile.set: `profile` is a URL-encoded JSON *string*; the gold sends an object.
     "slack_163": "profile is an object; the spec types it as a (JSON-encoded) string",
+    # The only 4 golds without a credential. Their operations require `slackAuth` (oauth2) with the
+    # scope 'none' ("No scope required") — not optional security (no `{}` alternative), and the 16
+    # other golds on 'none'-scope operations (api.test, auth.test, views.open, ...) do send
+    # `Authorization: Bearer <token>`. Under required credentials (the default) they are rejected.
+    "slack_64": "apps.uninstall sends no Authorization; the spec requires slackAuth (scope 'none')",
+    "slack_123": "oauth.access sends no Authorization; the spec requires slackAuth (scope 'none')",
+    "slack_124": "oauth.token sends no Authorization; the spec requires slackAuth (scope 'none')",
+    "slack_125": "oauth.v2.access sends no Authorization; the spec requires slackAuth (scope 'none')",
 }
+# Rejected only because they lack a required credential: accepted with require_credentials off.
+MISSING_CREDENTIAL = ("slack_64", "slack_123", "slack_124", "slack_125")
 
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 
@@ -144,16 +154,22 @@ def render(task: Any, setup: str, style_name: str) -> str:
 
 
 # ------------------------------------------------------------------------------ running
-def _accepts(spec: Any, task: Any, setup: str, text: str) -> tuple[bool, str]:
+def _accepts(
+    spec: Any,
+    task: Any,
+    setup: str,
+    text: str,
+    options: GrammarOptions = GrammarOptions(),  # noqa: B008
+) -> tuple[bool, str]:
     """(accepted, why not) for one rendered continuation: GPT-2 tokens through the matcher,
     then token by token through the tracker (allows() must hold before every feed())."""
     method, url = (task.config.method, task.config.url) if setup == "args" else (None, None)
-    g = build_webapi_grammar(spec, setup=setup, method=method, url=url)  # type: ignore[arg-type]
+    g = build_webapi_grammar(spec, setup=setup, method=method, url=url, options=options)  # type: ignore[arg-type]
     tok = gpt2_tokenizer()
     tokens = tok.tokenize_str(text)
     m = matcher_for(g, tok)
     if not (m.consume_tokens(tokens) and m.is_accepting()):
-        r = check_continuation(spec, text, setup=setup, method=method, url=url)
+        r = check_continuation(spec, text, setup=setup, method=method, url=url, options=options)
         return False, f"grammar: {r.reason} at {r.offset}: {text[(r.offset or 0) : (r.offset or 0) + 30]!r}"
     tr = make_key_tracker(g, spec)
     for t in tokens:
@@ -207,6 +223,20 @@ def test_known_violations_stay_rejected(results):
         verdicts = [ok for (t, _, _), (ok, _) in results.items() if t == tid]
         assert verdicts, f"{tid} is not a task id"
         assert not any(verdicts), f"{tid} is now accepted in some style: drop it from KNOWN_VIOLATIONS"
+
+
+def test_missing_credential_golds_are_accepted_without_the_requirement(results, wapii_tasks, wapii_specs):
+    """The golds listed in MISSING_CREDENTIAL fail only on the credential: with
+    ``require_credentials=False`` every style and setup of them is accepted."""
+    off = GrammarOptions(require_credentials=False)
+    tasks = {t.id: t for t in wapii_tasks}
+    for tid in MISSING_CREDENTIAL:
+        task = tasks[tid]
+        for setup in ("full", "args"):
+            for style in STYLES:
+                assert not results[(tid, setup, style)][0]
+                ok, why = _accepts(wapii_specs[task.api], task, setup, render(task, setup, style), off)
+                assert ok, f"{tid} [{setup}/{style}]: {why}"
 
 
 def test_renderings_are_distinct_javascript(wapii_tasks):

@@ -350,13 +350,19 @@ def test_bounds(spec):
         "value of 'name'",
         options=GrammarOptions(max_string_len=5),
     )
-    rejected(
-        spec,
-        f"get('{BASE}/items',{' ' * 9}{{}});",
-        "more than 8 whitespace",
-        options=GrammarOptions(whitespace_max=8),
-    )
-    ok(spec, f"get('{BASE}/items',{' ' * 8}{{}});", options=GrammarOptions(whitespace_max=8))
+
+
+def test_whitespace_is_bounded(spec):
+    """A few spaces, or one line break and indentation: no padding runs, no blank lines."""
+    ok(spec, f"get('{BASE}/items',{' ' * 4}{{}});")
+    rejected(spec, f"get('{BASE}/items',{' ' * 5}{{}});", "more than 4 spaces or tabs", at=" {")
+    ok(spec, f"get('{BASE}/items',\t\t{{\r\n{' ' * 32}params: {{ limit: 1 }},\n}});")
+    rejected(spec, f"get('{BASE}/items', {{\n{' ' * 33}}});", "more than 32 spaces or tabs of indentation")
+    rejected(spec, f"get('{BASE}/items', {{\n\n}});", "a second line break in a row", at="\n}")
+    rejected(spec, f"get('{BASE}/items'){' ' * 5};", "only ';'")  # after the call, too
+    wide = GrammarOptions(space_max=8, indent_max=40)
+    ok(spec, f"get('{BASE}/items',{' ' * 8}{{\n{' ' * 40}}});", options=wide)
+    rejected(spec, f"get('{BASE}/items',{' ' * 9}{{}});", "more than 8 spaces", options=wide)
 
 
 def test_lexer_ambiguities(spec):
@@ -479,5 +485,5 @@ def test_real_spec_negative_cases(wapii_specs):
     )
     ok(
         slack,
-        "post('https://slack.com/api/chat.postMessage', { channel: 'C', text: 'hi' }, { headers: { Authorization: 'Bearer x' } });",
+        "post('https://slack.com/api/chat.postMessage', { channel: 'C', text: 'hi' }, { headers: { Authorization: 'Bearer <token>' } });",
     )

@@ -27,6 +27,7 @@ from callbench.constrain.webapi_grammar import (
     AXIOS_METHODS,
     BODY_METHODS,
     NO,
+    CredentialValue,
     GrammarOptions,
     ObjShape,
     WebApiGrammar,
@@ -259,9 +260,9 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
     text = data.decode("utf-8", errors="replace")
     pos = _chars(data, i)
     ch = text[pos : pos + 1] or "end of text"
-    run = len(text[:pos]) - len(text[:pos].rstrip(" \t\r\n"))
-    if ch in " \t\r\n" and run >= g.options.whitespace_max and state not in ("url", "done"):
-        return f"more than {g.options.whitespace_max} whitespace characters in a row"
+    ws = _ws_reason(g.options, text[:pos], ch) if ch in " \t\r\n" and state not in ("url", "done") else None
+    if ws is not None:
+        return ws
     if state == "method":
         word = re.match(r"[A-Za-z_$][A-Za-z0-9_$]*", text)
         name = word.group(0) if word else ""
@@ -297,6 +298,20 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
     if state == "done":
         return "after the call's ')' only ';', '.then(', '.catch(', '.finally(' or a new line may follow"
     return f"unexpected {ch!r}: the text leaves the JavaScript the grammar admits"
+
+
+def _ws_reason(opt: GrammarOptions, before: str, ch: str) -> str | None:
+    """Why the whitespace ``ch`` after ``before`` is refused, if the whitespace bound is the cause."""
+    run = before[len(before.rstrip(" \t\r\n")) :]
+    if "\n" in run:
+        if ch in "\r\n":
+            return "a second line break in a row (no blank lines inside the call)"
+        if len(run.split("\n", 1)[1]) >= opt.indent_max:
+            return f"more than {opt.indent_max} spaces or tabs of indentation"
+        return None
+    if ch in " \t" and len(run) >= opt.space_max:
+        return f"more than {opt.space_max} spaces or tabs in a row (break the line and indent instead)"
+    return None
 
 
 def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str) -> str:
@@ -356,10 +371,13 @@ def _args_reason(tr: KeyTracker, ctx: dict[str, Any], ch: str) -> str:
             req = sorted(args.data.required) if isinstance(args.data, ObjShape) else []
             return f"{op} needs data (required: {', '.join(req)})"
         need = [
-            f"{k}: {', '.join(sorted(s.required))}"
+            f"{k}: {', '.join(sorted(s.declared(n) or n for n in s.required))}"
             for k, s in args.config.props.items()
             if isinstance(s, ObjShape) and s.required
         ]
+        if args.cred_any:
+            alts = " or ".join(" + ".join(f"{loc}.{n}" for loc, n in sorted(a)) for a in args.cred_any)
+            need.append(f"a credential ({alts})")
         return f"{op} needs a config with {'; '.join(need)}"
     if argi > (2 if body else 1):
         return f"axios.{args.operation.method}{sig} takes no argument {argi + 1} here"
@@ -406,6 +424,8 @@ def _describe(desc: Any) -> str:
         return "nothing: the key is not allowed"
     if isinstance(desc, ObjShape):
         return "an object" if desc.kind != "empty" else "no body (null, {} or undefined)"
+    if isinstance(desc, CredentialValue):
+        return "the credential placeholder " + " or ".join(repr(v) for v in desc.values)
     scal = schema_scalars(desc)
     if scal is None:
         return "any value"

@@ -15,8 +15,12 @@ and ``feed``/``allows`` never rescan from the start.
 
 Exactness: :meth:`KeyTracker.allows` refuses a byte string iff feeding it would (a) complete a
 key already present in the same object (headers: case-insensitively), (b) close an object while
-one of its required keys is missing, or (c) leave a partial key that can only grow into keys
-already present (so the model is never steered into a dead end).
+one of its required keys is missing, (c) leave a partial key that can only grow into keys
+already present (so the model is never steered into a dead end), or (d) when an operation
+accepts credentials in different places (:attr:`OpArgs.cred_any`): close ``config`` with no
+alternative's credentials given, or close its ``headers``/``params`` so that no alternative can
+still be completed (again no dead end). A ``headers``/``params`` value written as an identifier
+is taken to hold whatever credential belongs there (its content cannot be seen).
 
 Speed (the engine calls ``allows`` per candidate token, in Python): ``sensitive`` names only the
 tokens that can break a rule in the current state, as :class:`~callbench.constrain.engine.TokenClass`
@@ -39,7 +43,14 @@ from typing import Any
 import numpy as np
 
 from callbench.constrain.engine import TokenClass
-from callbench.constrain.webapi_grammar import BODY_METHODS, NO, ObjShape, OpArgs, WebApiGrammar
+from callbench.constrain.webapi_grammar import (
+    BODY_METHODS,
+    NO,
+    CredentialValue,
+    ObjShape,
+    OpArgs,
+    WebApiGrammar,
+)
 from callbench.specs import ApiSpec
 
 __all__ = ["KeyTracker", "TokenFilter", "make_key_tracker"]
@@ -259,6 +270,22 @@ O_KEY, O_COLON, O_VALUE, O_AFTER = range(4)
 # array-frame states
 A_ITEM, A_AFTER = range(2)
 _FREE = ObjShape("object", {}, extra=None)
+# where credentials go: the object path -> the location name credentials use
+_CRED_PLACES = {"config.headers": "headers", "config.params": "params"}
+_NO_CRED: tuple[frozenset[tuple[str, str]], frozenset[str], frozenset[str]] = (
+    frozenset(),
+    frozenset(),
+    frozenset(),
+)
+
+
+def _shown_value(desc: Any) -> str:
+    """How a required credential's value must look, for messages."""
+    if isinstance(desc, CredentialValue) and desc.values:
+        return "value " + " or ".join(repr(v) for v in desc.values)
+    return "any string value"
+
+
 # what a partial key can still break (see KeyTracker._partial_is_safe)
 _UNSAFE, _SAFE_UNTIL_END, _SAFE_ALL = range(3)
 _ESCAPES = {
@@ -385,6 +412,7 @@ class KeyTracker:
         "_sens",
         "_shared",
         "_key_firsts",
+        "_cred",
     )
 
     def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
@@ -403,6 +431,9 @@ class KeyTracker:
         self._url: bytearray | None = None
         self._method: str | None = None
         self._args: OpArgs | None = None
+        # credential choice (only when the operation's cred_any is set): atoms given, config
+        # keys given (headers/params), and places given as identifiers; see _cred_key
+        self._cred: tuple[frozenset[tuple[str, str]], frozenset[str], frozenset[str]] = _NO_CRED
         self.violation: str | None = None
         # allows() verdicts for the current state: "feeding exactly these bytes now is fine",
         # keyed on whole tokens and on the normalised forms that share a verdict (see allows).
@@ -547,6 +578,7 @@ class KeyTracker:
         t._buf = bytearray(self._buf)
         t._url = bytearray(self._url) if self._url is not None else None
         t._method, t._args, t.violation = self._method, self._args, self.violation
+        t._cred = self._cred
         t._memo = {}
         t._sens = None
         return t
@@ -923,6 +955,9 @@ class KeyTracker:
             self._start_value(b, desc, path)
 
     def _start_value(self, b: int, desc: Any, path: str) -> None:
+        if b != _LBRACE and path in _CRED_PLACES and self._args is not None and self._args.cred_any:
+            atoms, given, opaque = self._cred
+            self._cred = (atoms, given, opaque | {_CRED_PLACES[path]})  # an identifier: unseen
         if b == _LBRACE:
             self._frames.append(_Frame("obj", O_KEY, path, shape=self._shape_of(desc)))
         elif b == _LBRACK:
@@ -969,9 +1004,43 @@ class KeyTracker:
             name = sorted(missing)[0]
             if shape.ci:
                 name = next((k for k in shape.props if k.lower() == name), name)
-            self._fail(f"required argument '{name}' missing before '}}' in {self._label(top.path)}")
+            args = self._args
+            place = _CRED_PLACES.get(top.path)
+            if (
+                args is not None
+                and place
+                and any(c.atom == (place, shape.norm(name)) for alt in args.credentials for c in alt)
+            ):
+                what = f"credential '{name}' ({_shown_value(shape.props.get(name))})"
+            else:
+                what = f"argument '{name}'"
+            self._fail(f"required {what} missing before '}}' in {self._label(top.path)}")
             return
+        args = self._args
+        if args is not None and args.cred_any and (top.path == "config" or top.path in _CRED_PLACES):
+            problem = self._cred_problem(args, _CRED_PLACES.get(top.path))
+            if problem:
+                self._fail(f"{problem} before '}}' in {self._label(top.path)}")
+                return
         self._pop()
+
+    def _cred_problem(self, args: OpArgs, closing: str | None) -> str | None:
+        """Closing ``config`` (``closing`` None): some alternative must be complete. Closing its
+        ``headers``/``params``: some alternative must still be completable, i.e. each of its atoms
+        given, or in a place given as an identifier, or in a place not written yet."""
+        atoms, given, opaque = self._cred
+        for alt in args.cred_any:
+            if all(
+                a in atoms
+                or a[0] in opaque
+                or (closing is not None and a[0] != closing and a[0] not in given)
+                for a in alt
+            ):
+                return None
+        need = " or ".join(" + ".join(f"{loc}.{n}" for loc, n in sorted(alt)) for alt in args.cred_any)
+        if closing is None:
+            return f"credential missing (needs {need})"
+        return f"no credential left possible (needs {need})"
 
     def _resolve_url(self) -> None:
         url = bytes(self._url or b"").decode("utf-8", "replace")
@@ -981,7 +1050,7 @@ class KeyTracker:
         if match is None:
             self._lost()
             return
-        self._args = self._model.op_args(match.operation)
+        self._args = self._model.op_args(match.operation, self.grammar.options.require_credentials)
 
     def _key_done(self, key: str) -> None:
         top = self._frames[-1]
@@ -992,10 +1061,20 @@ class KeyTracker:
             self._fail(f"key '{key}' given twice in {self._label(top.path)}")
             return
         top.used = top.used | {norm}
+        if self._args is not None and self._args.cred_any:
+            self._cred_key(top.path, norm)
         child = shape.child(key)
         top.child = None if child is NO else child
         top.key = key
         top.state = O_COLON
+
+    def _cred_key(self, path: str, norm: str) -> None:
+        """Record a key that matters for the credential choice (the grammar fixes its value)."""
+        atoms, given, opaque = self._cred
+        if path == "config" and norm in ("headers", "params"):
+            self._cred = (atoms, given | {norm}, opaque)
+        elif path in _CRED_PLACES:
+            self._cred = (atoms | {(_CRED_PLACES[path], norm)}, given, opaque)
 
     def _check_partial(self, quoted: bool) -> None:
         """Fail if the partial key can only become keys already given."""

@@ -8,7 +8,9 @@ The model answers with a JSON list of calls, the format of NESTFUL's published p
 What the grammar enforces (a fixed context-free language):
 
 * every call object has exactly the keys ``name``, ``label`` and ``arguments`` in any of the six
-  orders, JSON whitespace anywhere between tokens (runs of at most ``whitespace_max`` bytes);
+  orders, JSON whitespace between tokens, bounded: at most ``space_max`` spaces/tabs, or that many,
+  one line break and at most ``indent_max`` spaces/tabs of indentation (as the web API grammar:
+  enough for pretty-printed JSON, too little to pad an answer with whitespace);
 * ``name`` is a catalog tool; ``arguments`` holds only that tool's parameters (one alternative per
   tool, so the argument types follow the tool even when ``arguments`` comes before ``name``);
 * each argument value is a JSON literal of the parameter's type (:func:`param_kinds` maps the
@@ -50,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callbench.constrain.lark_text import literal_regex as _rx
+from callbench.constrain.webapi_grammar import whitespace_terminal
 from callbench.errors import CallbenchError
 from callbench.tracks.nested.schema import ToolSpec
 
@@ -141,7 +144,8 @@ class NestedGrammar:
     ref_shape: re.Pattern[bytes]
     max_calls: int | None
     allow_prose_prefix: bool
-    whitespace_max: int
+    space_max: int
+    indent_max: int
     name_bytes: frozenset[int] = field(default=frozenset(), repr=False)
     key_bytes: frozenset[int] = field(default=frozenset(), repr=False)
     ref_bytes: frozenset[int] = field(default=frozenset(), repr=False)
@@ -183,12 +187,14 @@ def build_nested_grammar(
     label_style: str = "$var_{i}",
     max_calls: int | None = None,
     allow_prose_prefix: bool = False,
-    whitespace_max: int = 64,
+    space_max: int = 4,
+    indent_max: int = 32,
 ) -> NestedGrammar:
     """Build (or fetch from the cache) the grammar of a nested answer over the catalog ``tools``.
 
     ``max_calls``: most calls in the list (None: unbounded; at least one call always).
     ``allow_prose_prefix``: accept text without ``[`` before the list (a short preamble).
+    ``space_max``/``indent_max``: the whitespace bound (see the module docstring).
     """
     if "{i}" not in label_style or label_style.count("{i}") != 1:
         raise NestedGrammarError(f"label_style must hold '{{i}}' once, not {label_style!r}")
@@ -202,13 +208,14 @@ def build_nested_grammar(
         label_style,
         max_calls,
         allow_prose_prefix,
-        whitespace_max,
+        space_max,
+        indent_max,
     )
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    g = _build(infos, label_style, max_calls, allow_prose_prefix, whitespace_max)
+    g = _build(infos, label_style, max_calls, allow_prose_prefix, (space_max, indent_max))
     with _CACHE_LOCK:
         if len(_CACHE) >= 256:
             _CACHE.pop(next(iter(_CACHE)))
@@ -221,7 +228,7 @@ def _build(
     label_style: str,
     max_calls: int | None,
     prose: bool,
-    ws_max: int,
+    ws: tuple[int, int],
 ) -> NestedGrammar:
     pre, post = label_style.split("{i}")
     num = "[1-9][0-9]*"
@@ -231,7 +238,7 @@ def _build(
     all_outputs = sorted({k for i in infos.values() for k in i.outputs})
 
     terms: dict[str, str] = {
-        "WS": f"/[ \\t\\r\\n]{{1,{max(1, ws_max)}}}/",
+        "WS": whitespace_terminal(*ws),
         "STR": r'/\x22(?:[^\x22\x5c\x00-\x1f]|\x5c(?:[\x22\x5c\x2fbfnrt]|u[0-9a-fA-F]{4}))*\x22/',
         "REFSHAPE": rf"/\x22\x24{ref_label_rx}\x2e[^\x22\x5c]*\x24\x22/",
         "PSTR": "STR & ~REFSHAPE",
@@ -330,7 +337,8 @@ def _build(
         ref_shape=ref_shape,
         max_calls=max_calls,
         allow_prose_prefix=prose,
-        whitespace_max=ws_max,
+        space_max=ws[0],
+        indent_max=ws[1],
         name_bytes=frozenset(name_bytes),
         key_bytes=frozenset(key_bytes),
         ref_bytes=frozenset(ref_bytes),

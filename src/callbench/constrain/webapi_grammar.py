@@ -17,10 +17,22 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   optional ``config`` (which may carry ``data`` when the operation has a body). ``config`` holds
   ``params`` (query parameters + apiKey-in-query credentials) and ``headers`` (header parameters,
   credentials, ``Accept``, ``Content-Type``), values following each parameter's JSON schema.
-* Objects allow any key order, repeated keys, any whitespace and trailing commas. Which keys are
-  unique and which are required before ``}`` is not compactly context-free, so the key tracker
+* Objects allow any key order, repeated keys, bounded whitespace and trailing commas. Which keys
+  are unique and which are required before ``}`` is not compactly context-free, so the key tracker
   (:mod:`callbench.constrain.key_tracker`) enforces it; both use the :class:`SpecModel` shapes
   built here, so they agree on every object's keys.
+* Credentials (``GrammarOptions.require_credentials``, on by default): when an operation's
+  effective security requirement is non-empty and has no ``{}`` (optional) alternative, the call
+  must carry the credential of one alternative in its declared place, with the dataset's
+  placeholder value: ``Authorization: 'Bearer <token>'`` (http bearer, oauth2, openIdConnect),
+  ``Authorization: 'Basic <credentials>'`` (http basic), ``'<key>'`` under an apiKey's name in
+  ``headers``/``params``, ``Cookie: '<name>=<key>'`` for an apiKey cookie (see
+  :func:`credential_requirement`). The atoms every alternative needs become required keys (so
+  ``config`` and its ``headers``/``params`` become mandatory); a choice between places is left to
+  the key tracker (:attr:`OpArgs.cred_any`). Credentials an operation does not require stay
+  allowed with any string value, as before.
+* Whitespace between tokens is bounded (``space_max``/``indent_max``): a few spaces or tabs, or
+  one line break followed by indentation, so a model cannot spend its tokens padding.
 
 Size: every schema's value rule is built once and referenced (named by first-use order, deduped
 by body text), so operations share rules; a recursive schema unrolls into one rule per recursion
@@ -45,6 +57,8 @@ from callbench.specs.schema import allows_additional_properties
 
 __all__ = [
     "BODY_METHODS",
+    "Credential",
+    "CredentialValue",
     "GrammarError",
     "GrammarOptions",
     "ObjShape",
@@ -53,6 +67,7 @@ __all__ = [
     "WebApiGrammar",
     "build_webapi_grammar",
     "clear_grammar_cache",
+    "credential_requirement",
     "schema_scalars",
     "spec_model",
 ]
@@ -76,18 +91,27 @@ class GrammarOptions:
     max_depth: nesting of a recursive schema (and of free-form values) before only ``null`` is
         left. max_array_items / max_string_len: None = unbounded. allow_url_query: accept a
         ``?query`` in the URL string (off: query parameters belong in ``params``).
-    whitespace_max: longest run of whitespace between two tokens of the call.
+    space_max / indent_max: whitespace between two tokens of the call is at most ``space_max``
+        spaces/tabs, or that many, one line break (``\n`` or ``\r\n``) and at most ``indent_max``
+        spaces/tabs. Code needs no more: 4 covers one indentation step written inline, and 32 is
+        8 levels of 4-space indentation (the call, config, headers/params and a body nested 5
+        deep); a run of 64 let a weak model pad for dozens of tokens before it had to write code.
     numeric_strings: accept a string spelling a number/integer/boolean where the schema asks for
         one (query, header and form values are strings on the wire anyway, and strict scoring
         reads such strings as the schema's type).
+    require_credentials: an operation whose security requirement is not optional must carry one
+        of its accepted credentials, in its place, with the placeholder value (off: credentials
+        are optional keys with any string value, the behaviour before this switch).
     """
 
     max_depth: int = 6
     max_array_items: int | None = None
     max_string_len: int | None = None
     allow_url_query: bool = False
-    whitespace_max: int = 64
+    space_max: int = 4
+    indent_max: int = 32
     numeric_strings: bool = True
+    require_credentials: bool = True
 
 
 # ============================================================================ shapes (shared)
@@ -136,13 +160,55 @@ class ObjShape:
         return self.props[name] if name is not None else self.extra
 
 
+@dataclass(frozen=True)
+class CredentialValue:
+    """Value descriptor of a credential an operation requires: one of ``values`` in any JS quote;
+    with identifiers in scope (the task's definitions) also `` `<prefix>${name}` `` for each of
+    ``prefixes``, and the bare ``name`` when ``""`` is a prefix (a variable holding an API key).
+    Any identifier in scope is accepted: which one holds the secret cannot be known."""
+
+    values: tuple[str, ...]
+    prefixes: tuple[str, ...] = ()
+
+    def union(self, other: CredentialValue) -> CredentialValue:
+        return CredentialValue(
+            tuple(dict.fromkeys(self.values + other.values)),
+            tuple(dict.fromkeys(self.prefixes + other.prefixes)),
+        )
+
+
+BEARER = CredentialValue(("Bearer <token>",), ("Bearer ",))
+BASIC = CredentialValue(("Basic <credentials>",), ("Basic ",))
+API_KEY = CredentialValue(("<key>",), ("",))
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One credential of a security requirement: ``loc`` "headers" or "params", the key ``name``
+    as the spec spells it, and its value (a :class:`CredentialValue`, or None: any string, for an
+    http scheme without a placeholder convention)."""
+
+    loc: str
+    name: str
+    value: CredentialValue | None
+
+    @property
+    def atom(self) -> tuple[str, str]:
+        """(location, key) as the key tracker compares keys (header names in lower case)."""
+        return (self.loc, self.name.lower() if self.loc == "headers" else self.name)
+
+
 @dataclass(frozen=True, eq=False)
 class OpArgs:
     """Positional arguments of one operation's call after the URL.
 
     ``data``: descriptor of the data argument (post/put/patch), None when the method takes none.
     ``config``: the config object's shape. ``*_mandatory``: the argument must be written (the
-    body has required properties / required query or header parameters exist).
+    body has required properties / required query or header parameters or credentials exist).
+    ``credentials``: the accepted alternatives of a required security requirement (empty when
+    none is required). ``cred_any``: what is left to choose after the atoms every alternative
+    needs (those are required keys): satisfied when one set's atoms are all given; empty when
+    the required keys settle it. Only the key tracker can check it.
     """
 
     operation: Operation
@@ -151,6 +217,8 @@ class OpArgs:
     config: ObjShape
     data_mandatory: bool
     config_mandatory: bool
+    credentials: tuple[tuple[Credential, ...], ...] = ()
+    cred_any: tuple[frozenset[tuple[str, str]], ...] = ()
 
 
 def _schema_kw(schema: Any, key: str) -> tuple[Any, ...]:
@@ -170,7 +238,7 @@ class SpecModel:
         self._shapes: dict[int, ObjShape] = {}
         self._items: dict[int, Any] = {}
         self._unions: dict[tuple[int, ...], Mapping[str, Any]] = {}
-        self._ops: dict[int, OpArgs] = {}
+        self._ops: dict[tuple[int, bool], OpArgs] = {}
         self._keep: list[Any] = []  # keeps schemas alive so their ids stay unique
 
     # -- schema helpers ----------------------------------------------------------------
@@ -272,9 +340,11 @@ class SpecModel:
         return out
 
     # -- operations ----------------------------------------------------------------------
-    def op_args(self, op: Operation) -> OpArgs:
-        """Arguments of ``op``'s call, mirroring :meth:`ApiSpec.is_legal_argument`."""
-        hit = self._ops.get(id(op))
+    def op_args(self, op: Operation, require_credentials: bool = True) -> OpArgs:
+        """Arguments of ``op``'s call, mirroring :meth:`ApiSpec.is_legal_argument`; with
+        ``require_credentials``, plus the credential its security requirement asks for."""
+        key = (id(op), require_credentials)
+        hit = self._ops.get(key)
         if hit is not None:
             return hit
         spec = self.spec
@@ -284,6 +354,33 @@ class SpecModel:
         headers: dict[str, Any] = {}
         for p in op.params_in("header"):
             headers[p.name] = p.schema or None
+        params_req = set(p.name for p in op.params_in("query") if p.required)
+        headers_req = set(p.name.lower() for p in op.params_in("header") if p.required)
+        alts = credential_requirement(spec, op) if require_credentials else ()
+        cred_any: tuple[frozenset[tuple[str, str]], ...] = ()
+        if alts:
+            values: dict[tuple[str, str], Credential] = {}
+            for alt in alts:
+                for c in alt:
+                    had = values.get(c.atom)
+                    if had is None:
+                        values[c.atom] = c
+                    elif had.value is not None and c.value is not None:
+                        values[c.atom] = replace(had, value=had.value.union(c.value))
+                    else:  # a free string form among them: any string
+                        values[c.atom] = replace(had, value=None)
+            for c in values.values():
+                target = headers if c.loc == "headers" else params
+                name = c.name
+                if c.loc == "headers":  # a declared header of another spelling keeps its spelling
+                    name = next((k for k in target if k.lower() == c.name.lower()), c.name)
+                target[name] = c.value if c.value is not None else _STRING
+            sets = [frozenset(c.atom for c in alt) for alt in alts]
+            common = frozenset.intersection(*sets)
+            for loc, name in common:
+                (headers_req if loc == "headers" else params_req).add(name)
+            rest = tuple(dict.fromkeys(s - common for s in sets))
+            cred_any = () if any(not r for r in rest) else rest
         creds = _credential_names(spec)
         for name in creds.get("query", ()):
             params.setdefault(name, _STRING)
@@ -296,10 +393,8 @@ class SpecModel:
             if name.lower() not in lower:
                 headers[name] = _STRING
                 lower.add(name.lower())
-        params_req = frozenset(p.name for p in op.params_in("query") if p.required)
-        headers_req = frozenset(p.name.lower() for p in op.params_in("header") if p.required)
-        pshape = ObjShape("params", params, params_req)
-        hshape = ObjShape("headers", headers, headers_req, ci=True)
+        pshape = ObjShape("params", params, frozenset(params_req))
+        hshape = ObjShape("headers", headers, frozenset(headers_req), ci=True)
         data = self.body(op)
         cprops: dict[str, Any] = {"params": pshape, "headers": hshape}
         if op.method not in BODY_METHODS and has_body:
@@ -313,9 +408,11 @@ class SpecModel:
             data=data if op.method in BODY_METHODS else None,
             config=config,
             data_mandatory=op.method in BODY_METHODS and data_mandatory,
-            config_mandatory=bool(creq),
+            config_mandatory=bool(creq) or bool(cred_any),
+            credentials=alts,
+            cred_any=cred_any,
         )
-        self._ops[id(op)] = out
+        self._ops[key] = out
         return out
 
     def body(self, op: Operation) -> Any:
@@ -362,6 +459,79 @@ def _credential_names(spec: ApiSpec) -> dict[str, list[str]]:
     return out
 
 
+def credential_requirement(spec: ApiSpec, op: Operation) -> tuple[tuple[Credential, ...], ...]:
+    """The credentials ``op`` must carry: one tuple per accepted alternative of its effective
+    security requirement (all of a tuple's credentials together), or ``()`` when nothing is
+    required.
+
+    Nothing is required when the requirement list is empty, has an empty (optional) alternative
+    ``{}``, or has an alternative the request cannot show (a scheme that is not declared, an
+    apiKey without name or place, mutualTLS): forcing the other alternatives could reject a call
+    that is right. An alternative needing two different values in one place (bearer and basic
+    together) cannot be sent and is dropped. Several apiKey cookies of one alternative share one
+    ``Cookie`` header (``'a=<key>; b=<key>'``). Scopes are not looked at: Slack's ``['none']``
+    scope ("No scope required") still names its oauth2 scheme, so the token is required.
+    """
+    if not op.security:
+        return ()
+    out: list[tuple[Credential, ...]] = []
+    for req in op.security:
+        if not req:
+            return ()
+        creds: dict[tuple[str, str], Credential] = {}
+        cookies: list[str] = []
+        sendable = True
+        for scheme_name in req:
+            scheme = spec.security_schemes.get(scheme_name)
+            cred = _scheme_credential(scheme) if isinstance(scheme, Mapping) else None
+            if cred is None:
+                return ()
+            if isinstance(cred, str):
+                cookies.append(cred)
+                continue
+            had = creds.get(cred.atom)
+            if had is not None and had.value != cred.value:
+                sendable = False
+            creds.setdefault(cred.atom, cred)
+        if cookies:
+            value = "; ".join(f"{n}=<key>" for n in cookies)
+            prefixes = (f"{cookies[0]}=",) if len(cookies) == 1 else ()
+            cookie = Credential("headers", "Cookie", CredentialValue((value,), prefixes))
+            if cookie.atom in creds:
+                sendable = False
+            creds[cookie.atom] = cookie
+        if not sendable:
+            continue
+        if not creds:  # e.g. only mutualTLS: satisfied outside the request
+            return ()
+        out.append(tuple(creds.values()))
+    return tuple(dict.fromkeys(out))
+
+
+def _scheme_credential(scheme: Mapping[str, Any]) -> Credential | str | None:
+    """The credential one security scheme puts in a request (a cookie apiKey: just its name);
+    None when the request cannot show it."""
+    kind = scheme.get("type")
+    if kind == "apiKey":
+        name, where = scheme.get("name"), scheme.get("in")
+        if not isinstance(name, str) or not name:
+            return None
+        if where == "header":
+            return Credential("headers", name, API_KEY)
+        if where == "query":
+            return Credential("params", name, API_KEY)
+        if where == "cookie":
+            return name
+        return None
+    if kind == "http":
+        how = str(scheme.get("scheme", "")).lower()
+        value = BEARER if how == "bearer" else BASIC if how == "basic" else None
+        return Credential("headers", "Authorization", value)
+    if kind in ("oauth2", "openIdConnect"):
+        return Credential("headers", "Authorization", BEARER)
+    return None
+
+
 _MODELS: dict[int, tuple[ApiSpec, SpecModel]] = {}
 _MODELS_LOCK = threading.Lock()
 
@@ -380,6 +550,11 @@ def spec_model(spec: ApiSpec) -> SpecModel:
 
 
 # ============================================================================ regex helpers
+def whitespace_terminal(space_max: int, indent_max: int) -> str:
+    """Lark terminal for whitespace between tokens: up to ``space_max`` spaces/tabs, optionally
+    followed by one line break and up to ``indent_max`` spaces/tabs (never empty)."""
+    sp, ind = max(1, space_max), max(0, indent_max)
+    return f"/[ \\t]{{1,{sp}}}|[ \\t]{{0,{sp}}}\\r?\\n[ \\t]{{0,{ind}}}/"
 
 
 _JS_ESCAPE = r"\x5c(?:[^ux0-9\r\n]|\n|\r\n?|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|u\{0*(?:[0-9a-fA-F]{1,5}|10[0-9a-fA-F]{4})\})"
@@ -423,7 +598,7 @@ class WebApiGrammar:
     n_terminals: int = 0
 
     def op_args(self, op: Operation) -> OpArgs:
-        return self.model.op_args(op)
+        return self.model.op_args(op, self.options.require_credentials)
 
 
 _CACHE: dict[tuple[Any, ...], WebApiGrammar] = {}
@@ -520,7 +695,7 @@ def _build(
     b = _Builder(spec, model, idents, options)
     args = None
     if op is not None:
-        args = model.op_args(op)
+        args = model.op_args(op, options.require_credentials)
         start = f"start: WS? {b.rest_rule(args)}"
     else:
         start = b.full_start(m)
@@ -605,7 +780,7 @@ class _Builder:
         num = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
         integer = r"-?(?:0|[1-9][0-9]*)"
         return {
-            "WS": f"/[ \\t\\r\\n]{{1,{max(1, o.whitespace_max)}}}/",
+            "WS": whitespace_terminal(o.space_max, o.indent_max),
             "STR": f"/\\x27(?:{sq}){rep}\\x27|\\x22(?:{dq}){rep}\\x22|\\x60(?:{tq}){rep}\\$*\\x60/",
             "INT": f"/{integer}/",
             "NUM": f"/{num}/",
@@ -617,7 +792,8 @@ class _Builder:
             "UNDEF": '"undefined"',
             "IDENT": f"/(?:{self.ident_rx})/",
             "ANYKEY": r"/\x27(?:[^\x27\x5c\n\r]|" + esc + r")*\x27|\x22(?:[^\x22\x5c\n\r]|" + esc + r")*\x22|[A-Za-z_$][A-Za-z0-9_$]*/",
-            "TAIL": r"/(?s:[ \t]*;.*|[ \t\r\n]*\.(?:then|catch|finally)\(.*|[ \t]*\r?\n.*)/",
+            # After the call: `;`, `.then(`/`.catch(`/`.finally(` or a line break, then anything.
+            "TAIL": f"/(?s:[ \\t]{{0,{max(0, o.space_max)}}}(?:;|\\.(?:then|catch|finally)\\(|\\r?\\n).*)/",
         }[name]
 
     def render(self, start: str) -> str:
@@ -663,9 +839,25 @@ class _Builder:
         """Symbol for a value matching a descriptor (schema mapping, ObjShape, None=any)."""
         if desc is None:
             return self.any_value(0)
+        if isinstance(desc, CredentialValue):
+            return self.credential_value(desc)
         if isinstance(desc, ObjShape):
             return self.alt("v", self.with_ident([self.object_rule(desc)]))
         return self.schema_value(desc)
+
+    def credential_value(self, cred: CredentialValue) -> str:
+        """A required credential's value: its placeholder forms in any quote; with identifiers
+        in scope, `` `<prefix>${name}` `` (and a bare name for an empty prefix)."""
+        forms = [_rx(_js_string(v, q)) for v in cred.values for q in "'\"`"]
+        alts: list[str] = []
+        if self.idents:
+            hole = rf"\$\{{[ ]*(?:{self.ident_rx})[ ]*\}}"
+            forms += [rf"\x60{_rx(_js_string(p, '`')[1:-1])}{hole}\x60" for p in cred.prefixes]
+            if "" in cred.prefixes:
+                alts.append(self.base("IDENT"))
+        if forms:
+            alts.insert(0, self.term("CR", "/" + "|".join(dict.fromkeys(forms)) + "/"))
+        return self.alt("v", alts or [self.base("NULL")])
 
     def any_value(self, depth: int) -> str:
         """Any JSON-like value, containers nested at most ``max_depth - depth`` deep."""
@@ -867,7 +1059,8 @@ class _Builder:
             alts = []
             for op in ops:
                 u = self.url_term(templates, op.path, method)
-                alts.append(f"{u} {ws} {self.after_url_rule(self.model.op_args(op))}")
+                args = self.model.op_args(op, self.opt.require_credentials)
+                alts.append(f"{u} {ws} {self.after_url_rule(args)}")
             urls = self.rule("urls", " | ".join(dict.fromkeys(alts)))
             calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {urls}'))
         return "start: " + " | ".join(calls)

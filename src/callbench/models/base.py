@@ -45,6 +45,9 @@ class ModelInput:
     the text the assistant's turn starts with. The web API track puts its code fence and starter
     code there, so a chat model's answer continues the starter exactly like a completion (and
     constrained decoding applies). Backends that cannot prefill ignore it and answer freely.
+    ``prefill_messages`` is the conversation that goes before the prefilled answer (default:
+    ``messages``); the web API track's leaves the starter out of the user turn, so it appears
+    once, where the answer starts.
 
     ``heal_boundary``: the prompt may end inside what the tokenizer would write as one token (the
     web API starter ends with ``axios.``). Backends that tokenize the prompt themselves back it up
@@ -60,6 +63,7 @@ class ModelInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] | None = None
     assistant_prefix: str | None = None
+    prefill_messages: list[dict[str, Any]] | None = None
     heal_boundary: bool = False
 
 

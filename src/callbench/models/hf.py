@@ -141,7 +141,8 @@ class HFBackend(ModelBackend):
 
     def _text_for(self, inp: ModelInput) -> str:
         if self.mode == "chat":
-            text = self.tokenizer.apply_chat_template(inp.messages, tokenize=False, add_generation_prompt=True)
+            messages = inp.prefill_messages if inp.assistant_prefix is not None and inp.prefill_messages else inp.messages
+            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             # A prefilled answer (the web API starter) makes the output a continuation of it.
             return text + (inp.assistant_prefix or "")
         return inp.prompt

@@ -155,7 +155,8 @@ class LlamaCppBackend(ModelBackend):
         template rendered here, followed by the prefilled answer start."""
         llama = self._llama
         if self.mode == "chat":
-            text = self._chat_formatter()(messages=inp.messages).prompt + (inp.assistant_prefix or "")
+            messages = inp.prefill_messages if inp.assistant_prefix is not None and inp.prefill_messages else inp.messages
+            text = self._chat_formatter()(messages=messages).prompt + (inp.assistant_prefix or "")
             # The rendered template holds the BOS the model wants (as llama-cpp-python's chat path).
             return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         bos = llama.token_bos()

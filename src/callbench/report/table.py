@@ -60,12 +60,13 @@ def by_api_table(summary: dict[str, Any]) -> Table:
     """Headline metrics per API for one run."""
     table = Table(
         title=f"by API · {summary.get('model')} · setup={summary.get('setup')}",
-        caption="rates in %, over all samples (_t)",
+        caption="rates in %, over all samples (_t); w/o cred. = correct except credentials",
     )
     table.add_column("API", style="bold", no_wrap=True)
     cols = [
         ("n", "n"),
         ("correct", "correct_implementations_t"),
+        ("w/o cred.", "correct_except_credentials_t"),
         ("exec.", "executable_implementations_t"),
         ("illegal", "illegal_implementations_t"),
         ("URL", "correct_urls_t"),

@@ -62,3 +62,39 @@ def test_empty_denominators_are_none():
     assert m["correct_implementations_e"] is None
     assert m["correct_argument_names_t"] is None
     assert m["mean_argument_precision_t"] is None
+
+
+def test_correct_except_credentials():
+    """Samples right apart from their credential arguments, correct ones included."""
+    auth_missing = A("headers", "Authorization", "missing", credential=True)
+    auth_extra = A("headers", "Authorization", "unnecessary", credential=True)
+    ok = A("params", "limit", "correct", credential=False)
+    bad = A("params", "limit", "incorrect_value", credential=False)
+    e = {"url": "correct", "method": "correct", "endpoint": "correct"}
+    auth_ok = A("headers", "Authorization", "correct", credential=True)
+    samples = [
+        V(**e, sample="correct", arguments=[ok, auth_ok]),  # yes: correct
+        V(**e, sample="wrong", arguments=[ok, auth_missing]),  # yes: only the credential missing
+        V(**e, sample="wrong", arguments=[ok, auth_extra]),  # yes: only an extra credential
+        V(**e, sample="wrong", arguments=[bad, auth_missing]),  # no: limit wrong too
+        V(url="wrong", method="correct", endpoint="wrong", sample="wrong", arguments=[ok]),  # no: endpoint
+        V(error="timeout", expected_counts={"headers": 1}),  # no: not executable
+    ]
+    m = aggregate(samples, "strict")
+    assert m["correct_except_credentials_t"] == pytest.approx(3 / 6)
+    assert m["correct_except_credentials_e"] == pytest.approx(3 / 5)
+    assert m["correct_implementations_t"] == pytest.approx(1 / 6)
+    # verdicts stored before credentials were marked: unknown where it matters -> None
+    old = V(**e, sample="wrong", arguments=[ok, A("headers", "Authorization", "missing")])
+    assert aggregate([*samples, old], "strict")["correct_except_credentials_t"] is None
+    # ... but an all-correct old verdict is known to count
+    old_ok = V(**e, sample="correct", arguments=[A("params", "limit", "correct")])
+    assert aggregate([old_ok], "strict")["correct_except_credentials_e"] == 1.0
+    # stored and read back, the flag survives
+    assert V.from_dict(samples[1].as_dict()).arguments[1].credential is True
+
+
+def test_table_shows_correct_except_credentials():
+    from callbench.tracks.webapi.metrics import TABLE_ROWS
+
+    assert ("Correct except credentials", "correct_except_credentials") in TABLE_ROWS

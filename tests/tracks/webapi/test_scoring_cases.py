@@ -23,9 +23,11 @@ Expected requests of the tasks used (``Accept`` is in every gold request and nev
 * google_calendar_v3_19  GET /calendars/{calendarId}/events/{eventId} (DELETE there declares
                  query `sendUpdates`, GET does not)
 * google_sheet_v4_1  GET /v4/spreadsheets/{spreadsheetId}  params {includeGridData: true (boolean)}
+* slack_64  GET  /apps.uninstall             params {client_id, client_secret}, *no* Authorization
 
-All of these expect an ``Authorization: Bearer <token>`` header. The only credential of the four
-specs is that header (http/oauth2 schemes).
+All of these but slack_64 expect an ``Authorization: Bearer <token>`` header. The only credential
+of the four specs is that header (http/oauth2 schemes): strict marks any ``authorization`` header
+as a credential argument, compat only the exact name ``Authorization``.
 """
 
 from __future__ import annotations
@@ -796,6 +798,41 @@ axios.post('https://app.asana.com/api/1.0/attachments', form, {
     ),
 ]
 
+CASES += [
+    # ---------------------------------------------------------------- credentials
+    Case(
+        "missing_authorization",
+        "asana_0",
+        """get('https://app.asana.com/api/1.0/attachments', { params: { parent: '159874', limit: 50 } });
+""",
+        # Only the credential is missing -> wrong (correct except credentials).
+        ok("wrong", "headers.Authorization missing", "params.parent correct", "params.limit correct"),
+    ),
+    Case(
+        "placeholder_not_used",
+        "asana_0",
+        """get('https://app.asana.com/api/1.0/attachments', {
+  params: { parent: '159874', limit: 50 },
+  headers: { Authorization: 'Bearer abc123' },
+});
+""",
+        # 'Bearer abc123' != 'Bearer <token>' -> incorrect_value, the only fault.
+        ok("wrong", "headers.Authorization incorrect_value", "params.parent correct", "params.limit correct"),
+    ),
+    Case(
+        "extra_authorization",
+        "slack_64",
+        """get('https://slack.com/api/apps.uninstall', {
+  params: { client_id: '1234567890.12345678', client_secret: 'abcdef1234567890abcdef1234567890abcdef' },
+  headers: { Authorization: 'Bearer <token>' },
+});
+""",
+        # The gold sends no Authorization; the extra one is the spec's credential (legal in both
+        # modes, exact name in compat) -> unnecessary -> wrong, correct except credentials.
+        ok("wrong", "params.client_id correct", "params.client_secret correct", "headers.Authorization unnecessary"),
+    ),
+]
+
 BY_NAME = {c.name: c for c in CASES}
 assert len(BY_NAME) == len(CASES)
 
@@ -1004,3 +1041,70 @@ def test_aggregate_metrics_of_subset(evaluated, mode: str):
     got = {k: m[k] for k in AGG_EXPECTED[mode]}
     want = {k: (float(v) if isinstance(v, F) else v) for k, v in AGG_EXPECTED[mode].items()}
     assert got == pytest.approx(want)
+
+
+# ---------------------------------------------------------------- correct except credentials
+
+# case -> (strict, compat): is the request right apart from its credential arguments? Worked out
+# from the verdicts above: every non-credential argument correct and the endpoint correct.
+EXCEPT_CREDENTIALS: dict[str, tuple[bool, bool]] = {
+    "correct": (True, True),
+    "missing_authorization": (True, True),  # only Authorization missing
+    "placeholder_not_used": (True, True),  # only Authorization's value wrong
+    "extra_authorization": (True, True),  # only an extra Authorization
+    "slack_token_in_query": (False, False),  # params.token is a parameter, not a scheme credential
+    # compat: `authorization` is no credential name (exact match), and it is illegal
+    "header_name_lowercase": (True, False),
+    "integer_as_string": (True, False),  # compat: limit '50' != 50
+    "wrong_url_existing_endpoint": (False, False),  # endpoint wrong
+    "no_request_fetch": (False, False),  # not executable
+}
+
+
+@pytest.mark.parametrize(("name", "mode"), [(n, m) for n in EXCEPT_CREDENTIALS for m in MODES])
+def test_correct_except_credentials(evaluated, name: str, mode: str):
+    from callbench.tracks.webapi.scoring import correct_except_credentials
+
+    v = SampleVerdict.from_dict(evaluated(BY_NAME[name]).verdicts[mode])
+    assert correct_except_credentials(v) is EXCEPT_CREDENTIALS[name][MODES.index(mode)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_credential_arguments_are_marked(evaluated, mode: str):
+    """Every argument of every case carries its credential flag: the Authorization header
+    (strict: any case; compat: exactly that name), nothing else."""
+    for case in CASES:
+        for a in SampleVerdict.from_dict(evaluated(case).verdicts[mode]).arguments:
+            is_auth = a.location == "headers" and (
+                a.name.lower() == "authorization" if mode == "strict" else a.name == "Authorization"
+            )
+            assert a.credential is is_auth, (case.name, a)
+
+
+# Six samples: correct, missing_authorization, placeholder_not_used, slack_token_in_query,
+# header_name_lowercase, no_request_fetch (5 executable).
+#   strict: correct implementations: correct, header_name_lowercase = 2; correct except
+#     credentials: + missing_authorization, placeholder_not_used = 4 -> 4/6, executable 4/5.
+#   compat: correct implementations: correct = 1; except credentials: + missing_authorization,
+#     placeholder_not_used = 3 (header_name_lowercase has an illegal non-credential header)
+#     -> 3/6, executable 3/5.
+EXCEPT_AGG = (
+    "correct",
+    "missing_authorization",
+    "placeholder_not_used",
+    "slack_token_in_query",
+    "header_name_lowercase",
+    "no_request_fetch",
+)
+EXCEPT_AGG_EXPECTED = {
+    "strict": (F(2, 6), F(4, 6), F(4, 5)),
+    "compat": (F(1, 6), F(3, 6), F(3, 5)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_aggregate_correct_except_credentials(evaluated, mode: str):
+    verdicts = [SampleVerdict.from_dict(evaluated(BY_NAME[name]).verdicts[mode]) for name in EXCEPT_AGG]
+    m = aggregate(verdicts, mode)
+    got = (m["correct_implementations_t"], m["correct_except_credentials_t"], m["correct_except_credentials_e"])
+    assert got == pytest.approx(tuple(float(x) for x in EXCEPT_AGG_EXPECTED[mode]))

@@ -8,6 +8,11 @@ arguments = expected + unexpected). The ``mean_argument_*`` metrics first comput
 / all, conditional value accuracy = correct values / correct names) and then average over the
 samples where the denominator is defined. A rate whose denominator is zero is ``None``.
 
+``correct_except_credentials`` counts the samples whose request is right apart from its
+credentials (:func:`~callbench.tracks.webapi.scoring.correct_except_credentials`: correct samples
+included); its gap to ``correct_implementations`` is the share lost only to credentials. It is
+``None`` for runs scored before credential arguments were marked.
+
 Compat quirk kept in ``compat`` mode only: a non-executable sample whose expected arguments are
 all ignored headers still counts in the recall/Jaccard denominators (with 0). ``strict`` counts a
 sample in a mean only when it has at least one argument in that denominator.
@@ -19,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from callbench.tracks.webapi.scoring import SampleVerdict
+from callbench.tracks.webapi.scoring import SampleVerdict, correct_except_credentials
 
 _ERROR_COUNT_NAMES = {
     "timeout": "timeouts",
@@ -83,6 +88,11 @@ def aggregate(verdicts: Iterable[SampleVerdict], mode: str = "strict") -> dict[s
     rate("executable_implementations", n_e)
     for verdict in ("correct", "wrong", "illegal"):
         rate(f"{verdict}_implementations", sum(1 for v in verdicts if v.sample == verdict))
+    except_cred = [correct_except_credentials(v) for v in verdicts]
+    if None in except_cred:
+        m["correct_except_credentials_t"] = m["correct_except_credentials_e"] = None
+    else:
+        rate("correct_except_credentials", sum(1 for x in except_cred if x))
     for part in ("url", "method", "endpoint"):
         for verdict in ("correct", "wrong", "illegal"):
             rate(f"{verdict}_{part}s", sum(1 for v in executable if getattr(v, part) == verdict))
@@ -155,6 +165,7 @@ def aggregate(verdicts: Iterable[SampleVerdict], mode: str = "strict") -> dict[s
 TABLE_ROWS: tuple[tuple[str, str], ...] = (
     ("Executable implementations", "executable_implementations"),
     ("Correct implementations", "correct_implementations"),
+    ("Correct except credentials", "correct_except_credentials"),
     ("Illegal implementations", "illegal_implementations"),
     ("Correct URLs", "correct_urls"),
     ("Illegal URLs", "illegal_urls"),

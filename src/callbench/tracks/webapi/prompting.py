@@ -12,9 +12,12 @@ Three prompt formats, chosen by the backend's mode (see docs/webapi-prompts.md):
 
 * completion (base models): ``completion_prompt`` = instructions + code fence + starter; the
   model continues the starter.
-* chat with a prefilled answer (instruct models run in-process): ``messages`` through the model's
-  chat template, and the assistant's turn starts with ``assistant_prefix`` (the code fence and the
-  starter), so the answer continues the starter exactly as a completion does.
+* chat with a prefilled answer (instruct models run in-process): ``prefill_messages`` through the
+  model's chat template, and the assistant's turn starts with ``assistant_prefix`` (the code fence
+  and the starter), so the answer continues the starter exactly as a completion does. The user
+  turn holds the instructions but not the starter: shown there too, inside a closed code block,
+  it invites the model to close its own block at once (SmolLM2-135M answered 351 of 395 full-setup
+  tasks with an empty continuation that way; without it, 4 of 10 sampled tasks sent a request).
 * chat (API models): ``messages``; the answer is parsed (:mod:`callbench.tracks.webapi.parsing`).
 """
 
@@ -54,6 +57,7 @@ class Prompt:
     completion_prompt: str  # instructions + fence + starter (for completion models)
     messages: list[dict[str, str]]  # same request for chat models
     assistant_prefix: str  # fence + starter: how a prefilled chat answer begins
+    prefill_messages: list[dict[str, str]]  # the conversation before the prefilled answer
 
 
 def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION) -> str:
@@ -83,9 +87,22 @@ def build_prompt(task: WebApiTask, setup: Setup, *, version: str = PROMPT_VERSIO
         {"role": "system", "content": t["chat_system.md"].strip()},
         {"role": "user", "content": user},
     ]
-    return Prompt(
-        starter=starter, completion_prompt=completion_prompt, messages=messages, assistant_prefix=assistant_prefix
+    prefill_user = t["instructions.md"].strip().format(
+        syntax="axios.method(url[, data][, config])", api=api, extra=_PREFILL_EXTRA
     )
+    prefill_messages = [messages[0], {"role": "user", "content": prefill_user}]
+    return Prompt(
+        starter=starter,
+        completion_prompt=completion_prompt,
+        messages=messages,
+        assistant_prefix=assistant_prefix,
+        prefill_messages=prefill_messages,
+    )
+
+
+# Ends the instructions' last sentence ("Complete this code{extra}:") when the code is the
+# beginning of the answer rather than part of the question.
+_PREFILL_EXTRA = ", which your answer starts with; continue it from where it stops"
 
 
 def _js(value: Any) -> str:

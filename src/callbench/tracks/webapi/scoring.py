@@ -25,6 +25,11 @@ Two modes:
     (falling back to the expected one when the generated endpoint does not exist);
   * an extra query parameter or header written as ``key: null`` is ignored (axios sends nothing);
     in a body it is counted, since JSON bodies carry the null.
+
+Both modes mark each header/query argument that is a *credential* (where one of the spec's
+security schemes puts one: the ``Authorization`` header for http/oauth2/openIdConnect, an apiKey's
+name in its place; compat compares the names exactly, strict header names case-insensitively), so
+that :func:`correct_except_credentials` can tell samples that fail only on credentials.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class ArgumentVerdict:
     verdict: str  # correct | incorrect_value | missing | unnecessary | illegal
     expected: Any = None
     actual: Any = None
+    credential: bool | None = None  # a security scheme's credential? None: scored before this was kept
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +65,7 @@ class ArgumentVerdict:
             "verdict": self.verdict,
             "expected": self.expected,
             "actual": self.actual,
+            "credential": self.credential,
         }
 
 
@@ -97,6 +104,24 @@ class SampleVerdict:
             arguments=[ArgumentVerdict(**a) for a in d.get("arguments", [])],
             expected_counts=dict(d.get("expected_counts", {})),
         )
+
+
+def correct_except_credentials(v: SampleVerdict) -> bool | None:
+    """Is the request right in every respect but its credentials? Endpoint correct and every
+    counted argument correct, credential arguments (missing, wrong or extra) not looked at.
+    Correct samples are included. None when a non-correct argument was scored before credentials
+    were marked (old runs), so the answer is unknown."""
+    if v.error is not None or v.endpoint != "correct":
+        return False
+    unknown = False
+    for a in v.arguments:
+        if a.verdict == "correct" or a.credential:
+            continue
+        if a.credential is None:
+            unknown = True
+            continue
+        return False
+    return None if unknown else True
 
 
 def _is_special(name: str, mode: Scoring) -> bool:
@@ -244,6 +269,15 @@ def _compat_credential(spec: ApiSpec, location: str, name: str) -> bool:
     return False
 
 
+def _is_credential(spec: ApiSpec, location: str, name: str, mode: Scoring) -> bool:
+    """Is ``name`` in ``location`` a place one of the spec's security schemes puts a credential?"""
+    if location not in ("headers", "params"):
+        return False
+    if mode == "compat":
+        return _compat_credential(spec, _SPEC_LOCATION[location], name)
+    return spec.is_credential(_SPEC_LOCATION[location], name)
+
+
 def _strict_legal(spec: ApiSpec, op: Any, location: str, name: str) -> bool:
     if op is None:
         return False
@@ -321,14 +355,16 @@ def compare_requests(
         for name, exp_value in exp_values.items():
             if loc == "headers" and _is_special(name, mode):
                 continue
+            cred = _is_credential(spec, loc, name, mode)
             key = _find_key(act_values, name, ci)
             if key is None:
-                args.append(ArgumentVerdict(loc, name, "missing", exp_value, None))
+                args.append(ArgumentVerdict(loc, name, "missing", exp_value, None, cred))
                 continue
             matched.add(key)
             schema = _param_schema(spec, exp_op, loc, name)
             ok = values_equal(exp_value, act_values[key], schema, mode, loc)
-            args.append(ArgumentVerdict(loc, name, "correct" if ok else "incorrect_value", exp_value, act_values[key]))
+            verdict = "correct" if ok else "incorrect_value"
+            args.append(ArgumentVerdict(loc, name, verdict, exp_value, act_values[key], cred))
         for name, act_value in act_values.items():
             if name in matched or (loc == "headers" and _is_special(name, mode)):
                 continue
@@ -340,7 +376,9 @@ def compare_requests(
                 legal = _compat_legal(spec, judge_op, loc, name, exp_method)
             else:
                 legal = _strict_legal(spec, judge_op, loc, name)
-            args.append(ArgumentVerdict(loc, name, "unnecessary" if legal else "illegal", None, act_value))
+            cred = _is_credential(spec, loc, name, mode)
+            verdict = "unnecessary" if legal else "illegal"
+            args.append(ArgumentVerdict(loc, name, verdict, None, act_value, cred))
 
     n_counted = len(args)
     n_correct = sum(1 for a in args if a.verdict == "correct")

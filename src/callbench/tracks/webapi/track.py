@@ -120,8 +120,15 @@ class WebApiTrack(Track):
             "data_file": str(self.tasks_file),
             "data_sha256": digest,
             "constrained": self.options.constrained,
-            **({"grammar_options": repr(self.options.grammar_options)} if self.options.grammar_options else {}),
+            **({"grammar_options": repr(self._grammar_options())} if self.options.constrained else {}),
         }
+
+    def _grammar_options(self) -> Any:
+        """The grammar options in force (the defaults spelt out, so a change of a default changes
+        the fingerprint of constrained runs and they are not resumed with stale verdicts)."""
+        from callbench.constrain.webapi_grammar import GrammarOptions
+
+        return self.options.grammar_options or GrammarOptions()
 
     def default_generation(self, mode: str) -> GenerationConfig:
         """250 new tokens as in the paper; completions stop at the closing code fence. Chat answers
@@ -145,6 +152,7 @@ class WebApiTrack(Track):
             constraint=constraint,
             metadata={"starter": prompt.starter, "api": task.api},
             assistant_prefix=prompt.assistant_prefix,
+            prefill_messages=prompt.prefill_messages,
             # The starter ends mid-expression ('axios.'): let tokenizing backends heal the boundary.
             heal_boundary=True,
         )

@@ -1,0 +1,4 @@
+// {task}
+const axios = require('axios');
+
+axios.{method}('{url}',
