@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,11 +118,22 @@ class WebApiTrack(Track):
             "setup": self.options.setup,
             "prompt_version": self.options.prompt_version,
             "prompt_hash": templates_hash(self.options.prompt_version),
+            "prompts_sha256": self._prompts_digest(),
             "data_file": str(self.tasks_file),
             "data_sha256": digest,
             "constrained": self.options.constrained,
             **({"grammar_options": repr(self._grammar_options())} if self.options.constrained else {}),
         }
+
+    def _prompts_digest(self) -> str:
+        """Digest of every prompt the run sends, in every format: a change in how prompts are
+        built (not only in the template files) starts a new run instead of resuming old answers."""
+        h = hashlib.sha256()
+        for task in load_tasks(self.tasks_file):
+            p = self._prompt(task)
+            parts = (p.completion_prompt, p.messages, p.assistant_prefix, p.prefill_messages)
+            h.update(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode())
+        return h.hexdigest()[:16]
 
     def _grammar_options(self) -> Any:
         """The grammar options in force (the defaults spelt out, so a change of a default changes
