@@ -43,3 +43,15 @@ def test_track_inputs_ask_for_healing_and_prefill(data_root):
     assert track.fingerprint()["prompt_version"] == "v1"
     with pytest.raises(ConfigError, match="--prompt-version"):
         make_track("webapi", data=str(data_root), prompt_version="v3")
+
+
+def test_fingerprint_follows_how_prompts_are_built(data_root, monkeypatch):
+    """Not only the template files: a change in the code that assembles prompts (here the prefill
+    wording) changes the run identity, so old answers are never resumed under a new prompt."""
+    from callbench.api import make_track
+    from callbench.tracks.webapi import prompting
+
+    before = make_track("webapi", data=str(data_root)).fingerprint()["prompts_sha256"]
+    assert make_track("webapi", data=str(data_root), prompt_version="v1").fingerprint()["prompts_sha256"] != before
+    monkeypatch.setattr(prompting, "_PREFILL_EXTRA", ", continue it")
+    assert make_track("webapi", data=str(data_root)).fingerprint()["prompts_sha256"] != before
