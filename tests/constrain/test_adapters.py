@@ -242,3 +242,68 @@ def test_hf_backend_batch_with_a_grammar_per_row(tiny_gpt2_dir):
     )
     assert single.text == outs[1].text
     asyncio.run(backend.aclose())
+
+
+# -- token budget through the adapters ------------------------------------------------------------
+
+# A string that a model may extend forever: only the budget makes the call close.
+OPEN_STRING_LARK = r"""start: "get('https://x/pets', {params: {q: '" /[a-z ]*/ "'}})" """
+
+
+@needs_gpt2
+def test_llamacpp_processor_closes_the_call_within_max_tokens(tmp_path):
+    """Fed like llama-cpp-python, with logits that love letters: the output is complete at max_tokens."""
+    pytest.importorskip("transformers")
+    from callbench.constrain.engine import vocab_for_hf
+    from callbench.constrain.testing import gpt2_tokenizer
+
+    tokenizer = gpt2_tokenizer(tmp_path / "tok")
+    vocab = vocab_for_hf(tokenizer)
+    letters = np.array(
+        [float(bool(b) and b.isalpha() and b.islower()) * (1 + len(b) / 100) for b in vocab.token_bytes],
+        dtype=np.float32,
+    )
+    letters[list(vocab.eos_ids)] = -1.0
+    proc = LlamaCppLogitsProcessor(GrammarConstraint(OPEN_STRING_LARK).new_session(vocab, max_tokens=30))
+    ids = list(tokenizer.encode("// call it\n"))
+    for _ in range(30):
+        scores = proc(np.array(ids, dtype=np.intc), letters.copy())
+        ids.append(int(np.argmax(scores)))
+    proc.session.advance(ids[-1])  # llama.cpp never shows the last token to the processor
+    text = proc.session.generated_bytes()
+    assert proc.session.is_accepting() and text.endswith(b"'}})") and len(text) > 45, text
+    assert proc.session.summary()["budget_forced_steps"] > 0
+    # The same logits without a budget never close the string.
+    plain = LlamaCppLogitsProcessor(GrammarConstraint(OPEN_STRING_LARK).new_session(vocab))
+    ids = list(tokenizer.encode("// call it\n"))
+    for _ in range(30):
+        ids.append(int(np.argmax(plain(np.array(ids, dtype=np.intc), letters.copy()))))
+    plain.session.advance(ids[-1])
+    assert not plain.session.is_accepting()
+
+
+def test_torch_processor_passes_the_budget_to_every_row(tiny_gpt2_dir):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessorList
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_gpt2_dir)
+    tokenizer.padding_side = "left"
+    tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir).eval()
+    constraint = GrammarConstraint(OPEN_STRING_LARK)
+    proc = constraint.hf_logits_processor(tokenizer, max_tokens=24)
+    enc = tokenizer(["a", "// a longer prompt"], return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        out = model.generate(
+            **enc,
+            max_new_tokens=24,
+            do_sample=False,
+            pad_token_id=tokenizer.eos_token_id,
+            logits_processor=LogitsProcessorList([proc]),
+        )
+    width = enc["input_ids"].shape[1]
+    for row, session in zip(out[:, width:].tolist(), constraint.last_sessions, strict=True):
+        tokens = row[: row.index(tokenizer.eos_token_id)] if tokenizer.eos_token_id in row else row
+        text = b"".join(session.vocab.token_bytes[t] for t in tokens)
+        assert text.startswith(b"get('https://x/pets'") and text.endswith(b"'}})"), text
+        assert session.max_tokens == 24 and "budget_forced_steps" in session.summary()

