@@ -221,3 +221,22 @@ def test_budget_property_ci(wapii_tasks, wapii_specs, gpt2):
 @pytest.mark.timeout(3600)
 def test_budget_property_thousands(wapii_tasks, wapii_specs, gpt2):
     assert _property(2000, wapii_tasks, wapii_specs, gpt2) == 2000
+
+
+def test_plan_writes_the_missing_required_key_not_every_optional_one(wapii_specs, gpt2):
+    """Asana's POST /custom_fields body has many optional keys and requires ``workspace``. A
+    planner that tries bytes in a fixed order lists optional keys (alphabetically) before the
+    required one and needs more tokens than the window holds (seen on SmolLM2: an unfinished
+    call with the budget marked infeasible). The key tracker's hint makes it write the required
+    key first."""
+    spec = wapii_specs["asana"]
+    g = build_webapi_grammar(spec, setup="args", method="post", url="https://app.asana.com/api/1.0/custom_fields")
+    constraint = GrammarConstraint(g.lark, lambda: make_key_tracker(g, spec))
+    session = constraint.new_session(gpt2, record=False)
+    for token in gpt2.lltok.tokenize_str(' {"data": {"name": "Priority", '):
+        session.mask()
+        session.advance(token)
+    assert session.filter.closing_hint() == b"'workspace': "
+    plan = planner_for(gpt2).search(session._matcher, session.filter, max_bytes=800, max_nodes=3000, improve=True)
+    assert plan is not None and plan.startswith(b"'workspace': ") and len(plan) < 100, plan
+    assert b"asana_created_field" not in plan

@@ -120,13 +120,22 @@ class CompletionPlanner:
         buf = np.zeros(self.vocab.mask_words, dtype=np.int32)
         order, word_of, bit_of = self._order_ids, self._word_of, self._bit_of
 
-        def expand(filt: Any, idle: int) -> tuple[list[int], list[int], int, Any]:
+        byte_token = self.byte_token
+
+        def expand(filt: Any, idle: int) -> tuple[list[Any], list[int], int, Any]:
             m.unsafe_compute_mask_ptr(buf.ctypes.data, buf.nbytes)
             ok = (buf[word_of] >> bit_of) & 1
-            cands = [i for i in order if ok[i]]
+            cands: list[Any] = [i for i in order if ok[i]]
+            # The filter's own suggestion first (a required key it is still waiting for), as one
+            # multi-byte step: tried in byte order, such a key may come after every optional one.
+            hint = getattr(filt, "closing_hint", None)
+            text = hint() if callable(hint) else None
+            if text and all(b in byte_token for b in text):
+                cands.insert(0, bytes(text))
             return cands, [], hash(buf.tobytes()), (filt, idle)
 
         path = bytearray()
+        steps: list[int] = []  # bytes each pushed frame added to ``path`` (a hint adds several)
         # a frame: candidates to try (progress pass), idle candidates, mask hash, (filter, idle run)
         frames = [expand(token_filter.clone() if token_filter is not None else None, 0)]
         nodes = 1
@@ -143,6 +152,24 @@ class CompletionPlanner:
             while len(path) < max_bytes and (cands or idle_cands):
                 from_idle = not cands
                 i = idle_cands.pop(0) if from_idle else cands.pop(0)
+                if isinstance(i, bytes):  # the filter's hint: several bytes in one step
+                    if len(path) + len(i) > max_bytes or (filt is not None and not filt.allows(i)):
+                        continue
+                    eaten = m.try_consume_tokens([byte_token[b] for b in i])
+                    if eaten != len(i):
+                        if eaten:
+                            m.rollback(eaten)
+                        continue
+                    nxt = None
+                    if filt is not None:
+                        nxt = filt.clone()
+                        nxt.feed(i)
+                    nodes += 1
+                    path.extend(i)
+                    steps.append(len(i))
+                    frames.append(expand(nxt, 0))
+                    pushed = True
+                    break
                 b, tid, one = self.order[i]
                 if filt is not None and not filt.allows(one):
                     continue
@@ -162,6 +189,7 @@ class CompletionPlanner:
                             idle_cands.append(i)
                         continue
                 path.append(b)
+                steps.append(1)
                 frames.append(child)
                 pushed = True
                 break
@@ -171,8 +199,9 @@ class CompletionPlanner:
                 frames.pop()
                 if not frames:
                     return best
-                path.pop()
-                m.rollback(1)
+                n = steps.pop()
+                del path[-n:]
+                m.rollback(n)
 
     def suffix_costs(self, plan: bytes) -> list[int]:
         """``costs[i]``: the fewest vocabulary tokens spelling ``plan[i:]`` (``costs[len] == 0``)."""

@@ -63,6 +63,11 @@ class SkipPrefixFilter:
         rest = self._rest(data)
         return True if not rest else self.inner.allows(rest)
 
+    def closing_hint(self) -> bytes | None:
+        """The inner filter's hint for the budget planner, once the removed text is behind."""
+        hint = getattr(self.inner, "closing_hint", None)
+        return hint() if callable(hint) and not self.skip else None
+
     def feed(self, data: bytes) -> None:
         rest = self._rest(data)
         self.skip = max(0, self.skip - len(data))

@@ -728,6 +728,28 @@ class KeyTracker:
             return chr(self._q)
         return "" if self._mode == M_KEYU else None
 
+    def closing_hint(self) -> bytes | None:
+        """Text that brings the call closer to its end, for the token-budget planner
+        (:mod:`callbench.constrain.budget`): at a key position in an object that still lacks a
+        required key, that key written as ``'name': ``. Without it the planner, which tries
+        bytes in a fixed order, could list every optional key before reaching the required one
+        and need more tokens than are left. None when there is nothing to suggest."""
+        if self._mode != M_CODE or not self._frames:
+            return None
+        top = self._frames[-1]
+        if top.kind != "obj" or top.state != O_KEY or top.shape is None:
+            return None
+        missing = top.shape.required - top.used
+        if not missing:
+            return None
+        shape = top.shape
+        name = sorted(missing)[0]
+        if shape.ci:
+            name = next((k for k in shape.props if k.lower() == name), name)
+        if "'" in name or "\\" in name:
+            return None
+        return f"'{name}': ".encode()
+
     @property
     def done(self) -> bool:
         return self._mode == M_DONE
