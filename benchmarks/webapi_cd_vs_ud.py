@@ -7,7 +7,8 @@ Runs the same task subset four times (full/args × UD/CD) through the normal run
 resumable and land in --out), then prints correct implementations (t), "correct except
 credentials", illegal URLs, methods and arguments, the error classes (absent, incomplete, runtime,
 unsatisfiable) and two escape-hatch counts read from the stored outputs: ``padding`` (an output
-holding a whitespace run longer than 16 characters) and ``restarts`` (an output that starts by
+holding a whitespace run of 40 or more characters, longer than the grammar lets a call hold:
+4 spaces, a line break and 32 of indentation) and ``restarts`` (an output that starts by
 repeating the starter's last token, e.g. ``axios`` after ``axios.``), with the relative gain of CD
 over UD. ``--subset N`` takes the first N tasks of every API (a fixed, documented subset); 0 = all 395.
 """
@@ -44,7 +45,7 @@ COUNTS = (
     ("runtime errors", "runtime_errors"),
     ("unsatisfiable", "unsatisfiable_constraints"),
 )
-PADDING_RUN = re.compile(r"[ \t\r\n]{17,}")
+PADDING_RUN = re.compile(r"[ \t\r\n]{40,}")
 
 
 def restarts_starter(starter: str, output: str) -> bool:
@@ -138,7 +139,7 @@ def main() -> int:
             cd = results[f"{setup}-cd"]["metrics"][key]
             row += [fmt(ud), fmt(cd), relative_gain(ud, cd)]
         table.add_row(*row)
-    for label, key in (*COUNTS, ("padding (ws run > 16)", "padding"), ("restarts the starter", "restarts")):
+    for label, key in (*COUNTS, ("padding (ws run >= 40)", "padding"), ("restarts the starter", "restarts")):
         row = [f"{label} (count)"]
         for setup in ("full", "args"):
             ud = results[f"{setup}-ud"]["counts"][key]
