@@ -63,9 +63,11 @@ SPEC_FILES = {
 }
 
 # Golds that contradict their own spec (see tests/constrain/test_no_overconstraint.py): no
-# spec-derived constraint can accept them, so they must be rejected, and are not timeouts.
+# spec-derived constraint can accept them, so they must be rejected, and are not timeouts. The
+# last four send no credential although their operations require one (required credentials).
 KNOWN_SPEC_BREAKING = frozenset(
     {"asana_7", "asana_57", "asana_161", "asana_62", "asana_65", "asana_109", "slack_102", "slack_163"}
+    | {"slack_64", "slack_123", "slack_124", "slack_125"}
 )
 
 # Targets from the issue.
@@ -81,10 +83,10 @@ PETSTORE_CALLS = [
     f"post('{_PET}/pets', {{ name: 'Rex', tag: 'dog' }});\n",
     f"get('{_PET}/pets/42');\n",
     f"delete('{_PET}/pets/7');\n",
-    f"get('{_PET}/pets-secure/3', {{ headers: {{ Authorization: 'Bearer abc123' }} }});\n",
-    f"put('{_PET}/pets-secure/3', {{ name: 'Rex', tag: 'good dog' }}, {{ params: {{ api_key: 'secret' }} }});\n",
-    f'put("{_PET}/pets-secure/3", {{"name": "Rex"}}, {{"headers": {{"Authorization": "Basic dXNlcjpwYXNz"}}}});\n',
-    f"delete('{_PET}/pets-secure/9', {{ params: {{ api_key: 'secret' }} }});\n",
+    f"get('{_PET}/pets-secure/3', {{ headers: {{ Authorization: 'Bearer <token>' }} }});\n",
+    f"put('{_PET}/pets-secure/3', {{ name: 'Rex', tag: 'good dog' }}, {{ params: {{ api_key: '<key>' }} }});\n",
+    f'put("{_PET}/pets-secure/3", {{"name": "Rex"}}, {{"headers": {{"Authorization": "Basic <credentials>"}}}});\n',
+    f"delete('{_PET}/pets-secure/9', {{ params: {{ api_key: '<key>' }} }});\n",
     f"post('{_PET}/foods', {{ name: 'Kibble', nutrition: {{ calories: 350, fat: 12, protein: 25, carbs: 40 }} }});\n",
     f"get('{_PET}/customers', {{ params: {{ corporate: true }} }});\n",
     f"post('{_PET}/customers', {{\n  name: 'Ada',\n  addresses: [\n    {{ city: 'London', house: {{ number: 12, "
