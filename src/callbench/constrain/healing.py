@@ -86,6 +86,17 @@ _DERIVED: weakref.WeakKeyDictionary[GrammarConstraint, dict[str, GrammarConstrai
 _LOCK = threading.Lock()
 
 
+def for_healed_prompt(constraint: Any, heal: str) -> tuple[Any, dict[str, Any]]:
+    """The object whose backend hooks to call for a prompt healed by ``heal``, and the keywords
+    to call them with: a plain grammar constraint is replaced by its healed variant, a wrapper
+    (a track's per-sample constraint) is asked to heal itself."""
+    if not heal:
+        return constraint, {}
+    if isinstance(constraint, GrammarConstraint):
+        return healed_constraint(constraint, heal), {}
+    return constraint, {"heal": heal}
+
+
 def healed_constraint(constraint: GrammarConstraint, prefix: str) -> GrammarConstraint:
     """The constraint for a prompt healed by ``prefix`` (cached per constraint and prefix: a run
     sees few distinct prompt endings, and each derived grammar is compiled once)."""

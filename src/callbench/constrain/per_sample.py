@@ -28,26 +28,15 @@ class SampleConstraint:
 
         return healed_constraint(self.shared, heal)
 
-    @staticmethod
-    def _budget(hook: Any, max_tokens: int | None) -> dict[str, Any]:
-        """``max_tokens`` for hooks that close the call within a token budget."""
-        import inspect
-
-        if max_tokens is None or "max_tokens" not in inspect.signature(hook).parameters:
-            return {}
-        return {"max_tokens": max_tokens}
-
     def llamacpp_logits_processor(self, llama: Any, *, heal: str = "", max_tokens: int | None = None) -> Any:
         self._used = self._target(heal)
-        hook = self._used.llamacpp_logits_processor
-        proc = hook(llama, **self._budget(hook, max_tokens))
+        proc = self._used.llamacpp_logits_processor(llama, max_tokens=max_tokens)
         self._sessions = self._used.last_sessions
         return proc
 
     def hf_logits_processor(self, tokenizer: Any, *, heal: str = "", max_tokens: int | None = None) -> Any:
         self._used = self._target(heal)
-        hook = self._used.hf_logits_processor
-        proc = hook(tokenizer, **self._budget(hook, max_tokens))
+        proc = self._used.hf_logits_processor(tokenizer, max_tokens=max_tokens)
         self._sessions = None  # created lazily per batch row; read after generation
         return proc
 

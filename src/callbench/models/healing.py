@@ -220,14 +220,9 @@ def constraint_hook(constraint: Any, hook_name: str, owner: str, *, heal: str = 
 
     kwargs: dict[str, Any] = {}
     if heal:
-        from callbench.constrain.engine import GrammarConstraint
+        from callbench.constrain.healing import for_healed_prompt
 
-        if isinstance(constraint, GrammarConstraint):
-            from callbench.constrain.healing import healed_constraint
-
-            constraint = healed_constraint(constraint, heal)
-        else:
-            kwargs["heal"] = heal
+        constraint, kwargs = for_healed_prompt(constraint, heal)
     hook = getattr(constraint, hook_name, None)
     if not callable(hook):
         raise ConfigError(f"{owner}: constraint {type(constraint).__name__} has no {hook_name}()")

@@ -146,9 +146,12 @@ class LlamaCppBackend(ModelBackend):
             hook = constraint_hook(inp.constraint, "llamacpp_logits_processor", self.identity, heal=heal, max_tokens=max_tokens)
             return self._llama_cpp.LogitsProcessorList([hook(self._llama)])
         if heal:
-            table = prefix_table(self._llama, lambda: llama_token_bytes(self._llama))
-            return self._llama_cpp.LogitsProcessorList([LlamaCppPrefixProcessor(PrefixState(table, healing.prefix))])
+            state = PrefixState(self._prefix_table(), healing.prefix)
+            return self._llama_cpp.LogitsProcessorList([LlamaCppPrefixProcessor(state)])
         return None
+
+    def _prefix_table(self) -> Any:
+        return prefix_table(self._llama, lambda: llama_token_bytes(self._llama))
 
     def _prompt_ids(self, inp: ModelInput) -> list[int]:
         """The prompt as token ids, as llama-cpp-python would build them; in chat mode the GGUF's
@@ -201,7 +204,8 @@ class LlamaCppBackend(ModelBackend):
                 else:
                     ids = self._prompt_ids(inp)
                     if inp.heal_boundary and self.token_healing:
-                        healing = heal_prompt(ids, lambda i: self._llama.detokenize([i]))
+                        table = self._prefix_table()
+                        healing = heal_prompt(ids, lambda i: table.token_bytes[i] if i < table.size else b"")
                     prompt_ids = healing.ids if healing is not None else ids
                     if len(prompt_ids) + 1 > self.n_ctx:
                         raise ValueError(f"Requested tokens ({len(prompt_ids)}) exceed context window of {self.n_ctx}")

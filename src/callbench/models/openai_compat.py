@@ -339,13 +339,10 @@ def _server_constraint(constraint: Any, heal: str) -> dict[str, Any]:
     """The constraint's request fields, for a prompt healed by ``heal`` where it was."""
     if not heal:
         return constraint.vllm_extra_body()
-    from callbench.constrain.engine import GrammarConstraint
+    from callbench.constrain.healing import for_healed_prompt
 
-    if isinstance(constraint, GrammarConstraint):
-        from callbench.constrain.healing import healed_constraint
-
-        return healed_constraint(constraint, heal).vllm_extra_body()
-    return constraint.vllm_extra_body(heal=heal)
+    target, kwargs = for_healed_prompt(constraint, heal)
+    return target.vllm_extra_body(**kwargs)
 
 
 def _tool_calls(message: Any) -> list[dict[str, Any]] | None:
