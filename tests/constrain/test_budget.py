@@ -29,8 +29,9 @@ from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
 from callbench.constrain.engine import vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.testing import BUDGET_POLICIES, BudgetWalker  # noqa: E402
 
+from .test_no_underconstraint import task_grammar  # noqa: E402
+
 APIS = ("asana", "google_calendar_v3", "google_sheet_v4", "slack")
-HEADER = "// task\nconst axios = require('axios');\n\naxios."
 SEED = os.environ.get("CALLBENCH_PROPERTY_SEED", "0")
 
 # A call whose string value may grow forever: without a budget a walk that prefers letters never closes.
@@ -157,12 +158,7 @@ def _grammar(api, setup, task, wapii_specs, cache):
         task.config.url if setup == "args" else "",
     )
     if key not in cache:
-        if setup == "full":
-            g = build_webapi_grammar(spec, setup="full")
-            starter = HEADER
-        else:
-            g = build_webapi_grammar(spec, setup="args", method=task.config.method, url=task.config.url)
-            starter = f"{HEADER}{task.config.method}('{task.config.url}',"
+        g, starter = task_grammar(spec, setup, task)
         cache[key] = (GrammarConstraint(g.lark, lambda g=g, spec=spec: make_key_tracker(g, spec)), starter)
     return cache[key]
 

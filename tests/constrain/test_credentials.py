@@ -283,29 +283,18 @@ def test_requirement_forms():
 def test_random_walks_never_dead_end_on_a_choice_of_places():
     """Byte-level random walks under grammar ∩ tracker on the either-place operation: some byte is
     always allowed and every finished call carries a credential and passes the checker."""
-    np = pytest.importorskip("numpy")
+    pytest.importorskip("numpy")
     from callbench.constrain.check import matcher_for
 
-    structural = set(b"{}[](),:'\"")
+    from .test_key_tracker import byte_walk
+
     closed = 0
     for seed in range(30):
         rng = random.Random(seed)
         g = build_webapi_grammar(KEY_SPEC, setup="args", method="get", url=f"{BASE}/either")
         m, t = matcher_for(g), make_key_tracker(g, KEY_SPEC)
         out = bytearray()
-        while len(out) < 400 and not t.done:
-            bits = np.unpackbits(np.frombuffer(m.compute_bitmask(), dtype=np.uint8), bitorder="little")
-            cands = [b for b in range(256) if bits[b] and t.allows(bytes([b]))]
-            assert cands, f"dead end after {bytes(out)!r}"
-            pick = [c for c in cands if c in structural]
-            b = (
-                rng.choice(pick)
-                if pick and rng.random() < min(0.9, 0.3 + len(out) / 200)
-                else rng.choice(cands)
-            )
-            assert m.consume_token(b)
-            t.feed(bytes([b]))
-            out.append(b)
+        byte_walk(m, t, out, rng, limit=400, bias=(0.3, 200))
         if t.done:
             closed += 1
             text = out.decode("utf-8", "replace")

@@ -293,16 +293,35 @@ def test_allows_is_fast_inside_strings(spec):
     assert time.perf_counter() - t0 < 1.0
 
 
+STRUCTURAL = frozenset(b"{}[](),:'\"")
+
+
+def byte_walk(matcher, tracker, out: bytearray, rng, *, limit: int, bias: tuple[float, int]) -> None:
+    """Extend ``out`` one byte at a time under grammar ∩ tracker until the call is done or ``limit``
+    bytes, asserting some byte is always allowed. Structural bytes are preferred with probability
+    ``bias[0] + len(out) / bias[1]`` (at most 0.9), so walks close their objects sooner or later."""
+    import numpy as np
+
+    while len(out) < limit and not tracker.done:
+        bits = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
+        cands = [b for b in range(256) if bits[b] and tracker.allows(bytes([b]))]
+        assert cands, f"dead end after {bytes(out)!r}"
+        pick = [c for c in cands if c in STRUCTURAL]
+        b = rng.choice(pick) if pick and rng.random() < min(0.9, bias[0] + len(out) / bias[1]) else rng.choice(cands)
+        assert matcher.consume_token(b)
+        tracker.feed(bytes([b]))
+        out.append(b)
+
+
 def test_grammar_and_tracker_never_dead_end(spec):
     """Random byte-level walks under grammar ∩ tracker: some byte is always allowed, and every
     call that gets closed passes the checker (so the tracker never steers into a dead end)."""
     import random
 
-    np = pytest.importorskip("numpy")
+    pytest.importorskip("numpy")
     from callbench.constrain import check_continuation
     from callbench.constrain.check import matcher_for
 
-    structural = set(b"{}[](),:'\"")
     starts = [POST.encode(), f"get('{BASE}/items', ".encode(), f"put('{BASE}/items/1', ".encode(), b""]
     closed = 0
     for seed in range(40):
@@ -312,19 +331,7 @@ def test_grammar_and_tracker_never_dead_end(spec):
         out = bytearray(starts[seed % len(starts)])
         assert m.consume_tokens(list(out))
         t.feed(bytes(out))
-        while len(out) < 300 and not t.done:
-            bits = np.unpackbits(np.frombuffer(m.compute_bitmask(), dtype=np.uint8), bitorder="little")
-            cands = [b for b in range(256) if bits[b] and t.allows(bytes([b]))]
-            assert cands, f"dead end after {bytes(out)!r}"
-            pick = [c for c in cands if c in structural]
-            b = (
-                rng.choice(pick)
-                if pick and rng.random() < min(0.9, 0.2 + len(out) / 300)
-                else rng.choice(cands)
-            )
-            assert m.consume_token(b)
-            t.feed(bytes([b]))
-            out.append(b)
+        byte_walk(m, t, out, rng, limit=300, bias=(0.2, 300))
         if t.done:
             closed += 1
             r = check_continuation(spec, out.decode("utf-8", "replace"))

@@ -85,6 +85,14 @@ def _check_legal(spec, program, request, expected):
         assert want <= have, (program, request, f"missing required {loc}: {sorted(want - have)}")
 
 
+def task_grammar(spec, setup: str, task):
+    """The web API grammar for ``task`` in ``setup`` and the starter code it continues."""
+    if setup == "full":
+        return build_webapi_grammar(spec, setup="full"), HEADER
+    g = build_webapi_grammar(spec, setup="args", method=task.config.method, url=task.config.url)
+    return g, f"{HEADER}{task.config.method}('{task.config.url}',"
+
+
 def _run(api, setup, n_walks, wapii_tasks, wapii_specs, vocab, structural, sandbox):
     spec = wapii_specs[api]
     tasks = [t for t in wapii_tasks if t.api == api]
@@ -92,12 +100,7 @@ def _run(api, setup, n_walks, wapii_tasks, wapii_specs, vocab, structural, sandb
     finished = 0
     for i in range(n_walks):
         task = tasks[i % len(tasks)]
-        if setup == "full":
-            g = build_webapi_grammar(spec, setup="full")
-            starter = HEADER
-        else:
-            g = build_webapi_grammar(spec, setup="args", method=task.config.method, url=task.config.url)
-            starter = f"{HEADER}{task.config.method}('{task.config.url}',"
+        g, starter = task_grammar(spec, setup, task)
         constraint = GrammarConstraint(g.lark, lambda g=g: make_key_tracker(g, spec))
         text = _walk(constraint, vocab, structural, rng)
         if text is None:
