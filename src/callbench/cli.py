@@ -30,13 +30,55 @@ out_console = Console()
 
 
 def _fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+    """Print the error as one line (whitespace runs folded, unencodable text escaped) and exit 2."""
+    from rich.markup import escape
+
+    from callbench.runs.store import encodable
+
+    message = escape(" ".join(encodable(str(exc)).split()))
+    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
-def _csv(text: str | None) -> list[str] | None:
-    """``"a, b,"`` -> ``["a", "b"]``; None when the option was not given."""
-    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+def _csv(text: str | None, option: str) -> list[str] | None:
+    """``"a, b,"`` -> ``["a", "b"]``; None when the option was not given. A given list that is
+    empty after splitting (``--ids ,,,``) is an error: ignoring it would select everything."""
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise ConfigError(f"{option} {text!r}: no ids or names in it (expected a comma-separated list)")
+    return items
+
+
+def _shown(path: Path) -> str:
+    """A path as printable text: a name with undecodable bytes is shown with escapes, not a crash."""
+    from rich.markup import escape
+
+    from callbench.runs.store import encodable
+
+    return escape(encodable(str(path)))
+
+
+UnsafeNoSandbox = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-no-sandbox",
+        help="Run generated code even where the bubblewrap sandbox cannot start (user namespaces "
+        "disabled): only rlimits and an audit hook remain, which do not contain C code. Recorded in the run.",
+    ),
+]
+
+
+def _sandbox(unsafe: bool) -> None:
+    """Decide, before any model loads, whether generated code may run here (see docs/security.md)."""
+    from callbench.sandbox import boundary
+
+    boundary.allow_unsandboxed(unsafe)
+    if boundary.isolation() == "none":
+        err_console.print(
+            "[yellow]warning: running generated code WITHOUT the OS sandbox (--unsafe-no-sandbox)[/yellow]"
+        )
 
 
 def _parse_model_args(items: list[str] | None) -> dict[str, object]:
@@ -226,6 +268,7 @@ def run_webapi(
     from callbench.runs.runner import RunOptions
 
     try:
+        id_list, api_list = _csv(ids, "--ids"), _csv(api, "--api")
         opts = _parse_model_args(model_arg)
         if mode:
             opts["mode"] = mode
@@ -251,8 +294,8 @@ def run_webapi(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
-                ids=_csv(ids),
-                groups=_csv(api),
+                ids=id_list,
+                groups=api_list,
                 concurrency=concurrency,
                 scoring=scoring.value,
                 generation=gen,
@@ -262,7 +305,8 @@ def run_webapi(
     except CallbenchError as exc:
         _fail(exc)
     print_summary(outcome.summary, out_console)
-    out_console.print(f"run directory: {outcome.run_dir}  (summary.json, run.sqlite; 'callbench report {outcome.run_dir}')")
+    shown = _shown(outcome.run_dir)
+    out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
 
 
 constrain_app = typer.Typer(help="Inspect the grammars constrained decoding derives from API specs.", no_args_is_help=True)
@@ -318,6 +362,8 @@ def constrain_webapi(
 
             try:
                 code = check.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"--check {check}: not UTF-8 text (byte {exc.start})") from None
             except OSError as exc:
                 raise ConfigError(f"--check {check}: cannot read ({exc.strerror})") from exc
             res = check_invocation(api_spec, code, setup=setup.value, method=method, url=url)
@@ -371,7 +417,16 @@ def run_nested(
             "references to earlier labels' outputs can be written (llamacpp:, hf:).",
         ),
     ] = False,
+    sample_timeout: Annotated[
+        float,
+        typer.Option(
+            "--sample-timeout",
+            help="Seconds one sample may spend executing its calls (a whole episode with --mode react/tools); "
+            "past it the sample is a timeout, scored wrong.",
+        ),
+    ] = 600.0,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
 
@@ -384,9 +439,13 @@ def run_nested(
     from callbench.api import load_backend, make_track
     from callbench.models.base import GenerationConfig
     from callbench.report.table import print_nested_summary
-    from callbench.runs.runner import RunOptions
+    from callbench.runs.runner import RunOptions, check_generation
 
     try:
+        id_list = _csv(ids, "--ids")
+        generation = GenerationConfig(max_tokens=max_tokens)
+        check_generation(generation)  # before the data note, so a bad option is the only output
+        _sandbox(unsafe_no_sandbox)
         if mode in ("chat", "completion"):
             raise ConfigError(
                 f"--mode {mode}: for 'run nested' --mode is direct, react or tools; "
@@ -404,6 +463,7 @@ def run_nested(
             mode=mode or strategy or "direct",
             max_steps=max_steps,
             constrained=constrained,
+            sample_timeout_s=sample_timeout,
         )
         if track.data_note:
             err_console.print(f"[dim]{track.data_note}[/dim]")
@@ -419,17 +479,17 @@ def run_nested(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
-                ids=_csv(ids),
+                ids=id_list,
                 concurrency=concurrency,
                 scoring=scoring.value,
-                generation=GenerationConfig(max_tokens=max_tokens),
+                generation=generation,
                 progress=not no_progress,
             ),
         )
     except CallbenchError as exc:
         _fail(exc)
     print_nested_summary(outcome.summary, out_console)
-    out_console.print(f"run directory: {outcome.run_dir}")
+    out_console.print(f"run directory: {_shown(outcome.run_dir)}", highlight=False)
 
 
 generate_app = typer.Typer(help="Generate benchmark tasks.", no_args_is_help=True)
@@ -445,6 +505,7 @@ def generate_nested(
     max_calls: Annotated[int, typer.Option(help="Most calls per task.")] = 6,
     fan_in: Annotated[int, typer.Option(help="Most earlier outputs one call may take.")] = 2,
     distractors: Annotated[int, typer.Option(help="Unused tools added to each task's catalog.")] = 3,
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """Executable nested tasks over the built-in MathQA tools; gold answers computed by execution."""
     from rich.progress import Progress
@@ -453,10 +514,17 @@ def generate_nested(
 
     if n < 1 or min_calls < 1 or max_calls < min_calls or fan_in < 1 or distractors < 0:
         _fail(ConfigError("need n >= 1, 1 <= min-calls <= max-calls, fan-in >= 1, distractors >= 0"))
-    with Progress(console=err_console, transient=True) as progress:
-        progress.add_task(f"generating {n} tasks", total=None)
-        rows = generate_tasks(n, seed, min_calls=min_calls, max_calls=max_calls, fan_in=fan_in, distractors=distractors)
-    write_jsonl(rows, out)
+    try:
+        _sandbox(unsafe_no_sandbox)
+        with Progress(console=err_console, transient=True) as progress:
+            progress.add_task(f"generating {n} tasks", total=None)
+            rows = generate_tasks(n, seed, min_calls=min_calls, max_calls=max_calls, fan_in=fan_in, distractors=distractors)
+    except CallbenchError as exc:
+        _fail(exc)
+    try:
+        write_jsonl(rows, out)
+    except OSError as exc:
+        _fail(ConfigError(f"--out {out}: cannot write ({exc.strerror}); pass a file path in a writable directory"))
     out_console.print(f"{len(rows)} tasks written to {out}")
 
 
@@ -473,7 +541,7 @@ def report_cmd(
         rep = build_report(runs, html=html, scoring=scoring.value if scoring else None, console=out_console)
     except CallbenchError as exc:
         _fail(exc)
-    out_console.print(f"HTML report: {rep.html_path}")
+    out_console.print(f"HTML report: {_shown(rep.html_path)}", highlight=False)
 
 
 @app.command("models")

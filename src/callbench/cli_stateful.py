@@ -13,10 +13,12 @@ from typing import Annotated
 import typer
 
 from callbench.cli import (
+    UnsafeNoSandbox,
     _csv,
     _fail,
     _parse_model_args,
     _run_track,
+    _sandbox,
     app,
     err_console,
     generate_app,
@@ -52,6 +54,7 @@ def generate_stateful(
     evaluator: Annotated[str | None, typer.Option(help="Backend that reviews the task text and asks for revisions.")] = None,
     rounds: Annotated[int, typer.Option(help="Most writer drafts per task.")] = 3,
     model_arg: Annotated[list[str] | None, typer.Option("--model-arg", help="Option KEY=VALUE for both agent backends.")] = None,
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """StateGen: sample valid call traces from a scenario's state model, inject control flow, record
     oracles by running the reference in the sandbox, and write the task text."""
@@ -68,6 +71,7 @@ def generate_stateful(
         if n < 1 or rounds < 1:
             raise ConfigError("--n and --rounds must be >= 1")
         scen = get_scenario(scenario)
+        _sandbox(unsafe_no_sandbox)
         opts = _parse_model_args(model_arg)
         wb = load_model(writer, **opts) if writer else None
         eb = load_model(evaluator, **opts) if evaluator else None
@@ -122,6 +126,7 @@ def run_stateful(
     out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
     service per test case and must match the reference's result and final state. Reports pass@k,
@@ -138,6 +143,8 @@ def run_stateful(
     from callbench.runs.runner import RunOptions
 
     try:
+        id_list = _csv(ids, "--ids")
+        _sandbox(unsafe_no_sandbox)
         track = make_track(
             "stateful",
             bench=str(bench) if bench else None,
@@ -162,7 +169,7 @@ def run_stateful(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
-                ids=_csv(ids),
+                ids=id_list,
                 concurrency=concurrency,
                 scoring="strict",
                 generation=generation,
@@ -198,7 +205,7 @@ def coverage_cmd(
 
     try:
         n = _range(programs)
-        names = tuple(_csv(samplers) or ())
+        names = tuple(_csv(samplers, "--samplers") or ())
         bad = [s for s in names if s not in SAMPLERS]
         if bad or not names:
             raise ConfigError(f"--samplers {samplers}: choose from {', '.join(SAMPLERS)}")
@@ -216,6 +223,10 @@ def coverage_cmd(
                 plot = out / f"{stem}.png"
         if plot:
             draw(results, plot)
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps({"scenarios": {r["scenario"]: r for r in results}}, indent=1) + "\n", "utf-8")
+    except OSError as exc:  # --json/--plot/--out where a file cannot go
+        _fail(ConfigError(f"{exc.filename or json_out}: cannot write ({exc.strerror}); pass another --out, --json or --plot"))
     except CallbenchError as exc:
         _fail(exc)
     table = Table(title=f"transition-pair coverage ({seeds} seeds, {n} programs)")
@@ -227,6 +238,4 @@ def coverage_cmd(
             shown = f"{mean_to:.1f}" + ("" if d["reached_goal_in_all_seeds"] else f" (≥; not reached in some seeds within {n})")
             table.add_row(res["scenario"], str(res["reachable_pairs"]), sampler, shown, f"{100 * d['final_coverage']:.1f} %")
     out_console.print(table)
-    json_out.parent.mkdir(parents=True, exist_ok=True)
-    json_out.write_text(json.dumps({"scenarios": {r["scenario"]: r for r in results}}, indent=1) + "\n", "utf-8")
     out_console.print(f"figures: {json_out}" + (f"; plot: {plot}" if plot else ""))

@@ -19,6 +19,11 @@ class ConfigError(CallbenchError):
     """A command-line option, model spec or config value is invalid."""
 
 
+class RunStoreError(CallbenchError):
+    """A run directory's files (``run.sqlite``, ``config.json``, ``summary.json``) are missing,
+    unreadable or malformed; the message names the file and how to get going again."""
+
+
 class MissingExtraError(CallbenchError):
     """An optional dependency is not installed."""
 

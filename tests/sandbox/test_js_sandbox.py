@@ -224,7 +224,7 @@ def test_multipart_nested_object(sb):
         ("''", {}),
         ("'null'", {}),
         ("null", {}),
-        ("[1, 2]", "[1,2]"),  # only JSON objects are decoded, as in the dataset's logs
+        ("[1, 2]", [1, 2]),  # a top-level JSON array body stays an array (no gold body is one)
         ("'{not json'", "{not json"),
     ],
 )
@@ -393,25 +393,6 @@ def test_prose_wrapped_answer_runs(sb):
     assert r.status == "ok"
     assert r.request["params"] == {"q": 1}
     assert r.console == ["{}"]
-
-
-@pytest.mark.parametrize(
-    "code",
-    [
-        "axios.post('https://a?x=1', { a: [1, 2] }, { headers: { 'X-K': 'v' } }); console.log('done');",
-        "console.log('before'); null.x; axios.get('https://never');",
-        "if (typeof window === 'undefined') axios.put('https://a', 'k=v');",
-    ],
-)
-def test_sync_fast_path_matches_async_path(sb, code):
-    # a trailing comment mentioning `.then` forces the two-round-trip path
-    fast, slow = sb.run(code, extract=False), sb.run(code + " // x.then()", extract=False)
-    assert (fast.status, fast.requests, fast.error, fast.console) == (
-        slow.status,
-        slow.requests,
-        slow.error,
-        slow.console,
-    )
 
 
 def test_result_fields(sb):

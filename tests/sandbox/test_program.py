@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from callbench.sandbox import boundary
 from callbench.sandbox.program import ProgramLimits, run_program, run_program_async
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,20 +111,16 @@ def test_timeout_caught_by_program_still_killed():
             "import multiprocessing as mp\nmp.get_context('spawn').Process(target=print).start()",
             "not allowed",
         ),
-        ("open('/tmp/callbench-sandbox-escape.txt', 'w').write('x')", "writing"),
+        ("open('/var/tmp/callbench-sandbox-escape.txt', 'w').write('x')", "writing"),
         (f"open({str(REPO / 'escape.txt')!r}, 'w').write('x')", "writing"),
         ("import os\nos.remove('/etc/hostname')", "os.remove"),
-        ("import sqlite3\nsqlite3.connect('/tmp/callbench-escape.db')", "sqlite"),
-        ("import ctypes\nctypes.CDLL(None).system(b'true')", "ctypes"),
         ("import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))", "resource.setrlimit"),
         # found in review: paths relative to a directory fd, fd metadata, device nodes, sqlite routes
         ("import os\nd = os.open('/tmp', os.O_RDONLY)\nos.open('callbench-sandbox-escape.txt', os.O_WRONLY | os.O_CREAT, dir_fd=d)", "dir_fd"),
         ("import os\nd = os.open('/tmp', os.O_RDONLY)\nos.mkdir('callbench-sandbox-escape.txt', dir_fd=d)", "directory fd"),
         ("import os, posix\nd = os.open('/tmp', os.O_RDONLY)\nposix.open('callbench-sandbox-escape.txt', 65, dir_fd=d)", "dir_fd"),
-        ("import os\nfd = os.open('/etc/hostname', os.O_RDONLY)\nos.chmod(fd, 0o777)", "file descriptor"),
+        ("import os\nfd = os.open('/etc/hosts', os.O_RDONLY)\nos.chmod(fd, 0o777)", "file descriptor"),
         ("import os\nos.mkfifo('fifo')", "mknod"),
-        ("import sqlite3\nsqlite3.connect('file:/tmp/callbench-sandbox-escape.txt', uri=True)", "sqlite"),
-        ("import sqlite3\nsqlite3.connect(':memory:').execute(\"ATTACH '/tmp/callbench-sandbox-escape.txt' AS x\")", "sqlite"),
     ],
 )
 def test_violations(code, needle):
@@ -173,7 +170,20 @@ def test_writes_inside_the_temp_dir_are_fine():
     )
     res = run_program(code, result_vars=["back", "cwd"])
     assert res.status == "ok", res.error
-    assert res.variables["back"] == "ok" and not Path(res.variables["cwd"]).exists()  # deleted afterwards
+    assert res.variables["back"] == "ok" and res.variables["cwd"] == boundary.WORKDIR  # the private tmpfs
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import sqlite3\nsqlite3.connect('/tmp/callbench-escape.db')",
+        "import ctypes\nctypes.CDLL(None).system(b'true')",
+        "import readline\nreadline.write_history_file('/tmp/x.pth')",
+    ],
+)
+def test_stdlib_c_extensions_that_pass_the_hook_are_absent(code):
+    res = run_program(code)
+    assert res.status == "runtime_error" and "ModuleNotFoundError" in res.error, (res.status, res.error)
 
 
 @pytest.mark.parametrize("memory_limit", ["as", "data"])
@@ -260,35 +270,57 @@ def loopback_service():
     other.close()
 
 
+class _UnixHTTPServer(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_UNIX
+
+    def server_bind(self):
+        self.socket.bind(self.server_address)
+        self.server_name, self.server_port = "localhost", 0
+
+
+@pytest.fixture(scope="module")
+def unix_service(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("svc") / "hello.sock")
+    srv = _UnixHTTPServer(path, _Hello)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield path
+    srv.shutdown()
+
+
 @pytest.mark.skipif(importlib.util.find_spec("requests") is None, reason="requests not installed")
-def test_allow_connect(loopback_service):
+def test_services_are_the_only_network(unix_service, loopback_service):
     port, other = loopback_service
-    allow = [("127.0.0.1", port)]
-    get = "import requests\nr = requests.get('http://{}:{}/', timeout=5).json()\n"
-    for host in ("127.0.0.1", "localhost"):
-        res = run_program(get.format(host, port), result_vars=["r"], allow_connect=allow)
-        assert res.status == "ok" and res.variables == {"r": {"hello": "world"}}, res.error
+    get = "r = requests.get({}, timeout=5).json()\n"
+    res = run_program(get.format("URL"), setup="import requests", result_vars=["r"], services=[("URL", unix_service)])
+    assert res.status == "ok" and res.variables == {"r": {"hello": "world"}}, res.error
     denied = [
-        get.format("127.0.0.1", other),  # another loopback port
-        get.format("example.com", 80),  # an external address
+        get.format(f"'http://127.0.0.1:{port}/'"),  # the host's loopback is another namespace
+        get.format("'http://example.com/'"),  # an external address
         "import socket\nsocket.socket().connect(('8.8.8.8', 53))",
         "import socket\nsocket.socket().bind(('0.0.0.0', 0))",
         "import socket\nsocket.socket().listen()",
         "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))",
+        "import socket\nsocket.socket(socket.AF_UNIX).connect('/tmp/.X11-unix/X0')",
     ]
     for code in denied:
-        res = run_program(code, allow_connect=allow)
+        res = run_program(code, setup="import requests", services=[("URL", unix_service)])
         assert res.status == "violation", (code, res.status, res.error)
-    # without allow_connect the same request is refused (and the network namespace is empty)
-    assert run_program(get.format("127.0.0.1", port)).status == "violation"
+    # past the hook (the raw _socket type is not audited for connect targets it cannot see), the
+    # network namespace still holds nothing of the host's
+    raw = (
+        "import _socket\ns = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)\ns.settimeout(2)\n"
+        f"try:\n    s.connect(('127.0.0.1', {port}))\n    reached = True\nexcept OSError:\n    reached = False\n"
+    )
+    res = run_program(raw, result_vars=["reached"])
+    assert res.variables.get("reached") is False or res.status == "violation", (res.status, res.variables)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 def test_torch_under_data_limit():
     lim = ProgramLimits(memory_limit="data", memory_mb=2048, timeout_s=30)
-    res = run_program("import torch\nt = (torch.zeros(3) + 1).tolist()\n", result_vars=["t"], limits=lim)
+    res = run_program("t = (torch.zeros(3) + 1).tolist()\n", setup="import torch", result_vars=["t"], limits=lim)
     assert res.status == "ok" and res.variables == {"t": [1.0, 1.0, 1.0]}, res.error
-    hog = run_program("import torch\nx = bytearray(4 * 1024**3)\n", limits=lim)
+    hog = run_program("x = bytearray(4 * 1024**3)\n", setup="import torch", limits=lim)
     assert hog.status == "runtime_error" and hog.error.startswith("MemoryError")
 
 

@@ -53,6 +53,7 @@ from typing import Any, Literal
 from callbench.constrain.lark_text import literal_regex as _rx
 from callbench.errors import CallbenchError
 from callbench.specs import ApiSpec, Operation, required_properties, schema_type
+from callbench.specs.openapi import segment_pattern
 from callbench.specs.schema import allows_additional_properties
 
 __all__ = [
@@ -1191,20 +1192,11 @@ class _Templates:
         self._segs = {p: self._segments(p) for p in self.ops}
 
     @staticmethod
-    def _segments(path: str) -> list[str | re.Pattern[str]]:
+    def _segments(path: str) -> list[Any]:
+        """Literal segments as text, templated ones as linear matchers (a ``.+`` regex per
+        variable backtracks exponentially on a hostile template such as ``{a}{b}...{z}``)."""
         norm = path.rstrip("/") or "/"
-        out: list[str | re.Pattern[str]] = []
-        for seg in norm.split("/")[1:]:
-            if _PARAM_RX.search(seg):
-                pieces = _PARAM_RX.split(seg)
-                out.append(
-                    re.compile(
-                        "".join(re.escape(p) if i % 2 == 0 else ".+" for i, p in enumerate(pieces)), re.S
-                    )
-                )
-            else:
-                out.append(seg)
-        return out
+        return [segment_pattern(seg) or seg for seg in norm.split("/")[1:]]
 
     def _rank(self, path: str) -> tuple[int, int, str]:
         norm = path.rstrip("/") or "/"
@@ -1221,11 +1213,10 @@ class _Templates:
                 if x != y:
                     return False
             elif isinstance(x, str):
-                assert not isinstance(y, str)
-                if not y.fullmatch(x):
+                if y.fullmatch(x) is None:
                     return False
             elif isinstance(y, str):
-                if not x.fullmatch(y):
+                if x.fullmatch(y) is None:
                     return False
         return True
 

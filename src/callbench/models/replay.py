@@ -31,6 +31,8 @@ class ReplayModel(ModelBackend):
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path}: not UTF-8 text (byte {exc.start}); re-save the predictions as UTF-8 JSONL") from exc
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue

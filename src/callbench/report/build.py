@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from callbench.errors import ConfigError
+from callbench.errors import ConfigError, RunStoreError
 from callbench.report.html import render_html
 from callbench.report.table import by_api_table, constraint_line, summary_table
-from callbench.runs.store import RunStore
+from callbench.runs.runner import aggregate_stored
+from callbench.runs.store import CONFIG_FIX, RunStore
 from callbench.tracks.base import Sample, get_track
 
 
@@ -53,21 +56,26 @@ def short_labels(summaries: list[dict[str, Any]]) -> list[str]:
 
 
 def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
+    """One run directory, re-aggregated in ``scoring`` (default: the mode it was run in).
+
+    Every file is checked as it is read: a damaged one raises one line naming it (see
+    :mod:`callbench.runs.store`)."""
     store = RunStore.open(run_dir)
     try:
         cfg = store.config()
-        ident = cfg.get("identity", {})
-        track_name = ident.get("track")
-        if not track_name:
-            raise ConfigError(f"{run_dir / 'config.json'}: identity.track missing")
-        track_cls = get_track(track_name)
+        ident = cfg["identity"]
+        track_name = ident["track"]
+        try:
+            track_cls = get_track(track_name)
+        except ConfigError as exc:
+            raise RunStoreError(f"{run_dir / 'config.json'}: identity.track: {exc}; {CONFIG_FIX}") from None
         rows = list(store.rows())
-        mode = scoring or _stored_scoring(run_dir) or track_cls.scoring_modes[0]
+        mode = scoring or _stored_scoring(run_dir, track_cls.scoring_modes) or track_cls.scoring_modes[0]
         if mode not in track_cls.scoring_modes:
             raise ConfigError(f"--scoring '{mode}': choose from {', '.join(track_cls.scoring_modes)}")
         results = store.results()
         samples = [Sample(id=r["id"], group=r["grp"], payload=None) for r in rows]
-        agg = track_cls.aggregate(samples, [results[s.id] for s in samples], mode)
+        agg = aggregate_stored(track_cls, store, samples, results, mode)
         summary = {
             "track": track_name,
             "model": ident.get("model"),
@@ -83,16 +91,25 @@ def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
     return LoadedRun(directory=run_dir, label=run_dir.name, summary=summary, rows=rows)
 
 
-def _stored_scoring(run_dir: Path) -> str | None:
-    import json
-
+def _stored_scoring(run_dir: Path, modes: tuple[str, ...]) -> str | None:
+    """The scoring mode ``summary.json`` records; None when there is no summary yet (a run that
+    has not finished). A summary that cannot say is an error, not a silent switch of mode."""
     p = run_dir / "summary.json"
-    if p.is_file():
-        try:
-            return json.loads(p.read_text(encoding="utf-8")).get("scoring")
-        except ValueError:
-            return None
-    return None
+    fix = f"delete it (re-running the run's command rewrites it) or pass --scoring ({' or '.join(modes)})"
+    if not os.path.lexists(p):
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except IsADirectoryError:
+        raise RunStoreError(f"{p}: a directory, not a file; {fix}") from None
+    except OSError as exc:
+        raise RunStoreError(f"{p}: cannot read ({exc.strerror}); {fix}") from None
+    except (ValueError, RecursionError):  # invalid JSON or not UTF-8
+        raise RunStoreError(f"{p}: not valid JSON; {fix}") from None
+    mode = doc.get("scoring") if isinstance(doc, dict) else None
+    if mode not in modes:
+        raise RunStoreError(f"{p}: no valid 'scoring' ({', '.join(modes)}) in it; {fix}")
+    return mode
 
 
 def build_report(
@@ -110,24 +127,36 @@ def build_report(
         runs = [load_run(Path(d), runs[0].summary["scoring"]) for d in run_dirs]
     for r, label in zip(runs, short_labels([r.summary for r in runs]), strict=True):
         r.label = label
-    if runs[0].summary["track"] == "nested":
+    html_path = html or (runs[0].directory / "report.html")
+    nested = runs[0].summary["track"] == "nested"
+    if nested:
         from callbench.report.html import render_nested_html
+
+        _write_html(html_path, render_nested_html(runs))
+    else:
+        _write_html(html_path, render_html(runs))
+    if console is None:
+        return Report(runs=runs, html_path=html_path)
+    if nested:
         from callbench.report.table import print_nested_summary
 
-        if console is not None:
-            for r in runs:
-                print_nested_summary(r.summary, console)
-        html_path = html or (runs[0].directory / "report.html")
-        html_path.write_text(render_nested_html(runs), encoding="utf-8")
-        return Report(runs=runs, html_path=html_path)
-    if console is not None:
-        console.print(summary_table([r.summary for r in runs], [r.label for r in runs]))
         for r in runs:
-            if r.summary.get("by_api"):
-                console.print(by_api_table(r.summary))
-            line = constraint_line(r.summary)
-            if line:
-                console.print(f"{r.label}: {line}", highlight=False)
-    html_path = html or (runs[0].directory / "report.html")
-    html_path.write_text(render_html(runs), encoding="utf-8")
+            print_nested_summary(r.summary, console)
+        return Report(runs=runs, html_path=html_path)
+    console.print(summary_table([r.summary for r in runs], [r.label for r in runs]))
+    for r in runs:
+        if r.summary.get("by_api"):
+            console.print(by_api_table(r.summary))
+        line = constraint_line(r.summary)
+        if line:
+            console.print(f"{r.label}: {line}", highlight=False)
     return Report(runs=runs, html_path=html_path)
+
+
+def _write_html(path: Path, text: str) -> None:
+    """Write the report before printing anything, so a path that cannot be written is the only
+    output; text UTF-8 cannot encode (lone surrogates) is written as ``\\udXXX`` escapes."""
+    try:
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
+    except OSError as exc:
+        raise RunStoreError(f"{path}: cannot write the HTML report ({exc.strerror}); pass another --html") from None

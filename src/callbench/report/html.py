@@ -113,11 +113,13 @@ def _failures(run: Any, limit: int = 60) -> str:
     items = []
     for row in run.rows:
         v = (row.get("verdicts") or {}).get(mode) or {}
+        if not isinstance(v, dict):  # stored by another version or damaged: show what is there
+            v = {"error": f"unreadable verdict: {v!r}"}
         if v.get("sample") == "correct":
             continue
-        args = [a for a in v.get("arguments", []) if a["verdict"] != "correct"]
+        args = [a for a in v.get("arguments") or [] if isinstance(a, dict) and a.get("verdict") != "correct"]
         detail = v.get("error") or f"url={v.get('url')} method={v.get('method')} " + ", ".join(
-            f"{a['location']}.{a['name']}: {a['verdict']}" for a in args
+            f"{a.get('location')}.{a.get('name')}: {a.get('verdict')}" for a in args
         )
         items.append(
             f"<details><summary><code>{_e(row['id'])}</code> — {_e(v.get('sample'))}: {_e(detail)}</summary>"

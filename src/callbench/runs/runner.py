@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -28,10 +30,10 @@ from rich.progress import (
 )
 
 from callbench import __version__
-from callbench.errors import ConfigError
+from callbench.errors import ConfigError, DataError, RunStoreError
 from callbench.models.base import GenerationConfig, ModelBackend
-from callbench.runs.store import RunStore, write_json_atomic
-from callbench.tracks.base import Sample, Track
+from callbench.runs.store import START_OVER, RunStore, encodable, write_json_atomic
+from callbench.tracks.base import Sample, SampleResult, Track
 
 
 @dataclass
@@ -61,25 +63,68 @@ def _slug(text: str) -> str:
 
 
 def select_samples(samples: list[Sample], opts: RunOptions) -> list[Sample]:
+    """The samples ``--api``/``--ids``/``--limit`` pick. A selection that is given but names
+    nothing, names what is not in the data, or leaves no sample is an error: it would otherwise
+    run everything, or score an empty run as complete."""
     out = samples
-    if opts.groups:
+    if opts.groups is not None:
+        if not opts.groups:
+            raise ConfigError("--api: no API names given (a comma-separated list such as slack,asana)")
         known = {s.group for s in samples}
         unknown = [g for g in opts.groups if g not in known]
         if unknown:
             raise ConfigError(f"--api {','.join(unknown)}: not in the data (have: {', '.join(sorted(known))})")
         out = [s for s in out if s.group in set(opts.groups)]
-    if opts.ids:
+    if opts.ids is not None:
+        if not opts.ids:
+            raise ConfigError("--ids: no ids given (a comma-separated list such as asana_0,slack_12)")
         by_id = {s.id: s for s in samples}
-        missing = [i for i in opts.ids if i not in by_id]
+        missing = list(dict.fromkeys(i for i in opts.ids if i not in by_id))
         if missing:
-            raise ConfigError(f"--ids: unknown sample id(s) {', '.join(missing[:5])}")
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise ConfigError(f"--ids: {len(missing)} unknown sample id(s): {', '.join(missing[:5])}{more}")
         wanted = set(opts.ids)
         out = [s for s in out if s.id in wanted]
     if opts.limit is not None:
         if opts.limit < 1:
             raise ConfigError("--limit must be >= 1")
         out = out[: opts.limit]
+    if not out:
+        raise ConfigError("--api/--ids select no samples (none of the ids belongs to the chosen APIs)")
     return out
+
+
+def check_generation(gen: GenerationConfig) -> None:
+    """Decoding settings no backend can honour are an error, not a run of empty answers."""
+    if gen.max_tokens < 1:
+        raise ConfigError(f"--max-tokens {gen.max_tokens}: must be >= 1")
+    if not (math.isfinite(gen.temperature) and gen.temperature >= 0):
+        raise ConfigError(f"--temperature {gen.temperature}: must be a number >= 0")
+    if not (math.isfinite(gen.top_p) and 0 < gen.top_p <= 1):
+        raise ConfigError(f"top_p {gen.top_p}: must be in (0, 1]")
+
+
+def aggregate_stored(
+    track: Track | type[Track], store: RunStore, samples: list[Sample], results: dict[str, SampleResult], scoring: str
+) -> dict[str, Any]:
+    """``track.aggregate`` over stored results; results of a shape the track cannot read (a damaged
+    or foreign row) raise one line naming the first such row instead of a traceback."""
+    try:
+        return track.aggregate(samples, [results[s.id] for s in samples], scoring)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        why = f"cannot be read as a {track.name} result ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        bad = next((s.id for s in samples if not _aggregates(track, s, results[s.id], scoring)), None)
+        if bad is None:
+            raise RunStoreError(f"{store.db_path}: the stored rows {why}; {START_OVER}") from None
+        raise store.row_error(bad, why) from None
+
+
+def _aggregates(track: Track | type[Track], sample: Sample, result: SampleResult, scoring: str) -> bool:
+    try:
+        track.aggregate([sample], [result], scoring)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return False
+    return True
 
 
 def run_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> tuple[str, dict[str, Any]]:
@@ -93,7 +138,7 @@ def run_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> tu
 def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str) -> dict[str, Any]:
     results = store.results()
     done = [s for s in samples if s.id in results]
-    agg = track.aggregate(done, [results[s.id] for s in done], scoring)
+    agg = track.aggregate(done, [results[s.id] for s in done], scoring)  # stored rows were checked on resume
     cfg = store.config()
     ident = cfg.get("identity", {})
     summary = {
@@ -116,13 +161,20 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
     return summary
 
 
-async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:
-    console = console or Console(stderr=True)
+def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> tuple[list[Sample], Path, RunStore, bool]:
+    """Check the options, load and select the samples, open (or resume) the run directory."""
     if opts.scoring not in track.scoring_modes:
         raise ConfigError(f"--scoring '{opts.scoring}': choose from {', '.join(track.scoring_modes)}")
     if opts.concurrency < 1:
         raise ConfigError("--concurrency must be >= 1")
-    samples = select_samples(track.load_samples(), opts)
+    check_generation(opts.generation)
+    if opts.run_id is not None and (opts.run_id in ("", ".", "..") or "/" in opts.run_id or os.sep in opts.run_id):
+        raise ConfigError(f"--run-id {opts.run_id!r}: must be a plain directory name (it is created under --out)")
+    data = track.load_samples()
+    if not data:
+        where = next((str(getattr(track, a)) for a in ("tasks_file", "task_file", "path") if getattr(track, a, None)), "the data")
+        raise DataError(f"{where}: no samples in the data; give a file with at least one task")
+    samples = select_samples(data, opts)
     name, ident = run_identity(track, model, opts.generation)
     run_dir = opts.out_dir / (opts.run_id or name)
     config = {
@@ -132,11 +184,31 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     store, resumed = RunStore.create_or_resume(run_dir, config)
+    if resumed:  # stored rows the track cannot read fail now, before any new sample runs
+        try:
+            results = store.results()
+            aggregate_stored(track, store, [s for s in samples if s.id in results], results, opts.scoring)
+        except BaseException:
+            store.close()
+            raise
+    return samples, run_dir, store, resumed
+
+
+async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:
+    console = console or Console(stderr=True)
+    try:
+        samples, run_dir, store, resumed = _prepare(track, model, opts)
+    except BaseException:
+        track.close()
+        await model.aclose()
+        raise
     try:
         done = store.done_ids()
         pending = [s for s in samples if s.id not in done]
         if resumed:
-            console.print(f"[dim]resuming {run_dir}: {len(samples) - len(pending)} of {len(samples)} samples already done[/dim]")
+            console.print(
+                f"[dim]resuming {encodable(str(run_dir))}: {len(samples) - len(pending)} of {len(samples)} samples already done[/dim]"
+            )
         sem = asyncio.Semaphore(max(1, min(opts.concurrency, model.max_concurrency)))
 
         progress = Progress(
@@ -166,7 +238,7 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
             progress.advance(task_id)
 
         with progress:
-            task_id = progress.add_task(f"{track.name} · {model.identity}", total=len(samples), completed=len(samples) - len(pending))
+            task_id = progress.add_task(f"{track.name} · {encodable(model.identity)}", total=len(samples), completed=len(samples) - len(pending))
             jobs = [asyncio.create_task(one(s, task_id)) for s in pending]
             try:
                 await asyncio.gather(*jobs)

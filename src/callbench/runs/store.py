@@ -3,6 +3,19 @@
 Each finished sample is committed in its own transaction (WAL journal), so a kill loses at most
 the samples in flight and the primary key on the sample id makes duplicates impossible; re-running
 the same command skips what is stored.
+
+Text is stored as UTF-8. Python strings can hold what UTF-8 cannot encode: lone UTF-16 surrogates
+(``'\\ud800'``), e.g. from a JavaScript ``throw new Error('\\uD800')`` or a model's
+``"\\udc00"`` JSON escape. :func:`encodable` turns a surrogate *pair* into the character it
+encodes and writes each *lone* surrogate as the six characters of its escape, ``\\ud800``
+(Python's ``backslashreplace``); ``text.encode('latin-1', 'backslashreplace').decode('unicode_escape')``
+undoes it where the original text held no backslash escapes of its own. Everything the store
+writes (rows, ``config.json``, ``summary.json``) goes through it, and so does everything it reads
+back, so reports and exports of old runs are encodable too.
+
+A damaged run directory (truncated or foreign ``run.sqlite``, malformed ``config.json``, a row
+of the wrong type, a directory where a file should be) raises :class:`RunStoreError` with one line
+naming the file and a fix, never a raw ``sqlite3``/``json``/``OSError``.
 """
 
 from __future__ import annotations
@@ -10,13 +23,15 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from callbench.errors import ConfigError
+from callbench.errors import ConfigError, RunStoreError
 from callbench.models.base import ModelInput, ModelOutput
 from callbench.tracks.base import SampleResult
 
@@ -40,89 +55,335 @@ CREATE TABLE IF NOT EXISTS samples (
     finished_at REAL
 );
 """
+_NONE = type(None)
+# Column -> the Python types a valid row holds there (after decoding the JSON columns).
+_COLUMN_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "grp": (str, _NONE),
+    "status": (str,),
+    "prompt": (str, _NONE),
+    "messages": (list, _NONE),
+    "raw_output": (str, _NONE),
+    "mode": (str, _NONE),
+    "parsed": (str, _NONE),
+    "execution": (object,),
+    "verdicts": (dict, _NONE),
+    "error": (str, _NONE),
+    "latency_s": (int, float, _NONE),
+    "prompt_tokens": (int, _NONE),
+    "completion_tokens": (int, _NONE),
+    "extra": (dict, _NONE),
+    "finished_at": (int, float, _NONE),
+}
+_TYPE_NAMES = {str: "text", int: "an integer", float: "a real", bytes: "a blob", _NONE: "NULL",
+               dict: "a JSON object", list: "a JSON list", object: "JSON"}
+_COLUMNS = tuple(_COLUMN_TYPES)
+_JSON_COLUMNS = ("messages", "execution", "verdicts", "extra")
+
+START_OVER = "delete the run directory (or pass another --out/--run-id) to start over"
+
+
+def encodable(value: Any) -> Any:
+    """``value`` with every string (dict keys too) made UTF-8 encodable, as the module doc says.
+
+    Surrogate pairs become their character; lone surrogates become ``\\udXXX`` escape text.
+    Tuples come back as lists (as JSON writes them). Strings without surrogates are returned as is.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+            return joined.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encodable(v) for v in value]
+    return value
+
+
+def _default(obj: Any) -> str:
+    """``json.dumps`` fallback: ``str()`` of the object, made encodable like any other text."""
+    return encodable(str(obj))
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(encodable(obj), default=_default)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=False, default=str)
-        fh.write("\n")
-    os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
-    os.replace(tmp, path)
+    """Write ``obj`` as JSON through a temporary file, so a reader never sees half a file."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(encodable(obj), fh, indent=2, sort_keys=False, default=_default)
+            fh.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None and os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise RunStoreError(
+            f"{path}: cannot write ({exc.strerror}); remove what is in the way or make {path.parent} writable"
+        ) from None
+
+
+def _require_file(path: Path, fix: str, *, missing: str | None = None) -> bool:
+    """Is ``path`` a regular file? False when it does not exist and ``missing`` is None; else a
+    :class:`RunStoreError` for a missing file (``missing`` says why that is wrong), a directory or
+    something unreadable (a symlink loop, no permission)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if missing is None and not path.is_symlink():
+            return False
+        raise RunStoreError(f"{path}: {missing or 'a dangling symlink'}; {fix}") from None
+    except OSError as exc:
+        raise RunStoreError(f"{path}: cannot read ({exc.strerror}); {fix}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise RunStoreError(f"{path}: {kind}, not a file; {fix}")
+    return True
+
+
+CONFIG_FIX = f"restore it from a backup, or {START_OVER}"
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A run's ``config.json``, checked to be an object with an ``identity.track`` string."""
+    _require_file(path, CONFIG_FIX, missing="missing (every run directory has one)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunStoreError(f"{path}: not UTF-8 text (byte {exc.start}); {CONFIG_FIX}") from None
+    except OSError as exc:
+        raise RunStoreError(f"{path}: cannot read ({exc.strerror}); {CONFIG_FIX}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunStoreError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg}); {CONFIG_FIX}") from None
+    except RecursionError:
+        raise RunStoreError(f"{path}: JSON nested too deeply; {CONFIG_FIX}") from None
+    if not isinstance(doc, dict):
+        raise RunStoreError(f"{path}: expected a JSON object, got {type(doc).__name__}; {CONFIG_FIX}")
+    ident = doc.get("identity")
+    if not isinstance(ident, dict):
+        raise RunStoreError(f"{path}: 'identity' is missing or not an object; {CONFIG_FIX}")
+    track = ident.get("track")
+    if not isinstance(track, str) or not track:
+        raise RunStoreError(f"{path}: identity.track is missing or not a string; {CONFIG_FIX}")
+    return encodable(doc)
+
+
+def _sql_quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 class RunStore:
-    def __init__(self, directory: Path):
+    """The per-sample SQLite store of one run directory. Use :meth:`create_or_resume` to run
+    into a directory and :meth:`open` to read one; both check the files before anything runs."""
+
+    def __init__(self, directory: Path, *, create: bool = False):
         self.dir = directory
         self.db_path = directory / "run.sqlite"
-        self.conn = sqlite3.connect(self.db_path, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(_SCHEMA)
+        self._config: dict[str, Any] | None = None
+        self.conn = self._connect(create)
+
+    # -- opening
+    def _connect(self, create: bool) -> sqlite3.Connection:
+        _require_file(self.db_path, START_OVER, missing=None if create else "missing")
+        for suffix in ("-wal", "-shm", "-journal"):  # SQLite's own side files; a regular one is never touched
+            side = self.db_path.with_name(self.db_path.name + suffix)
+            _require_file(side, "remove it: SQLite keeps the journal of run.sqlite under that name")
+        try:
+            conn = sqlite3.connect(self.db_path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise RunStoreError(f"{self.db_path}: cannot open ({exc}); {START_OVER}") from None
+        try:
+            if create:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            self._check_schema(conn, create)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise RunStoreError(f"{self.db_path}: not a callbench run store ({exc}); {START_OVER}") from None
+        except RunStoreError:
+            conn.close()
+            raise
+        return conn
+
+    def _check_schema(self, conn: sqlite3.Connection, create: bool) -> None:
+        """The ``samples`` table with callbench's columns, in a file SQLite reads without error;
+        a new (empty) database gets the table when ``create``."""
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "samples" not in tables:
+            if create and not tables:
+                conn.executescript(_SCHEMA)
+                return
+            raise RunStoreError(f"{self.db_path}: not a callbench run store (no 'samples' table); {START_OVER}")
+        info = list(conn.execute("PRAGMA table_info(samples)"))
+        columns = tuple(r[1] for r in info)
+        pk = [r[1] for r in info if r[5]]
+        if columns != _COLUMNS or pk != ["id"]:
+            raise RunStoreError(
+                f"{self.db_path}: not a callbench run store (table 'samples' has columns {', '.join(columns)}); {START_OVER}"
+            )
+        check = [r[0] for r in conn.execute("PRAGMA quick_check")]
+        if check != ["ok"]:
+            raise RunStoreError(f"{self.db_path}: damaged SQLite file ({check[0]}); {START_OVER}")
 
     @classmethod
     def create_or_resume(cls, directory: Path, config: dict[str, Any]) -> tuple[RunStore, bool]:
-        """Open ``directory``; if it holds a run with a different config, refuse (no mixed runs)."""
-        directory.mkdir(parents=True, exist_ok=True)
+        """Open ``directory``; if it holds a run with a different config, refuse (no mixed runs).
+
+        Samples stored without a ``config.json`` belong to a run nothing describes any more, so
+        they are not silently adopted; a store with no samples in it is (a kill can leave one).
+        """
+        if directory.exists() and not directory.is_dir():
+            raise RunStoreError(f"{directory}: exists and is not a directory; pass another --out or --run-id")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunStoreError(f"{directory}: cannot create the run directory ({exc.strerror}); pass another --out") from None
+        config = encodable(config)
         cfg_path = directory / "config.json"
-        resumed = False
-        if cfg_path.is_file():
-            old = json.loads(cfg_path.read_text(encoding="utf-8"))
+        resumed = os.path.lexists(cfg_path)
+        if resumed:
+            old = read_config(cfg_path)
             # Compare through JSON so tuples and lists (and other encodings) compare equal.
-            if json.dumps(old.get("identity"), sort_keys=True) != json.dumps(config.get("identity"), sort_keys=True, default=str):
+            if json.dumps(old.get("identity"), sort_keys=True) != json.dumps(config.get("identity"), sort_keys=True, default=_default):
                 raise ConfigError(
                     f"{cfg_path}: run directory holds a different run (model/setup/data differ); "
                     "choose another --run-id or delete it"
                 )
-            resumed = True
-        else:
-            write_json_atomic(cfg_path, config)
-        return cls(directory), resumed
+        summary = directory / "summary.json"
+        _require_file(summary, "remove it (it is rewritten from run.sqlite at the end of the run)")
+        store = cls(directory, create=True)
+        try:
+            if resumed:
+                store._config = old
+                list(store.rows())  # a malformed row fails now, not after the new samples ran
+            else:
+                n = store.count()
+                if n:
+                    raise RunStoreError(
+                        f"{cfg_path}: missing, but {store.db_path} holds {n} finished samples of a run "
+                        f"nothing describes; restore config.json, or {START_OVER}"
+                    )
+                write_json_atomic(cfg_path, config)
+                store._config = config
+        except BaseException:
+            store.close()
+            raise
+        return store, resumed
 
     @classmethod
     def open(cls, directory: Path) -> RunStore:
-        if not (directory / "run.sqlite").is_file():
-            raise ConfigError(f"{directory}: not a callbench run directory (no run.sqlite)")
-        return cls(directory)
+        """Open a run directory for reading (reports): nothing is created or changed."""
+        if not directory.is_dir():
+            why = "not a directory" if directory.exists() else "no such directory"
+            raise RunStoreError(f"{directory}: not a callbench run directory ({why}); pass the directory a run wrote")
+        if not os.path.lexists(directory / "run.sqlite"):
+            raise RunStoreError(
+                f"{directory}: not a callbench run directory (no run.sqlite); pass the directory a run wrote, or re-run its command"
+            )
+        cfg = read_config(directory / "config.json")
+        store = cls(directory)
+        store._config = cfg
+        return store
+
+    # -- reading and writing
+    @contextmanager
+    def _sql(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise RunStoreError(
+                f"{self.db_path}: SQLite error while {doing} ({exc}); check the disk and that no other "
+                f"process writes this run, else {START_OVER}"
+            ) from None
 
     def config(self) -> dict[str, Any]:
-        return json.loads((self.dir / "config.json").read_text(encoding="utf-8"))
+        if self._config is None:
+            self._config = read_config(self.dir / "config.json")
+        return self._config
+
+    def count(self) -> int:
+        with self._sql("counting samples"):
+            return self.conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
 
     def done_ids(self) -> set[str]:
-        return {row[0] for row in self.conn.execute("SELECT id FROM samples")}
+        with self._sql("reading sample ids"):
+            ids = [row[0] for row in self.conn.execute("SELECT id FROM samples")]
+        for i in ids:
+            if not isinstance(i, str):
+                self._bad_id(i)
+        return set(ids)
 
-    def put(self, group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                inp.sample_id,
-                group,
-                res.status,
-                inp.prompt,
-                json.dumps(inp.messages),
-                out.text,
-                out.mode,
-                res.parsed,
-                json.dumps(res.execution),
-                json.dumps(res.verdicts),
-                res.error,
-                out.latency_s,
-                out.prompt_tokens,
-                out.completion_tokens,
-                json.dumps({**out.extra, **({"stats": res.stats} if res.stats else {})}, default=str),
-                time.time(),
-            ),
+    def _bad_id(self, value: Any) -> None:
+        raise RunStoreError(
+            f"{self.db_path}: a row's id is {type(value).__name__} {value!r}, not text; drop such rows with: "
+            f"sqlite3 {self.db_path} \"DELETE FROM samples WHERE typeof(id) != 'text'\" and re-run to redo them, or {START_OVER}"
         )
 
+    def put(self, group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> None:
+        """Store one finished sample; every text made encodable first (see the module doc)."""
+        text = encodable
+        values = (
+            text(inp.sample_id),
+            text(group),
+            text(res.status),
+            text(inp.prompt),
+            _dumps(inp.messages),
+            text(out.text),
+            text(out.mode),
+            text(res.parsed),
+            _dumps(res.execution),
+            _dumps(res.verdicts),
+            text(res.error),
+            out.latency_s,
+            out.prompt_tokens,
+            out.completion_tokens,
+            _dumps({**out.extra, **({"stats": res.stats} if res.stats else {})}),
+            time.time(),
+        )
+        with self._sql(f"storing sample {values[0]!r}"):
+            self.conn.execute(f"INSERT OR REPLACE INTO samples VALUES ({','.join('?' * len(values))})", values)
+
     def rows(self) -> Iterator[dict[str, Any]]:
-        cur = self.conn.execute("SELECT * FROM samples ORDER BY rowid")
-        names = [d[0] for d in cur.description]
-        for row in cur:
-            d = dict(zip(names, row, strict=True))
-            for key in ("messages", "execution", "verdicts", "extra"):
-                if d.get(key) is not None:
-                    d[key] = json.loads(d[key])
-            yield d
+        """Every stored row, in the order stored, with the JSON columns decoded and every value
+        checked: a row of the wrong shape raises, naming the row and how to drop it."""
+        with self._sql("reading samples"):
+            cur = self.conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM samples ORDER BY rowid")
+            fetched = cur.fetchall()
+        for raw in fetched:
+            d = dict(zip(_COLUMNS, raw, strict=True))
+            if not isinstance(d["id"], str):
+                self._bad_id(d["id"])
+            for key in _JSON_COLUMNS:
+                if isinstance(d[key], str):
+                    try:
+                        d[key] = json.loads(d[key])
+                    except (json.JSONDecodeError, RecursionError):
+                        self._bad_row(d["id"], key, "is not valid JSON")
+            for key, types in _COLUMN_TYPES.items():
+                if not isinstance(d[key], types):
+                    expected = " or ".join(_TYPE_NAMES[t] for t in types)
+                    self._bad_row(d["id"], key, f"holds {_TYPE_NAMES.get(type(d[key]), type(d[key]).__name__)}, expected {expected}")
+            yield encodable(d)
+
+    def _bad_row(self, sample_id: str, column: str, problem: str) -> None:
+        raise self.row_error(sample_id, f"column '{column}' {problem}")
+
+    def row_error(self, sample_id: str, problem: str) -> RunStoreError:
+        """The error for one unusable stored row: named, with the command that drops just that
+        row (re-running then redoes it and keeps every other finished sample)."""
+        return RunStoreError(
+            f"{self.db_path}: row {sample_id!r}: {problem}; drop that row with: sqlite3 {self.db_path} "
+            f"\"DELETE FROM samples WHERE id={_sql_quote(sample_id)}\" and re-run to redo it, or {START_OVER}"
+        )
 
     def results(self) -> dict[str, SampleResult]:
         out = {}

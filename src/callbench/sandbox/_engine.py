@@ -6,18 +6,25 @@ array) abort the whole process on out-of-memory instead of throwing, and no
 in-isolate limit can stop them, so the isolate lives where a crash is survivable.
 
 Per sample: one eval starts the sample in a fresh strict function scope with its own
-stand-in objects, one eval collects the result (V8 drains microtasks after each
-eval, so `.then`/`await` chains complete in between), plus one eval per fired
-virtual timer.  Intrinsics are frozen once at context build, so nothing a sample
-does survives it; a cheap fingerprint check after each sample triggers a rebuild if
-that ever fails.
+stand-in objects, one eval collects the result (mini_racer drains the microtask queue
+after each eval task, so `.then`/`await` chains, and any promise job the sample queued
+however it reached Promise, complete in between), plus one eval per fired virtual
+timer.  The result is never taken in the eval that ran sample code, so when it is
+taken no job of the sample is pending, and nothing runs after it (the run is closed
+and no sample code runs in that eval).  Intrinsics are frozen once at context build,
+so nothing a sample does survives it; a cheap fingerprint check after each sample
+rejects the sample and triggers a rebuild if that ever fails.
+
+The runner is not on the global object: it lives in a global lexical binding whose
+name is random per context (`const __cb_<hex> = ...`), which host evals can name and
+sample code can neither enumerate nor guess.
 """
 
 from __future__ import annotations
 
 import json
 import queue
-import re
+import secrets
 import time
 from importlib import resources
 from typing import Any
@@ -26,14 +33,6 @@ from py_mini_racer import MiniRacer
 from py_mini_racer._exc import JSEvalException, JSOOMException, JSTimeoutException
 
 MAX_TIMER_FIRINGS = 100
-# Code without any of these cannot leave microtasks or timers behind, so it runs as a
-# plain function and its result comes back in the same eval.  Method names only count
-# after a dot, so words in comments ("get all users") keep the fast path.
-_ASYNC_TOKENS = re.compile(
-    r"\b(?:await|async|Promise|nextTick|setTimeout|setInterval|setImmediate|queueMicrotask|"
-    r"interceptors|import|fromAsync)\b"
-    r"|\.\s*(?:then|catch|finally|all|allSettled|any|race)\b"
-)
 GC_CHECK_EVERY = 64
 
 
@@ -77,12 +76,36 @@ class _DirectEval:
             raise RuntimeError("direct eval probe failed")
 
     def __call__(self, code: str, timeout: float) -> Any:
-        handle = self._to_handle(code)
-        task = self._dll.mr_eval(self._raw, handle.raw, 0)
+        return self.many([code], timeout)[-1]
+
+    def many(self, codes: list[str], timeout: float) -> list[Any]:
+        """Evaluate `codes` as separate tasks posted at once; their values in order.
+
+        Each is its own task, so the isolate thread runs a microtask checkpoint after
+        each one exactly as with one call per code, but Python waits for the thread
+        once, not once per code.  A JS exception in any of them is raised after all
+        results are in (so the result queue stays in step).
+        """
+        handles = [self._to_handle(code) for code in codes]  # alive until the tasks ran
+        tasks = [self._dll.mr_eval(self._raw, h.raw, 0) for h in handles]
+        deadline = time.monotonic() + max(timeout, 0.0)
+        results = []
         try:
-            result = self._queue.get(timeout=max(timeout, 0.0))
-        except queue.Empty:
+            for i in range(len(tasks)):
+                try:
+                    results.append(self._queue.get(timeout=max(deadline - time.monotonic(), 0.0)))
+                except queue.Empty:
+                    self._cancel(tasks[i:])
+                    raise _Timeout from None
+        finally:
+            del handles
+        return [self._to_python(r) for r in results]
+
+    def _cancel(self, tasks: list[Any]) -> None:
+        """Cancel tasks and collect the one result each still reports (canceled or not)."""
+        for task in tasks:
             self._dll.mr_cancel_task(self._raw, task)
+        for _ in tasks:
             try:
                 result = self._queue.get(timeout=STUCK_GRACE_S)
             except queue.Empty:
@@ -93,10 +116,6 @@ class _DirectEval:
                 self._to_python(result)
             except Exception:  # noqa: BLE001 - the terminated result is an exception
                 pass
-            raise _Timeout from None
-        finally:
-            del handle
-        return self._to_python(result)
 
 
 class V8Engine:
@@ -108,6 +127,7 @@ class V8Engine:
         self.recycle_every = recycle_every
         self._mr: MiniRacer | None = None
         self._eval_fn: Any = None
+        self._eval_many: Any = None
         self.fast = False
         self.builds = 0
         self.lockdown_info: dict[str, Any] = {}
@@ -115,6 +135,7 @@ class V8Engine:
         self._dirty = True
         self._options_js = json.dumps({"maxConsole": max_console})
         self._setup_js = standin_source() + "\n" + harness_source()
+        self._runner = ""  # the runner's secret global name in the current context
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -123,8 +144,11 @@ class V8Engine:
         mr = MiniRacer()
         mem = self.memory_mb * 1024 * 1024
         mr.eval(self._setup_js)
+        runner = "__cb_" + secrets.token_hex(16)
+        mr.eval(f"const {runner} = __callbench;")
         opts = {"maxBytes": mem, "maxElements": mem // 8, "freeze": freeze}
         info = mr.eval(f"__callbenchLockdown({json.dumps(opts)})")
+        self._runner = runner
         self.lockdown_info = json.loads(str(info))
         mr.low_memory_notification()
         self._base_heap = int(mr.heap_stats()["used_heap_size"])
@@ -132,14 +156,19 @@ class V8Engine:
         mr.set_hard_memory_limit(self._base_heap + mem)
         self._mr = mr
         try:
-            self._eval_fn = _DirectEval(mr)
+            direct = _DirectEval(mr)
+            self._eval_fn, self._eval_many = direct, direct.many
             self.fast = True
         except Exception:  # noqa: BLE001 - private API changed: use the public one
-            self._eval_fn = self._public_eval
+            self._eval_fn, self._eval_many = self._public_eval, self._public_many
             self.fast = False
         self.builds += 1
         self._since_build = 0
         self._dirty = False
+
+    def _public_many(self, codes: list[str], timeout: float) -> list[Any]:
+        deadline = time.monotonic() + timeout
+        return [self._public_eval(c, deadline - time.monotonic()) for c in codes]
 
     def _public_eval(self, code: str, timeout: float) -> Any:
         assert self._mr is not None
@@ -175,9 +204,19 @@ class V8Engine:
                 self._mr.low_memory_notification()
 
     def run(
-        self, code: str, defs_json: str | None, skip: list[str], timeout_s: float, fresh: bool = False
+        self,
+        code: str,
+        defs_json: str | None,
+        skip: list[str],
+        timeout_s: float,
+        fresh: bool = False,
+        mark: str | None = None,
     ) -> dict:
-        """Run one sample; returns {status, requests, error, console}."""
+        """Run one sample; returns {status, requests, error, console, marked}.
+
+        mark: a parameter name bound to the run's marker object (see js_harness.js);
+        `marked` is the index of the first request a marked call made, -1 if none.
+        """
         retried = False
         while True:
             if fresh:
@@ -187,7 +226,7 @@ class V8Engine:
             self._since_build += 1
             self._maybe_gc()
             used_context = self._since_build > 1
-            out = self._run_once(code, defs_json, skip, timeout_s)
+            out = self._run_once(code, defs_json, skip, timeout_s, mark)
             if fresh:
                 self._dirty = True
             # A memory hit in a context that already ran samples may be old garbage:
@@ -197,23 +236,28 @@ class V8Engine:
                 continue
             return out
 
-    def _run_once(self, code: str, defs_json: str | None, skip: list[str], timeout_s: float) -> dict:
+    def _run_once(
+        self, code: str, defs_json: str | None, skip: list[str], timeout_s: float, mark: str | None
+    ) -> dict:
         deadline = time.monotonic() + timeout_s
         defs_js = "null" if defs_json is None else f"JSON.parse({json.dumps(defs_json)})"
-        sync = "true" if _ASYNC_TOKENS.search(code) is None else "false"
+        runner = self._runner
         start_js = (
-            f"__callbench.start({json.dumps(code)},{defs_js},{json.dumps(skip)},{self._options_js},{sync})"
+            f"{runner}.start({json.dumps(code)},{defs_js},{json.dumps(skip)},{self._options_js},"
+            f"{json.dumps(mark)})"
         )
+        settle_js, finish_js = f"{runner}.settle()", f"{runner}.finish()"
         try:
-            raw = self._eval(start_js, deadline)
-            if raw is None or not isinstance(raw, (str, int, float)):
-                raw = self._eval("__callbench.settle()", deadline)
+            # start returns nothing: the result is read in a later eval, after the
+            # microtask checkpoint that follows this one (both posted at once).
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Timeout
+            raw = self._eval_many([start_js, settle_js], remaining)[-1]
             fired = 0
             while not isinstance(raw, str):
                 fired += 1
-                raw = self._eval(
-                    "__callbench.finish()" if fired >= MAX_TIMER_FIRINGS else "__callbench.settle()", deadline
-                )
+                raw = self._eval(finish_js if fired >= MAX_TIMER_FIRINGS else settle_js, deadline)
         except _Timeout as stop:
             stuck = isinstance(stop, _Stuck)
             partial = {} if stuck else self._salvage()
@@ -250,12 +294,20 @@ class V8Engine:
                 "console": [],
                 "error": "the sample interfered with the sandbox harness",
             }
+        requests = data["requests"]
         if not data.get("intact", True):
             self._dirty = True  # something leaked: next sample gets a fresh context
-        requests = data["requests"]
+            return {
+                "status": "rejected",
+                "requests": requests,
+                "console": data["console"],
+                "error": f"the sample changed shared sandbox state ({data.get('damage')}); its result is discarded",
+            }
         error = data.get("error")
         status = "ok" if requests else ("runtime_error" if error else "no_request")
-        return {"status": status, "requests": requests, "console": data["console"], "error": error}
+        out = {"status": status, "requests": requests, "console": data["console"], "error": error}
+        out["marked"] = data.get("marked", -1)
+        return out
 
     def _memory_result(self) -> dict:
         return {
@@ -268,7 +320,7 @@ class V8Engine:
     def _salvage(self) -> dict:
         """After a timeout, read what the sample recorded before it was stopped."""
         try:
-            raw = self._eval_fn("__callbench.finish()", 0.2)
+            raw = self._eval_fn(f"{self._runner}.finish()", 0.2)
             return json.loads(raw) if isinstance(raw, str) else {}
         except _Stuck:
             return {"stuck": True}

@@ -127,19 +127,32 @@ def _port(value):
         return None
 
 
-def install_guard(tmpdir, *, program=False, allow_connect=(), on_violation=None):
-    """Add the audit hook (it cannot be removed once added). Pure-Python code cannot bypass it."""
+def install_guard(
+    tmpdir, *, program=False, allow_connect=(), on_violation=None, extension_roots=None, denied_modules=()
+):
+    """Add the audit hook (it cannot be removed once added). Pure-Python code cannot bypass it.
+
+    ``allow_connect``: (host, port) pairs, or Unix socket paths (str), a program may connect to;
+    ``extension_roots``: directories C extension modules may be loaded from (None: anywhere but
+    the temp dir); ``denied_modules``: modules that may not be imported at all."""
     root = os.path.realpath(tmpdir)
     denied = _PROGRAM_DENIED if program else _TOOL_DENIED
     write_events = _PROGRAM_WRITE_EVENTS if program else _WRITE_EVENTS
     allowed = set()  # (host, port) pairs a program may resolve / connect to
-    for host, port in allow_connect:
+    allowed_paths = set()  # Unix socket paths it may connect to
+    for entry in allow_connect:
+        if isinstance(entry, str):
+            allowed_paths.add(entry)
+            continue
+        host, port = entry
         for h in _LOOPBACK.get(_host(host), (_host(host),)):
             allowed.add((h, int(port)))
+    ext_roots = None if extension_roots is None else [os.path.realpath(r) + os.sep for r in extension_roots]
+    denied_modules = frozenset(denied_modules)
     lib_roots = [
         os.path.realpath(p) + os.sep
         for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/opt"}
-    ]
+    ] + list(ext_roots or ())  # the view's packages (unsandboxed, they live in the venv)
 
     def inside(path):
         try:
@@ -180,6 +193,8 @@ def install_guard(tmpdir, *, program=False, allow_connect=(), on_violation=None)
                 return None  # on a connected socket
             if isinstance(addr, tuple) and len(addr) >= 2 and (_host(addr[0]), _port(addr[1])) in allowed:
                 return None
+            if isinstance(addr, (str, bytes)) and os.fsdecode(addr) in allowed_paths:
+                return None
             return f"sandbox: {event} to {addr!r} is not allowed"
         if event == "socket.getaddrinfo":
             if (_host(args[0]), _port(args[1])) in allowed:
@@ -206,12 +221,26 @@ def install_guard(tmpdir, *, program=False, allow_connect=(), on_violation=None)
             return f"sandbox: ctypes loading {name!r} is not allowed"
         return None
 
+    def extension_check(name, filename):
+        """C extensions load only from the allowed roots (never from a file the program wrote)."""
+        path = os.path.realpath(os.fsdecode(filename)) if isinstance(filename, (str, bytes)) else ""
+        if inside(path) or path.startswith(("/dev/", "/proc/")):
+            refuse(f"sandbox: loading the C extension {name!r} from {path!r} is not allowed")
+        if ext_roots is not None and not any(path.startswith(r) or path + os.sep == r for r in ext_roots):
+            refuse(f"sandbox: the C extension {name!r} ({path}) is not on the sandbox's allow-list")
+
     def hook(event, args):
         if event in denied:
             refuse(f"sandbox: {event} is not allowed")
-        if event == "import" and args and args[0] == "_posixsubprocess":
-            # a fresh import (after deleting it from sys.modules) would bring back the real fork_exec
-            refuse("sandbox: importing _posixsubprocess is not allowed")
+        if event == "import" and args:
+            if args[0] == "_posixsubprocess":
+                # a fresh import (after deleting it from sys.modules) would bring back the real fork_exec
+                refuse("sandbox: importing _posixsubprocess is not allowed")
+            if isinstance(args[0], str) and args[0].partition(".")[0] in denied_modules:
+                # not a violation: libraries import some of these optionally (bwrap hides the files)
+                raise ModuleNotFoundError(f"sandbox: {args[0]!r} is not available in the sandbox")
+            if len(args) >= 3 and args[1] is not None and args[2] is None:
+                extension_check(args[0], args[1])  # _imp.create_dynamic: a C extension is loaded
         if event == "sqlite3.connect":
             # SQLite opens files in C (no "open" event), and ATTACH / VACUUM INTO / file: URIs reach
             # any path even from an in-memory database

@@ -1,25 +1,29 @@
 """Child side of the program sandbox (stdlib only; started by :func:`callbench.sandbox.program.run_program`).
 
-Reads its config from ``.callbench_program.json`` in the cwd (the temp dir) and deletes it, applies
-the limits, arms the audit hook, binds the preloaded JSON values, runs the trusted setup, compiles and
-runs the program in the same globals (a fresh ``__main__`` module), then collects the result
-variables and the ``finalize`` expression. Reports go to the result fd as JSON lines:
-``{"violation": message}`` as soon as the hook refuses something, and one ``{"final": true, ...}``.
+Reads its config (JSON) from stdin until EOF, then makes stdin ``/dev/null``; adds the view's
+package roots to ``sys.path`` (the interpreter runs with ``-S``: no site-packages, no ``.pth``
+files); starts a loopback forwarder per service socket; applies the limits, arms the audit hook,
+binds the preloaded JSON values, runs the trusted setup, compiles and runs the program in the same
+globals (a fresh ``__main__`` module), then collects the result variables and the ``finalize``
+expression. Reports go to the result fd as JSON lines: ``{"violation": message}`` as soon as the
+hook refuses something, and one ``{"final": true, ...}``.
 """
 
 import ast
 import gc
 import json
 import os
+import select
 import signal
+import socket
 import sys
+import threading
 import time
 import types
 
 from _callbench_guard import apply_limits, install_guard
 
 PROGRAM = "<program>"
-CONFIG = ".callbench_program.json"
 
 
 class SandboxTimeout(BaseException):
@@ -209,10 +213,72 @@ class Runner:
         os._exit(0)
 
 
+def _pump(a, b):
+    """Copy bytes both ways between two sockets until either side closes."""
+    try:
+        pair = {a: b, b: a}
+        while True:
+            ready, _, _ = select.select(list(pair), [], [])
+            for src in ready:
+                data = src.recv(1 << 16)
+                if not data:
+                    return
+                pair[src].sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def _forward(listener, path):
+    """Accept loopback connections and pump each to a new connection to the service socket."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            continue
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            upstream.connect(path)
+        except OSError:
+            conn.close()
+            upstream.close()
+            continue
+        threading.Thread(target=_pump, args=(conn, upstream), daemon=True).start()
+
+
+def start_forwarders(services, preload):
+    """Serve each service's Unix socket on a loopback port (the sandbox has no other network) and
+    bind its URL in ``preload``. Runs before the guard, which refuses listening sockets. Returns
+    the (host, port) pairs the program may connect to."""
+    ports = []
+    for svc in services:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        preload[svc["var"]] = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        threading.Thread(target=_forward, args=(listener, svc["path"]), daemon=True, name="forward").start()
+        ports.append(["127.0.0.1", listener.getsockname()[1]])
+    return ports
+
+
 def main():
-    with open(CONFIG, encoding="utf-8") as f:
-        cfg = json.load(f)
-    os.remove(CONFIG)
+    chunks = []
+    while True:
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    cfg = json.loads(b"".join(chunks))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.path[:0] = cfg["site_path"]
+    cfg["allow_connect"] += start_forwarders(cfg["services"], cfg["preload"])
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big file is an OSError, not a kill
     apply_limits(
         memory_mb=cfg["memory_mb"],
@@ -225,8 +291,10 @@ def main():
     install_guard(
         cfg["tmpdir"],
         program=True,
-        allow_connect=[tuple(x) for x in cfg["allow_connect"]],
+        allow_connect=[x if isinstance(x, str) else tuple(x) for x in cfg["allow_connect"]],
         on_violation=runner.violation_reporter(),
+        extension_roots=cfg["extension_roots"],
+        denied_modules=cfg["denied_modules"],
     )
     runner.run()
 

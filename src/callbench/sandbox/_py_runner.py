@@ -74,9 +74,10 @@ def main():
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     cfg = json.loads(sys.stdin.readline())
+    sys.path[:0] = cfg["site_path"]
     apply_limits(memory_mb=cfg["memory_mb"], cpu_s=cfg["cpu_s"], fsize_mb=cfg["fsize_mb"], nproc=cfg["nproc"])
     os.chdir(cfg["tmpdir"])
-    install_guard(cfg["tmpdir"])
+    install_guard(cfg["tmpdir"], extension_roots=cfg["extension_roots"], denied_modules=cfg["denied_modules"])
     tools, load_errors = {}, []
     for mod in cfg["modules"]:
         ns = {"__name__": "callbench_tool", "__file__": mod["path"]}

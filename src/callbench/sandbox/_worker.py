@@ -48,6 +48,7 @@ def main() -> int:
                 req.get("skip") or [],
                 float(req["timeout"]),
                 bool(req.get("fresh")),
+                req.get("mark"),
             )
         except Exception as e:  # noqa: BLE001 - report, rebuild, keep serving
             traceback.print_exc()

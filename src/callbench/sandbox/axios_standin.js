@@ -12,12 +12,18 @@
  * has none of them.
  *
  * Evaluating this file defines one global, `__callbenchStandin(options)`.  Each call
- * returns a fresh per-sample environment `{bindings, recorder}`: `bindings` maps the
- * names a sample sees (axios, require, console, ...) to fresh objects, and `recorder`
- * reads back what the sample did.  Classes and pure helpers are shared between
- * samples (the sandbox deep-freezes them); everything with state is per sample.
+ * returns a fresh per-sample environment `{bindings, recorder, mark}`: `bindings` maps
+ * the names a sample sees (axios, require, console, ...) to fresh objects, `recorder`
+ * reads back what the sample did, and `mark` is the run's marker object: an axios
+ * entry point called with it as its last argument drops it and flags the request it
+ * makes, so the host can tell whether the first recorded request came from the call
+ * its static extractor picked.  Once `recorder.close()` has run, the environment
+ * records nothing more.  Classes and pure helpers are shared between samples (the
+ * sandbox deep-freezes them, and keeps no regex, Map or other object whose internal
+ * state a freeze leaves mutable among them unchecked); everything with state is per
+ * sample.
  */
-var __callbenchStandin = (function () {
+globalThis.__callbenchStandin = (function () {
   'use strict';
 
   var MAX_BYTES = 64 * 1024 * 1024; // largest Buffer the stand-in will allocate
@@ -1048,9 +1054,9 @@ var __callbenchStandin = (function () {
   function decodeText(s, contentType) {
     var t = s.trim();
     if (t === '' || t === 'null') return {};
-    if (t[0] === '{') {
+    if (t[0] === '{' || t[0] === '[') {
       try {
-        return JSON.parse(t);
+        return JSON.parse(t); // a top-level array body stays an array
       } catch (e) { /* not JSON: fall through */ }
     }
     if (t.indexOf('=') !== -1 && FORM_RE.test(t) &&
@@ -1134,6 +1140,7 @@ var __callbenchStandin = (function () {
 
   function makeConsole(state) {
     function log() {
+      if (state.closed) return;
       if (state.console.length >= state.maxConsole) {
         state.consoleDropped++;
         return;
@@ -1182,6 +1189,7 @@ var __callbenchStandin = (function () {
   function makeTimers(state) {
     function schedule(fn, delay, args, repeat) {
       if (typeof fn !== 'function') throw new TypeError('The "callback" argument must be of type function');
+      if (state.closed) return new Timeout(0);
       var ms = Math.max(1, Number(delay) || 0);
       var id = state.nextTimerId++;
       state.timers.push({ id: id, at: state.now + ms, seq: state.seq++, fn: fn, args: args, repeat: repeat ? ms : 0 });
@@ -1252,8 +1260,8 @@ var __callbenchStandin = (function () {
   }
 
   function makeAxios(state) {
-    function record(config, syntax) {
-      if (state.exited) return;
+    function record(config, syntax, marked) {
+      if (state.exited || state.closed) return;
       if (state.requests.length >= state.maxRequests) {
         state.requestsDropped++;
         return;
@@ -1267,10 +1275,11 @@ var __callbenchStandin = (function () {
       rec.headers = headers.toJSON();
       if (config.data !== undefined) rec.data = decodeBody(config.data, headers.getContentType());
       rec.syntax = syntax;
+      if (marked && state.markedIndex === -1) state.markedIndex = state.requests.length;
       state.requests.push(JSON.stringify(rec));
     }
 
-    function dispatch(config, syntax) {
+    function dispatch(config, syntax, marked) {
       if (config.cancelToken && config.cancelToken.reason) throw config.cancelToken.reason;
       if (config.signal && config.signal.aborted) throw new CanceledError(null, config);
       config.headers = AxiosHeaders.from(config.headers);
@@ -1285,13 +1294,22 @@ var __callbenchStandin = (function () {
       if (METHODS_WITH_DATA.indexOf(config.method) !== -1) {
         config.headers.setContentType('application/x-www-form-urlencoded', false);
       }
-      record(config, syntax);
+      record(config, syntax, marked);
       return Promise.resolve({ data: {}, status: 200, statusText: 'OK', headers: {}, config: config, request: {} });
     }
 
-    function request(ctx, configOrUrl, config, syntax) {
-      if (state.requests.length >= state.maxRequests || state.exited) {
-        // Past the cap (or after process.exit) requests never settle: a polling loop
+    // The arguments of an axios entry point as an array, without the run's marker if it
+    // came last (`marked` says whether it did).
+    function unmark(args) {
+      var a = Array.prototype.slice.call(args);
+      a.marked = a.length > 0 && a[a.length - 1] === state.mark;
+      if (a.marked) a.pop();
+      return a;
+    }
+
+    function request(ctx, configOrUrl, config, syntax, marked) {
+      if (state.requests.length >= state.maxRequests || state.exited || state.closed) {
+        // Past the cap (or after process.exit, or once the run is closed) requests never settle: a polling loop
         // such as `while (!done) await axios.get(...)` stalls instead of spinning.
         state.requestsDropped++;
         return new Promise(function () {});
@@ -1324,7 +1342,7 @@ var __callbenchStandin = (function () {
       var promise;
       var i;
       if (!synchronous) {
-        var chain = requestChain.concat([function (c) { return dispatch(c, syntax); }, undefined], responseChain);
+        var chain = requestChain.concat([function (c) { return dispatch(c, syntax, marked); }, undefined], responseChain);
         promise = Promise.resolve(config);
         for (i = 0; i < chain.length; i += 2) promise = promise.then(chain[i], chain[i + 1]);
         return promise;
@@ -1339,7 +1357,7 @@ var __callbenchStandin = (function () {
         }
       }
       try {
-        promise = dispatch(newConfig, syntax);
+        promise = dispatch(newConfig, syntax, marked);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -1362,26 +1380,40 @@ var __callbenchStandin = (function () {
         defaults: defaultConfig,
         interceptors: { request: new InterceptorManager(), response: new InterceptorManager() }
       };
-      var instance = function axios(configOrUrl, config) {
-        return request(ctx, configOrUrl, config, top ? 'config' : 'instance');
+      // Every entry point takes (...args[, mark]): see `unmark`.
+      var instance = function axios() {
+        var a = unmark(arguments);
+        return request(ctx, a[0], a[1], top ? 'config' : 'instance', a.marked);
       };
-      instance.request = function (configOrUrl, config) {
-        return request(ctx, configOrUrl, config, top ? 'request' : 'instance');
+      instance.request = function () {
+        var a = unmark(arguments);
+        return request(ctx, a[0], a[1], top ? 'request' : 'instance', a.marked);
       };
       var syntax = top ? 'method' : 'instance';
       METHODS_NO_DATA.forEach(function (m) {
-        instance[m] = function (url, config) {
-          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: (config || {}).data }), undefined, syntax);
+        instance[m] = function () {
+          var a = unmark(arguments);
+          var url = a[0];
+          var config = a[1];
+          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: (config || {}).data }), undefined, syntax, a.marked);
         };
       });
       METHODS_WITH_DATA.forEach(function (m) {
-        instance[m] = function (url, data, config) {
-          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: data }), undefined, syntax);
+        instance[m] = function () {
+          var a = unmark(arguments);
+          var url = a[0];
+          var data = a[1];
+          var config = a[2];
+          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: data }), undefined, syntax, a.marked);
         };
-        instance[m + 'Form'] = function (url, data, config) {
+        instance[m + 'Form'] = function () {
+          var a = unmark(arguments);
+          var url = a[0];
+          var data = a[1];
+          var config = a[2];
           return request(ctx, mergeConfig(config || {}, {
             method: m, url: url, data: data, headers: { 'Content-Type': 'multipart/form-data' }
-          }), undefined, syntax);
+          }), undefined, syntax, a.marked);
         };
       });
       instance.getUri = function (config) { return getUri(ctx, config); };
@@ -1493,7 +1525,10 @@ var __callbenchStandin = (function () {
       timers: [],
       now: 0,
       seq: 0,
-      nextTimerId: 1
+      nextTimerId: 1,
+      closed: false,
+      mark: Object.freeze({}),
+      markedIndex: -1
     };
     var consoleObj = makeConsole(state);
     var axios = makeAxios(state);
@@ -1527,6 +1562,11 @@ var __callbenchStandin = (function () {
       __filename: '/sandbox/index.js'
     };
     var recorder = {
+      // The run is over: nothing the sample left behind may record or log any more.
+      close: function () {
+        state.closed = true;
+        state.timers.length = 0;
+      },
       // Fire the earliest timer; returns how many are still pending.
       fireNextTimer: function () {
         if (state.exited || state.timerError !== null) state.timers.length = 0;
@@ -1561,10 +1601,10 @@ var __callbenchStandin = (function () {
         return '{"requests":[' + state.requests.join(',') + '],"console":' + JSON.stringify(state.console) +
           ',"error":' + JSON.stringify(error || null) + ',"exited":' + (state.exited ? 'true' : 'false') +
           ',"settled":' + (settled ? 'true' : 'false') + ',"requests_dropped":' + state.requestsDropped +
-          ',"console_dropped":' + state.consoleDropped + '}';
+          ',"console_dropped":' + state.consoleDropped + ',"marked":' + state.markedIndex + '}';
       }
     };
-    return { bindings: bindings, recorder: recorder, describeError: describeError };
+    return { bindings: bindings, recorder: recorder, describeError: describeError, mark: state.mark };
   }
 
   createEnv.bindingNames = [

@@ -12,22 +12,34 @@ Design (why it looks like this):
   reported as "memory"/"timeout"; the caller never crashes.
 * One long-lived, locked-down context serves all samples (a fresh isolate per sample
   is ~10x slower).  At build time every intrinsic, the stand-in and globalThis are
-  deep-frozen and timer/shared-memory APIs are removed.  Each sample's code becomes
-  the body of a fresh strict-mode async function whose parameters are fresh stand-in
-  objects (axios, console, process, require, ...), so sample state dies with the
-  function.  Writes to frozen objects throw (strict mode), which ends a tampering
-  sample as "runtime_error"; a fingerprint check after each sample rebuilds the
-  context if anything leaked anyway, and after any timeout or memory hit.
-* Timers run on a virtual clock: after the sample's synchronous part and microtasks,
-  pending timers fire earliest first (up to 100), then the rest are dropped.  Nothing
-  can run between samples.
+  deep-frozen, timer/shared-memory APIs and RegExp.prototype.compile are removed, and
+  the runner leaves the global object (the host reaches it through a global lexical
+  binding with a random name, so a sample cannot start, settle or finish runs).  Each
+  sample's code becomes the body of a fresh strict-mode async function whose
+  parameters are fresh stand-in objects (axios, console, process, require, ...), so
+  sample state dies with the function.  Writes to frozen objects throw (strict mode),
+  which ends a tampering sample as "runtime_error"; a fingerprint check after each
+  sample (global keys, frozen prototypes, every shared regex's source and flags)
+  rejects the sample and rebuilds the context if anything changed anyway, and the
+  context is rebuilt after any timeout or memory hit.
+* A sample's result is taken only after every promise job it queued has run (however
+  it reached Promise), and the run is closed then: nothing it scheduled can record,
+  log or run during a later sample.  Timers run on a virtual clock: after the sample's
+  synchronous part and microtasks, pending timers fire earliest first (up to 100),
+  then the rest are dropped.
+* The first recorded request is the one scored, so it must come from the call the
+  extractor picked: that call gets a per-run marker object as an extra last argument
+  (under a random parameter name), and a sample whose first request came from
+  elsewhere (an alias, `require` of a computed name, a nested call) is "rejected".
 * mini_racer drains microtasks outside its eval tasks, where termination cannot reach
   them; a sample stuck there (e.g. `while (true) await null`) makes the worker report
   "timeout" and exit, and the next sample starts a new worker (~0.25 s).  After 100
   recorded requests axios calls return a never-settling promise, so polling loops
   (`do { r = await axios.get(u) } while (r.data.status !== 'done')`) stall instead.
-* Speed: two V8 round trips per sample (start, then collect after microtasks); code
-  with no async construct at all runs as a plain function and returns in one.
+* Speed: two V8 evals per sample (start, then collect after the microtask checkpoint
+  between them), posted together so that Python waits for the isolate thread once.
+* Budget: code over `MAX_CODE_CHARS` characters or nested deeper than `MAX_NESTING`
+  brackets is "rejected" before it is parsed or run (see `js_extract.budget_error`).
 
 Behaviour a caller should know: sample code runs in strict mode, so assigning an
 undeclared variable throws ReferenceError (Node would create a global), top-level
@@ -36,7 +48,14 @@ undeclared variable throws ReferenceError (Node would create a global), top-leve
 
 Status values: "ok" (at least one request captured; later errors, e.g. from
 processing the empty fake response, are kept in `error`), "no_request",
-"incomplete" (the first axios call is cut off), "runtime_error", "timeout", "memory".
+"incomplete" (the first axios call is cut off), "runtime_error", "timeout", "memory",
+"rejected" (over the code budget, first request not from the extracted call, or the
+sample changed shared sandbox state; `error` says which).
+
+Not guaranteed: the marker check needs an argument list, so a tagged-template call
+(axios.get`...`) is not checked; with `extract=False` there is no chosen call and no
+check.  V8's own limits (stack depth, heap) still end very deep or very large code as
+"runtime_error" or "memory".
 """
 
 from __future__ import annotations
@@ -44,6 +63,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import select
 import subprocess
 import sys
@@ -54,11 +74,11 @@ from pathlib import Path
 from typing import Any
 
 from callbench.sandbox._engine import harness_source, standin_source
-from callbench.sandbox.js_extract import extract_invocation, prepare_code
+from callbench.sandbox.js_extract import budget_error, extract_invocation, prepare_code
 
 __all__ = ["STATUSES", "JsResult", "JsSandbox", "node_script", "standin_source"]
 
-STATUSES = ("ok", "no_request", "incomplete", "runtime_error", "timeout", "memory")
+STATUSES = ("ok", "no_request", "incomplete", "runtime_error", "timeout", "memory", "rejected")
 
 # Names the stand-in binds in every sample; definitions may not reuse them.
 BINDING_NAMES = frozenset(
@@ -300,24 +320,35 @@ class JsSandbox:
         """
         t0 = time.perf_counter()
         defs_json = _check_definitions(definitions)
+        problem = budget_error(code)
+        if problem is not None:
+            return JsResult("rejected", error=problem, elapsed_s=time.perf_counter() - t0)
+        mark = None
         if extract:
             ex = extract_invocation(code)
             if ex.status != "ok":
-                msg = (
-                    "no axios call found in the code"
-                    if ex.status == "no_request"
-                    else "the first axios call is cut off (unfinished code)"
-                )
+                msg = {
+                    "no_request": "no axios call found in the code",
+                    "incomplete": "the first axios call is cut off (unfinished code)",
+                }.get(ex.status, ex.error)
                 return JsResult(ex.status, error=msg, code=ex.code, elapsed_s=time.perf_counter() - t0)
             run_code, declared = ex.code, ex.declared
+            sent = run_code
+            if ex.mark is not None:
+                # random per sample: the code cannot name the marker to forge a marked call
+                mark = "__cb_mark_" + secrets.token_hex(8)
+                at, prefix = ex.mark
+                sent = run_code[:at] + prefix + mark + run_code[at:]
         else:
             run_code, declared = prepare_code(code)
+            sent = run_code
         payload = {
-            "code": run_code,
+            "code": sent,
             "defs": defs_json,
             "skip": list(declared),
             "timeout": self.timeout_s,
             "fresh": self.fresh_context,
+            "mark": mark,
         }
         try:
             self.start()  # (re)starts a worker that is missing or died between samples
@@ -327,12 +358,18 @@ class JsSandbox:
         if out.get("fatal"):
             self._kill_worker()  # it is exiting on its own; reap it before the next sample
         requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
-        error = out.get("error")
+        status, error = out["status"], out.get("error")
         if error is not None:
             error = " ".join(str(error).split())[:500]
+        if mark is not None and status == "ok" and out.get("marked", -1) != 0:
+            status = "rejected"
+            error = (
+                "the first request did not come from the extracted axios call "
+                f"({_clip(ex.call_text or '')}); the code reached axios another way first"
+            )
         return JsResult(
-            status=out["status"],
-            request=requests[0] if requests else None,
+            status=status,
+            request=requests[0] if requests and status == "ok" else None,
             requests=requests,
             error=error,
             code=run_code,
@@ -364,6 +401,11 @@ class JsSandbox:
             pass
 
 
+def _clip(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def node_script(code: str, definitions: dict | None = None, *, extract: bool = True) -> str:
     """A standalone Node.js program that runs `code` against the same stand-in.
 
@@ -382,7 +424,7 @@ def node_script(code: str, definitions: dict | None = None, *, extract: bool = T
     defs_js = "null" if defs_json is None else f"JSON.parse({json.dumps(defs_json)})"
     driver = f"""
 process.on('unhandledRejection', function () {{}});
-__callbench.start({json.dumps(run_code)}, {defs_js}, {json.dumps(list(declared))}, {{}});
+__callbench.start({json.dumps(run_code)}, {defs_js}, {json.dumps(list(declared))}, {{}}, null);
 (function loop(n) {{
   setImmediate(function () {{
     var r = n >= 100 ? __callbench.finish() : __callbench.settle();

@@ -18,11 +18,27 @@ call expression whose callee is axios (or an axios instance) decides what runs:
 
 tree-sitter is error tolerant, so ERROR/MISSING nodes tell where the text stops
 being JavaScript, and errors after the kept code do not matter.
+
+What is enforced: text over MAX_CODE_CHARS characters or with brackets nested deeper
+than MAX_NESTING is rejected unread (status "rejected", with the reason), and the
+analysis walks the tree top-down, so its cost stays linear in the text; a recursion
+limit hit on some other deep construct is rejected the same way.  Identifiers are
+compared after decoding ``\\uXXXX`` escapes, as V8 does, and ``const a = axios``
+makes ``a`` an alias.
+
+Not guaranteed: static analysis cannot see every way code reaches axios
+(``require(name)``, destructuring, calls through other functions).  `mark` tells the
+sandbox where to add a per-run marker argument to the chosen call, so that it can
+check that the first request V8 records really came from that call and reject the
+sample when it did not.  A tagged-template call (axios.get`...`) cannot carry the
+marker and goes unchecked.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+import secrets
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,7 +46,28 @@ from dataclasses import dataclass
 import tree_sitter_javascript as _tsjs
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-__all__ = ["Extraction", "extract_invocation", "prepare_code", "strip_fences"]
+__all__ = [
+    "MAX_CODE_CHARS",
+    "MAX_NESTING",
+    "Extraction",
+    "budget_error",
+    "extract_invocation",
+    "prepare_code",
+    "strip_fences",
+]
+
+# Model answers are a few kB; these only stop hostile input before any parsing.
+MAX_CODE_CHARS = 100_000
+MAX_NESTING = 256
+# Brackets outside comments and string/template literals (their text is data: a URL may hold any
+# number of "(" or "["); regex literals are not recognised, so a "/'/" can only hide brackets
+# from this cheap count, never add any -- the parser's own recursion guard still stands behind it.
+_BRACKETS = re.compile(
+    r"""//[^\n]*|/\*.*?(?:\*/|\Z)|'(?:\\.|[^'\\\n])*'?|"(?:\\.|[^"\\\n])*"?|`(?:\\.|[^`\\])*`?|([(){}\[\]])""",
+    re.S,
+)
+_OPENERS = frozenset("({[")
+_ESCAPE = re.compile(r"\\u(?:([0-9a-fA-F]{4})|\{([0-9a-fA-F]{1,6})\})")
 
 REQUEST_METHODS = frozenset(
     {
@@ -95,12 +132,15 @@ def _parser() -> Parser:
 class Extraction:
     """What `extract_invocation` found.
 
-    status: "ok" (code is runnable), "no_request" (no axios call in the text) or
-    "incomplete" (the first axios call is cut off).  code: the JavaScript that will
-    run (after fence stripping, dropping and rewriting).  call_text / call_start /
-    call_end: the first axios call expression as a slice of the *input* string
-    (character offsets), None when there is none.  declared: names the code declares
-    with let/const/class at top level (the sandbox must not pre-bind them).
+    status: "ok" (code is runnable), "no_request" (no axios call in the text),
+    "incomplete" (the first axios call is cut off) or "rejected" (over the size or
+    nesting budget; `error` says which).  code: the JavaScript that will run (after
+    fence stripping, dropping and rewriting).  call_text / call_start / call_end: the
+    first axios call expression as a slice of the *input* string (character offsets),
+    None when there is none.  declared: names the code declares with let/const/class
+    at top level (the sandbox must not pre-bind them).  mark: (offset in `code`, text
+    to put before the marker name) where a last argument can be added to the chosen
+    call, None when it cannot (see the module docstring).
     """
 
     status: str
@@ -109,6 +149,8 @@ class Extraction:
     call_start: int | None = None
     call_end: int | None = None
     declared: tuple[str, ...] = ()
+    mark: tuple[int, str] | None = None
+    error: str | None = None
 
 
 # --------------------------------------------------------------------------- fences
@@ -142,13 +184,19 @@ def strip_fences(text: str) -> str:
 
 
 class _Src:
-    """Source bytes plus byte->char offset conversion."""
+    """Source bytes plus byte->char offset conversion.
+
+    `insert` = (byte offset, text): text that every slice spanning the offset strictly
+    inside gets at that point (how the chosen call receives its marker placeholder
+    whichever way the statement holding it is later cut or rewritten).
+    """
 
     def __init__(self, text: str):
         self.text = text
         # surrogatepass: model output can contain lone surrogates
         self.data = text.encode("utf-8", errors="surrogatepass")
         self.ascii = len(self.data) == len(text)
+        self.insert: tuple[int, str] | None = None
 
     def chars(self, byte_off: int) -> int:
         if self.ascii:
@@ -156,14 +204,28 @@ class _Src:
         return len(self.data[:byte_off].decode("utf-8", errors="surrogatepass"))
 
     def slice(self, start: int, end: int) -> str:
+        ins = self.insert
+        if ins is not None and start < ins[0] < end:
+            return self.slice(start, ins[0]) + ins[1] + self.slice(ins[0], end)
         return self.data[start:end].decode("utf-8", errors="surrogatepass")
 
     def node(self, n: Node) -> str:
         return self.slice(n.start_byte, n.end_byte)
 
+    def name(self, n: Node) -> str:
+        """An identifier as V8 reads it: ``\\u0061xios`` is ``axios``."""
+        return _unescape(self.node(n))
 
-def _norm(s: str) -> str:
-    return re.sub(r"\s+", "", s)
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        code = int(m.group(1) or m.group(2), 16)
+        return chr(code) if code <= 0x10FFFF else m.group(0)
+
+    return _ESCAPE.sub(one, text)
 
 
 def _string_value(n: Node | None, src: _Src) -> str | None:
@@ -180,60 +242,107 @@ def _is_require_axios(n: Node | None, src: _Src) -> bool:
         prop = n.child_by_field_name("property")
         return (
             prop is not None
-            and src.node(prop) == "default"
+            and src.name(prop) == "default"
             and _is_require_axios(n.child_by_field_name("object"), src)
         )
     if n.type != "call_expression":
         return False
     fn = n.child_by_field_name("function")
     args = n.child_by_field_name("arguments")
-    if fn is None or args is None or src.node(fn) != "require" or args.named_child_count != 1:
+    if fn is None or args is None or fn.type != "identifier" or args.named_child_count != 1:
+        return False
+    if src.name(fn) != "require":
         return False
     return _string_value(args.named_children[0], src) == "axios"
 
 
+def _simple_path(n: Node | None, src: _Src) -> str | None:
+    """`a.b.c` or `this.x` as a dotted name (no whitespace, escapes decoded); None otherwise."""
+    parts: list[str] = []
+    while n is not None and n.type == "member_expression":
+        prop = n.child_by_field_name("property")
+        if prop is None:
+            return None
+        parts.append(src.name(prop))
+        n = n.child_by_field_name("object")
+    if n is None or n.type not in ("identifier", "this"):
+        return None
+    parts.append(src.name(n))
+    return ".".join(reversed(parts))
+
+
 class _Names:
-    """Which expressions denote axios itself and which an axios.create() instance."""
+    """Which expressions denote axios itself and which an axios.create() instance.
+
+    Everything here loops instead of recursing and remembers create() chains it has
+    decided, so long chains (`axios.create().create()...`) cost linear time.
+    """
 
     def __init__(self) -> None:
         self.aliases = {"axios"}
         self.instances: set[str] = set()
+        self._creates: dict[int, bool] = {}  # node id -> is_create_call, valid until a name is added
+
+    def add_alias(self, name: str) -> None:
+        self.aliases.add(name)
+        self._creates.clear()
+
+    def add_instance(self, name: str) -> None:
+        self.instances.add(name)
+        self._creates.clear()
 
     def is_alias(self, n: Node | None, src: _Src) -> bool:
-        if n is None:
-            return False
-        if n.type == "identifier":
-            return src.node(n) in self.aliases
-        if n.type == "member_expression":
-            prop = n.child_by_field_name("property")
-            if prop is not None and src.node(prop) == "default":
-                return self.is_alias(n.child_by_field_name("object"), src)
-        if n.type == "parenthesized_expression" and n.named_child_count == 1:
-            return self.is_alias(n.named_children[0], src)
-        return _is_require_axios(n, src)
+        while n is not None:  # a loop, not recursion: `axios.default.default...` may be long
+            if n.type == "identifier":
+                return src.name(n) in self.aliases
+            if n.type == "member_expression":
+                prop = n.child_by_field_name("property")
+                if prop is not None and src.name(prop) == "default":
+                    n = n.child_by_field_name("object")
+                    continue
+            elif n.type == "parenthesized_expression" and n.named_child_count == 1:
+                n = n.named_children[0]
+                continue
+            return _is_require_axios(n, src)
+        return False
 
     def is_create_call(self, n: Node | None, src: _Src) -> bool:
-        if n is not None and n.type == "await_expression" and n.named_child_count:
-            n = n.named_children[0]
-        if n is None or n.type != "call_expression":
+        """`<axios or instance>.create(...)`, possibly awaited; every call walked down the
+        chain gets the same answer, which is remembered."""
+        visited: list[int] = []
+        result = False
+        while True:
+            if n is not None and n.type == "await_expression" and n.named_child_count:
+                n = n.named_children[0]
+            if n is None or n.type != "call_expression":
+                break
+            known = self._creates.get(n.id)
+            if known is not None:
+                result = known
+                break
+            visited.append(n.id)
+            fn = n.child_by_field_name("function")
+            if fn is None or fn.type != "member_expression":
+                break
+            prop = fn.child_by_field_name("property")
+            obj = fn.child_by_field_name("object")
+            if prop is None or src.name(prop) != "create":
+                break
+            if self.is_alias(obj, src) or self._named_instance(obj, src):
+                result = True
+                break
+            n = obj  # `x.create().create()`: the object may itself be a create() call
+        for node_id in visited:
+            self._creates[node_id] = result
+        return result
+
+    def _named_instance(self, n: Node | None, src: _Src) -> bool:
+        if not self.instances or n is None or n.type not in ("identifier", "member_expression", "this"):
             return False
-        fn = n.child_by_field_name("function")
-        if fn is None or fn.type != "member_expression":
-            return False
-        prop = fn.child_by_field_name("property")
-        obj = fn.child_by_field_name("object")
-        return (
-            prop is not None
-            and src.node(prop) == "create"
-            and (self.is_alias(obj, src) or self.is_instance(obj, src))
-        )
+        return _simple_path(n, src) in self.instances
 
     def is_instance(self, n: Node | None, src: _Src) -> bool:
-        if n is None:
-            return False
-        if n.type in ("identifier", "member_expression", "this") and _norm(src.node(n)) in self.instances:
-            return True
-        return self.is_create_call(n, src)
+        return self._named_instance(n, src) or self.is_create_call(n, src)
 
     def is_request_callee(self, n: Node | None, src: _Src) -> bool:
         if n is None:
@@ -247,7 +356,7 @@ class _Names:
             prop = n.child_by_field_name("property")
             if prop is None:
                 return False
-            name = src.node(prop)
+            name = src.name(prop)
             if name == "default":
                 return self.is_alias(obj, src)
             if name not in REQUEST_METHODS:
@@ -273,11 +382,11 @@ def _collect_names(captures: dict[str, list[Node]], src: _Src) -> _Names:
                 continue
             for c in clause.named_children:
                 if c.type == "identifier":
-                    names.aliases.add(src.node(c))
+                    names.add_alias(src.name(c))
                 elif c.type == "namespace_import":
                     for ident in c.named_children:
                         if ident.type == "identifier":
-                            names.aliases.add(src.node(ident))
+                            names.add_alias(src.name(ident))
     bindings: list[tuple[int, Node, Node]] = []
     for d in captures.get("decl", []):
         name, value = d.child_by_field_name("name"), d.child_by_field_name("value")
@@ -288,13 +397,15 @@ def _collect_names(captures: dict[str, list[Node]], src: _Src) -> _Names:
         if left is not None and right is not None and left.type in ("identifier", "member_expression"):
             bindings.append((a.start_byte, left, right))
     bindings.sort(key=lambda b: b[0])
-    for _, name, value in bindings:
-        if name.type == "identifier" and _is_require_axios(value, src):
-            names.aliases.add(src.node(name))
+    for _, name, value in bindings:  # require('axios'), and plain aliases (`const a = axios`)
+        if name.type == "identifier" and names.is_alias(value, src):
+            names.add_alias(src.name(name))
     for _ in range(2):  # instance.create() chains
         for _, name, value in bindings:
             if names.is_create_call(value, src):
-                names.instances.add(_norm(src.node(name)))
+                key = _simple_path(name, src)
+                if key is not None and key not in names.instances:
+                    names.add_instance(key)
     return names
 
 
@@ -302,23 +413,32 @@ def _has_error(n: Node) -> bool:
     return n.has_error or n.is_error or n.is_missing
 
 
+# Node.parent costs O(depth) in tree-sitter (it searches down from the root), so walking
+# up from a deep node is quadratic; these helpers walk down from the top instead.
+
+
 def _top_level(n: Node, root: Node) -> Node:
-    while n.parent is not None and n.parent.id != root.id:
-        n = n.parent
-    return n
+    top = root.child_with_descendant(n)
+    return top if top is not None else n
+
+
+def _path(top: Node, n: Node) -> list[Node]:
+    """The nodes from `top` down to its descendant `n`, both included."""
+    out = [top]
+    cur: Node | None = top
+    while cur is not None and cur.id != n.id:
+        cur = cur.child_with_descendant(n)
+        if cur is not None:
+            out.append(cur)
+    return out
 
 
 def _enclosing_function(n: Node, top: Node) -> Node | None:
     """Outermost function-like node between the call and its top-level statement."""
-    found = None
-    p = n.parent
-    while p is not None and p.id != top.id:
+    for p in _path(top, n)[1:-1]:
         if p.type in _FUNCTION_TYPES or p.type == "class_body":
-            found = p
-        p = p.parent
-    if found is None and top.type in _FUNCTION_TYPES:
-        found = top
-    return found
+            return p
+    return top if top.type in _FUNCTION_TYPES else None
 
 
 def _pattern_names(n: Node, src: _Src, out: list[str]) -> None:
@@ -384,10 +504,19 @@ def _walk(n: Node) -> Iterable[Node]:
         stack.extend(reversed(cur.children))
 
 
-def _root_identifier(n: Node | None, src: _Src) -> str | None:
+def _root_identifier(n: Node | None, src: _Src, memo: dict[int, str | None]) -> str | None:
+    """The identifier a callee chain starts from (`a` in `a.b(1).c`).  Every node walked
+    through has the same root, so `memo` keeps long call chains linear overall."""
+    visited: list[int] = []
+    root: str | None = None
     while n is not None:
+        if n.id in memo:
+            root = memo[n.id]
+            break
+        visited.append(n.id)
         if n.type == "identifier":
-            return src.node(n)
+            root = src.node(n)
+            break
         if n.type in ("member_expression", "subscript_expression"):
             n = n.child_by_field_name("object")
         elif n.type == "call_expression":
@@ -397,15 +526,17 @@ def _root_identifier(n: Node | None, src: _Src) -> str | None:
         elif n.type in ("parenthesized_expression", "await_expression") and n.named_child_count:
             n = n.named_children[0]
         else:
-            return None
-    return None
+            break
+    for node_id in visited:
+        memo[node_id] = root
+    return root
 
 
-def _invokes(stmt: Node, names: set[str], src: _Src) -> bool:
+def _invokes(stmt: Node, names: set[str], src: _Src, memo: dict[int, str | None]) -> bool:
     """Does the statement call (or hand as a callback) one of `names`?"""
     for n in _walk(stmt):
         if n.type == "call_expression":
-            if _root_identifier(n.child_by_field_name("function"), src) in names:
+            if _root_identifier(n.child_by_field_name("function"), src, memo) in names:
                 return True
             args = n.child_by_field_name("arguments")
             if args is not None and any(
@@ -419,8 +550,11 @@ def _references(stmt: Node, names: set[str], src: _Src) -> bool:
     return any(n.type == "identifier" and src.node(n) in names for n in _walk(stmt))
 
 
-def _contains_request(stmt: Node, calls: list[Node]) -> bool:
-    return any(stmt.start_byte <= c.start_byte and c.end_byte <= stmt.end_byte for c in calls)
+def _calls_within(stmt: Node, calls: list[Node], starts: list[int]) -> list[Node]:
+    """The calls (sorted by start, `starts` their start bytes) inside `stmt`, by bisection."""
+    lo = bisect.bisect_left(starts, stmt.start_byte)
+    hi = bisect.bisect_left(starts, stmt.end_byte, lo)
+    return [c for c in calls[lo:hi] if c.end_byte <= stmt.end_byte]
 
 
 def _invocation_for(top: Node, call: Node, src: _Src) -> str | None:
@@ -456,9 +590,11 @@ def _invocation_for(top: Node, call: Node, src: _Src) -> str | None:
 
 
 def _class_invocation(cls: str, call: Node, decl: Node, src: _Src) -> str | None:
-    p = call.parent
-    while p is not None and p.id != decl.id:
-        if p.type == "method_definition" and p.parent is not None and p.parent.type == "class_body":
+    path = _path(decl, call)
+    # the innermost class method around the call
+    for i in range(len(path) - 2, 0, -1):
+        p = path[i]
+        if p.type == "method_definition" and path[i - 1].type == "class_body":
             name = p.child_by_field_name("name")
             if name is None:
                 return None
@@ -467,7 +603,6 @@ def _class_invocation(cls: str, call: Node, decl: Node, src: _Src) -> str | None
                 return f"new {cls}();"
             static = any(c.type == "static" for c in p.children)
             return f"{cls}.{method}();" if static else f"new {cls}().{method}();"
-        p = p.parent
     return None
 
 
@@ -521,8 +656,10 @@ def _parses_cleanly(code: str) -> bool:
 def _repair(top: Node, anchor: Node, src: _Src) -> str | None:
     """Cut `top` after the largest error-free expression around `anchor`; close brackets."""
     cut_node = anchor
-    while cut_node.parent is not None and cut_node.parent.id != top.id and not _has_error(cut_node.parent):
-        cut_node = cut_node.parent
+    for p in reversed(_path(top, anchor)[1:-1]):
+        if _has_error(p):
+            break
+        cut_node = p
     text = src.slice(top.start_byte, cut_node.end_byte) + _closers(top, cut_node.end_byte, src)
     text = text.rstrip()
     if not text.endswith(";"):
@@ -626,21 +763,28 @@ class _Analysis:
     declared: tuple[str, ...] = ()
 
 
-def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
+def _marker_insert(call: Node, placeholder: str) -> tuple[int, str] | None:
+    """Where and what to insert so that `call` gets `placeholder` as an extra last argument."""
+    args = call.child_by_field_name("arguments")
+    if args is None or args.type != "arguments":  # a tagged template has no argument list
+        return None
+    real = [a for a in args.named_children if a.type != "comment"]
+    if not real:
+        return args.start_byte + 1, placeholder
+    return real[-1].end_byte, ", " + placeholder
+
+
+def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = None) -> _Analysis:
     src = _Src(text)
     tree = _parser().parse(src.data)
     root = tree.root_node
     captures = QueryCursor(_QUERY).captures(root)
     names = _collect_names(captures, src)
 
-    calls = sorted(
-        (
-            c
-            for c in captures.get("call", [])
-            if names.is_request_callee(c.child_by_field_name("function"), src)
-        ),
-        key=lambda c: c.start_byte,
-    )
+    all_calls = sorted(captures.get("call", []), key=lambda c: c.start_byte)
+    all_starts = [c.start_byte for c in all_calls]
+    calls = [c for c in all_calls if names.is_request_callee(c.child_by_field_name("function"), src)]
+    starts = [c.start_byte for c in calls]
     # A call cut off at the token limit often never becomes a call_expression:
     # look for "<axios callee> (" inside ERROR nodes.
     broken: list[tuple[Node, Node]] = []
@@ -672,6 +816,8 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
         call_complete = not _has_error(first_call)
         if not call_complete and first_call.end_byte >= end_of_text:
             return _Analysis("incomplete", src.slice(0, first_call.end_byte), call_range)
+        if call_complete and placeholder is not None:
+            src.insert = _marker_insert(first_call, placeholder)
 
     top = _top_level(anchor, root)
     children = [c for c in root.children]
@@ -710,6 +856,7 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
     invocation = _invocation_for(top, anchor, src) if call_complete else None
     if invocation is not None and _enclosing_function(anchor, top) is not None:
         targets = set(_declared(top, src, lexical_only=False))
+        roots: dict[int, str | None] = {}
         invoked = False
         gap: list[tuple[Node, bool]] = []
         for c in children[s_index + 1 :]:
@@ -719,10 +866,9 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
                 # an invocation cut off at the end, e.g. `main().then(r => {`
                 inner = [
                     k
-                    for k in captures.get("call", [])
-                    if c.start_byte <= k.start_byte < c.end_byte
-                    and not _has_error(k)
-                    and _root_identifier(k.child_by_field_name("function"), src) in targets
+                    for k in _calls_within(c, all_calls, all_starts)
+                    if not _has_error(k)
+                    and _root_identifier(k.child_by_field_name("function"), src, roots) in targets
                 ]
                 repaired = _repair(c, min(inner, key=lambda k: k.start_byte), src) if inner else None
                 if repaired is not None:
@@ -731,12 +877,12 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
                     invoked = True
                     break
                 continue
-            if _invokes(c, targets, src):
+            if _invokes(c, targets, src, roots):
                 pieces.extend(_statement_text(g, src, declared) for g, _ in gap)
                 pieces.append(_statement_text(c, src, declared))
                 invoked = True
                 break
-            if _contains_request(c, calls):
+            if _calls_within(c, calls, starts):
                 continue  # a second, independent example
             is_decl = _unwrap_export(c).type in _DECL_TYPES
             if is_decl and _references(c, targets, src):
@@ -756,24 +902,59 @@ def _analyze(text: str, allow_repair: bool = True) -> _Analysis:
 _NUL_STANDIN = "\x01"
 
 
+def budget_error(code: str) -> str | None:
+    """Why `code` is too big or too deeply nested to analyse or run; None when it is not.
+
+    Brackets are counted outside comments and string literals: a cheap, linear bound that
+    real answers stay far below.
+    """
+    if len(code) > MAX_CODE_CHARS:
+        return f"the code is {len(code):,} characters long; the limit is {MAX_CODE_CHARS:,}"
+    depth = 0
+    for ch in _BRACKETS.findall(code):
+        if not ch:
+            continue  # a comment or a string
+        if ch in _OPENERS:
+            depth += 1
+            if depth > MAX_NESTING:
+                return f"brackets in the code are nested more than {MAX_NESTING} deep"
+        elif depth:
+            depth -= 1
+    return None
+
+
 def extract_invocation(code: str) -> Extraction:
     """Locate the first axios call in `code` and return what should run (see module doc)."""
-    if "\x00" in code and _NUL_STANDIN not in code:
-        ex = _extract(code.replace("\x00", _NUL_STANDIN))
+    problem = budget_error(code)
+    if problem is not None:
+        return Extraction("rejected", "", error=problem)
+    try:
+        if "\x00" in code and _NUL_STANDIN not in code:
+            ex = _extract(code.replace("\x00", _NUL_STANDIN))
 
-        def back(t: str) -> str:
-            return t.replace(_NUL_STANDIN, "\x00")
+            def back(t: str) -> str:
+                return t.replace(_NUL_STANDIN, "\x00")
 
-        return Extraction(
-            ex.status, back(ex.code), back(ex.call_text) if ex.call_text else ex.call_text, ex.call_start, ex.call_end, ex.declared
-        )
-    return _extract(code)
+            return Extraction(
+                ex.status,
+                back(ex.code),
+                back(ex.call_text) if ex.call_text else ex.call_text,
+                ex.call_start,
+                ex.call_end,
+                ex.declared,
+                ex.mark,
+            )
+        return _extract(code)
+    except RecursionError:
+        return Extraction("rejected", "", error="the code is nested too deeply to analyse")
 
 
 def _extract(code: str) -> Extraction:
     best: tuple[int, _Analysis] | None = None
+    # A random name cannot occur in the text, so finding it again in the output is unambiguous.
+    placeholder = "__callbench_mark_" + secrets.token_hex(8)
     for offset, segment in _segments(code):
-        analysis = _analyze(segment)
+        analysis = _analyze(segment, placeholder=placeholder)
         if analysis.status != "no_request":
             best = (offset, analysis)
             break
@@ -782,7 +963,13 @@ def _extract(code: str) -> Extraction:
     offset, a = best
     assert a.call is not None
     start, end = offset + a.call[0], offset + a.call[1]
-    return Extraction(a.status, a.code, code[start:end], start, end, a.declared)
+    out, mark = a.code, None
+    at = out.find(placeholder)
+    if at >= 0:
+        prefix = ", " if out.startswith(", ", at - 2) else ""
+        out = out[: at - len(prefix)] + out[at + len(placeholder) :]
+        mark = (at - len(prefix), prefix)
+    return Extraction(a.status, out, code[start:end], start, end, a.declared, mark)
 
 
 def prepare_code(code: str) -> tuple[str, tuple[str, ...]]:

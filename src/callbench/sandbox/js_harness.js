@@ -3,24 +3,32 @@
  * Needs axios_standin.js evaluated first.
  *
  * Runner protocol (the host calls these from outside, one eval each):
- *   __callbench.start(code, defs, skip, options, sync)  compile `code` as the body of a
- *       fresh strict async function whose parameters are the stand-in bindings plus
- *       `defs` (minus names in `skip`, which the code declares itself), and call it.
- *       With `sync` (the code has no async construct) it runs as a plain function and
- *       returns what settle() would.
- *   __callbench.settle()  -> number while timers are pending (one was just fired: call
- *       again after the microtasks ran), else the final result as JSON text.
- *   __callbench.finish()  -> final JSON now, dropping pending timers.
- * The host must let microtasks drain between these calls (every V8 eval does).
+ *   start(code, defs, skip, options, mark)  compile `code` as the body of a fresh strict
+ *       async function whose parameters are the stand-in bindings plus `defs` (minus
+ *       names in `skip`, which the code declares itself) plus, when `mark` is a name, a
+ *       parameter of that name holding the run's marker object (see the stand-in), and
+ *       call it.
+ *   settle()  -> number while timers are pending (one was just fired: call again after
+ *       the microtasks ran), else the final result as JSON text.
+ *   finish()  -> final JSON now, dropping pending timers.
+ * The host must let microtasks drain between these calls (every mini_racer eval does):
+ * the result is only ever taken in a later eval than the one that ran sample code, so
+ * every promise job the sample queued has run by then, and once the result is taken the
+ * run is closed (its stand-in records nothing more).
  *
  * Lockdown (sandbox only, not under node): __callbenchLockdown(options) removes the
  * host APIs that could run code after a sample ends (timers, Atomics.waitAsync,
- * FinalizationRegistry, WebAssembly), caps allocations that bypass the V8 heap limit,
- * and deep-freezes every intrinsic, the stand-in and globalThis, so no sample can leave
- * state behind for the next one.  With options.freeze === false only the removals and
- * caps are applied (for a context that serves a single sample).
+ * FinalizationRegistry, WebAssembly) and the Annex B RegExp.prototype.compile (it
+ * rewrites a regex in place, frozen or not), takes __callbench, __callbenchStandin and
+ * itself off the global object (the host keeps the runner in a global lexical binding
+ * with a random name, which samples cannot enumerate), caps allocations that bypass
+ * the V8 heap limit, and deep-freezes every intrinsic, the stand-in, the runner and
+ * globalThis, so no sample can leave state behind for the next one.  A per-sample
+ * integrity check (global key count, frozen sentinels, the source and flags of every
+ * shared regex) tells the host when that failed.  With options.freeze === false only
+ * the removals and caps are applied (for a context that serves a single sample).
  */
-var __callbench = (function () {
+globalThis.__callbench = (function () {
   'use strict';
 
   var makeEnv = __callbenchStandin;
@@ -38,7 +46,7 @@ var __callbench = (function () {
     }
   }
 
-  function start(code, defs, skip, options, sync) {
+  function start(code, defs, skip, options, mark) {
     var env = makeEnv(options);
     var run = { env: env, error: null, settled: false };
     current = run;
@@ -59,11 +67,14 @@ var __callbench = (function () {
         }
       });
     }
-    var Ctor = sync ? Function : AsyncFunction;
+    if (mark) {
+      params.push(mark);
+      args.push(env.mark);
+    }
     var fn = null;
     while (fn === null) {
       try {
-        fn = Ctor.apply(null, params.concat(['"use strict";\n' + code + '\n']));
+        fn = AsyncFunction.apply(null, params.concat(['"use strict";\n' + code + '\n']));
       } catch (e) {
         // `const axios = require('axios')` and friends: the code's own declaration wins.
         var m = e instanceof SyntaxError ? DUPLICATE.exec(e.message) : null;
@@ -71,22 +82,11 @@ var __callbench = (function () {
         if (idx === -1) {
           run.error = describe(env, e);
           run.settled = true;
-          return sync ? settle() : undefined;
+          return undefined;
         }
         params.splice(idx, 1);
         args.splice(idx, 1);
       }
-    }
-    if (sync) {
-      // The host saw no async construct in the code: no microtask can be pending
-      // after this call, so the result is final now (saves one host round trip).
-      try {
-        fn.apply(undefined, args);
-      } catch (e) {
-        run.error = describe(env, e);
-      }
-      run.settled = true;
-      return settle();
     }
     var promise = fn.apply(undefined, args);
     promise.then(function () {
@@ -100,9 +100,10 @@ var __callbench = (function () {
 
   function result(run) {
     current = null;
+    run.env.recorder.close();
     var json = run.env.recorder.resultJSON(run.error, run.settled);
-    var intact = integrity === null ? true : integrity();
-    return json.slice(0, -1) + ',"intact":' + (intact ? 'true' : 'false') + '}';
+    var damage = integrity === null ? '' : integrity();
+    return json.slice(0, -1) + ',"intact":' + (damage ? 'false' : 'true') + ',"damage":' + JSON.stringify(damage) + '}';
   }
 
   function settle() {
@@ -128,12 +129,21 @@ var __callbench = (function () {
   return { start: start, settle: settle, finish: finish, setIntegrityCheck: setIntegrityCheck };
 })();
 
-function __callbenchLockdown(options) {
+globalThis.__callbenchLockdown = function (options) {
   'use strict';
   options = options || {};
   var maxBytes = options.maxBytes || 64 * 1024 * 1024;
   var maxElements = options.maxElements || 16 * 1024 * 1024;
   var g = globalThis;
+
+  // 0. The runner and the stand-in leave the global object: a sample that reads
+  //    globalThis.__callbench (e.g. to start a run of its own and have that one scored)
+  //    finds nothing.  They stay reachable to the freeze below through `hidden`.
+  var harness = g.__callbench;
+  var hidden = [harness, g.__callbenchStandin];
+  ['__callbench', '__callbenchStandin', '__callbenchLockdown'].forEach(function (k) {
+    delete g[k];
+  });
 
   // 1. Host APIs that schedule work outside a sample, or share memory, go away.
   //    (mini_racer installs a setTimeout built on Atomics.waitAsync; samples get a
@@ -153,6 +163,9 @@ function __callbenchLockdown(options) {
     '$1', '$2', '$3', '$4', '$5', '$6', '$7', '$8', '$9'].forEach(function (k) {
     delete RegExp[k];
   });
+  // RegExp.prototype.compile re-initialises a regex in place; freezing does not stop it
+  // (it throws only after the pattern has changed), so a shared regex could be rewritten.
+  delete RegExp.prototype.compile;
 
   // 2. Allocation caps for what the V8 heap limit does not see in time: buffers live
   //    outside the heap, and Array.prototype.fill on a huge sparse array grows a
@@ -214,7 +227,9 @@ function __callbenchLockdown(options) {
     });
   });
 
-  if (options.freeze === false) return JSON.stringify({ frozen: 0, unfrozen: [], globals: Reflect.ownKeys(g).length });
+  if (options.freeze === false) {
+    return JSON.stringify({ frozen: 0, unfrozen: [], globals: Reflect.ownKeys(g).length, regexes: 0, internal_state: [] });
+  }
 
   // 3. Override taming: with frozen prototypes, `this.name = 'X'` in an Error subclass
   //    or `obj.toString = fn` would throw in strict code (the "override mistake").
@@ -244,7 +259,7 @@ function __callbenchLockdown(options) {
   });
 
   // 4. Deep freeze everything reachable from globalThis and the hidden intrinsics.
-  var roots = [g];
+  var roots = [g].concat(hidden);
   function add(thunk) {
     try {
       roots.push(thunk());
@@ -294,15 +309,61 @@ function __callbenchLockdown(options) {
     }
   });
 
-  // 5. Cheap per-sample integrity check (a fingerprint of the global object).
+  // 5. Objects whose internal slots a freeze does not cover.  Shared regexes are
+  //    fingerprinted (source and flags, read with the original getters); any shared
+  //    Map, Set, Date, buffer, ... would be mutable state and is reported instead.
+  var regexSource = Object.getOwnPropertyDescriptor(RegExp.prototype, 'source').get;
+  var regexFlags = Object.getOwnPropertyDescriptor(RegExp.prototype, 'flags').get;
+  function getter(proto, key) { return Object.getOwnPropertyDescriptor(proto, key).get; }
+  var mapSize = getter(Map.prototype, 'size');
+  var setSize = getter(Set.prototype, 'size');
+  var bufferLength = getter(ArrayBuffer.prototype, 'byteLength');
+  var brands = [
+    ['Map', function (o) { mapSize.call(o); }],
+    ['Set', function (o) { setSize.call(o); }],
+    ['WeakMap', function (o) { WeakMap.prototype.has.call(o, {}); }],
+    ['WeakSet', function (o) { WeakSet.prototype.has.call(o, {}); }],
+    ['Date', function (o) { Date.prototype.getTime.call(o); }],
+    ['ArrayBuffer', function (o) { bufferLength.call(o); }],
+    ['ArrayBufferView', function (o) { if (!ArrayBuffer.isView(o)) throw new TypeError('not a view'); }]
+  ];
+  function is(check, o) {
+    try {
+      check(o);
+      return true;
+    } catch (e) {
+      return false;
+    }
+  }
+  var regexes = [];
+  var internalState = [];
+  seen.forEach(function (o) {
+    if (typeof o !== 'object' || o === RegExp.prototype) return;
+    if (is(function (x) { regexSource.call(x); }, o)) {
+      regexes.push([o, regexSource.call(o), regexFlags.call(o)]);
+      return;
+    }
+    for (var b = 0; b < brands.length; b++) if (is(brands[b][1], o)) internalState.push(brands[b][0]);
+  });
+
+  // 6. Cheap per-sample integrity check: '' when intact, else what changed.
   var globalKeyCount = Reflect.ownKeys(g).length;
-  var sentinels = [Object.prototype, Array.prototype, Function.prototype, g];
+  var sentinels = [Object.prototype, Array.prototype, Function.prototype, RegExp.prototype, g];
   var stringify = JSON.stringify;
   var push = Array.prototype.push;
-  __callbench.setIntegrityCheck(function () {
-    if (Reflect.ownKeys(g).length !== globalKeyCount) return false;
-    for (var k = 0; k < sentinels.length; k++) if (!Object.isFrozen(sentinels[k])) return false;
-    return JSON.stringify === stringify && Array.prototype.push === push;
+  var ownKeys = Reflect.ownKeys;
+  var isFrozen = Object.isFrozen;
+  harness.setIntegrityCheck(function () {
+    if (ownKeys(g).length !== globalKeyCount) return 'the global object has other properties';
+    for (var k = 0; k < sentinels.length; k++) if (!isFrozen(sentinels[k])) return 'a prototype was unfrozen';
+    if (JSON.stringify !== stringify || Array.prototype.push !== push) return 'a builtin was replaced';
+    for (var r = 0; r < regexes.length; r++) {
+      var re = regexes[r];
+      if (regexSource.call(re[0]) !== re[1] || regexFlags.call(re[0]) !== re[2]) return 'a shared regex was changed';
+    }
+    return '';
   });
-  return JSON.stringify({ frozen: seen.size, unfrozen: unfrozen, globals: globalKeyCount });
-}
+  return JSON.stringify({
+    frozen: seen.size, unfrozen: unfrozen, globals: globalKeyCount, regexes: regexes.length, internal_state: internalState
+  });
+};

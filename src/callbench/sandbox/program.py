@@ -1,39 +1,38 @@
-"""Run a whole generated Python program in a separate, limited process.
+"""Run a whole generated Python program in a separate, isolated process.
 
 ``run_program(code, setup=..., preload=..., result_vars=..., finalize=...)`` starts a fresh child
-(``python -I -B``) per program; the child applies the limits, arms the audit hook, binds ``preload``
-(JSON values) as globals, runs the trusted ``setup`` (it may import installed packages and create
-objects), compiles and runs ``code`` in the same globals (``__name__ == "__main__"``), then reports
-the ``result_vars`` and the value of the trusted ``finalize`` expression as JSON.
+per program inside the OS sandbox (:mod:`callbench.sandbox.boundary`: bubblewrap namespaces, a
+read-only root with only the interpreter and the :class:`~callbench.sandbox.boundary.View`'s
+packages, a private size-limited ``/tmp``, no network but its own loopback, not root). The child
+(``python -I -S -B``) reads its config from stdin, applies the limits, arms the audit hook, binds
+``preload`` (JSON values) as globals, runs the trusted ``setup`` (it may import what the view
+holds and create objects), compiles and runs ``code`` in the same globals (``__name__ ==
+"__main__"``), then reports the ``result_vars`` and the value of the trusted ``finalize``
+expression as JSON. ``services`` ((variable, host Unix socket) pairs) are reachable inside: the
+runner forwards a loopback port to each socket and binds ``http://127.0.0.1:<port>`` to the
+variable.
 
-What is enforced (verified by tests/sandbox/test_program.py):
+What is enforced (verified by tests/sandbox/test_program.py and tests/sandbox/test_redteam_python.py):
 
+* the boundary above; the view defaults to what ``setup`` imports (:meth:`View.of_sources`);
 * separate process in its own session; wall time ``timeout_s`` (the child raises a timeout in the
-  program and still reports variables/state; ``grace_s`` later the whole process group is killed);
-* when ``unshare`` works here (root, or user namespaces allowed), a new PID namespace (killing the
-  child kills everything it started) and, unless ``allow_connect`` is given, a new network namespace
-  (nothing reachable);
+  program and still reports variables/state; ``grace_s`` later the whole process group is killed,
+  and with it the sandbox's PID namespace);
 * ``setrlimit``: memory (``memory_limit="as"``: address space; ``"data"``: data segment and private
   writable mappings, for libraries such as torch that reserve large virtual ranges), CPU seconds, no
-  core files, file size (SIGXFSZ ignored: a too-big file is an ``OSError``), processes
-  (``RLIMIT_NPROC`` is ignored by the kernel for root, so there the guard is the audit hook);
-* an audit hook (not removable from Python; see ``_guard.py``) refuses fork/exec/subprocess/
-  os.system, signals to other processes, raising rlimits, ctypes function lookup/calls/raw memory
-  (installed native libraries may be loaded), sockets other than connections to ``allow_connect``
-  (creating a socket and binding loopback port 0 are allowed: urllib3 probes IPv6 so at import),
-  listening (``socket.socket.listen``), and writes/renames/deletes (also sqlite databases) outside
-  the fresh temp dir, which is the cwd, ``HOME`` and ``TMPDIR`` and is deleted afterwards. Every
+  core files, file size (SIGXFSZ ignored: a too-big file is an ``OSError``), processes;
+* an audit hook (a second layer that gives clear violation messages; see ``_guard.py``) refuses
+  fork/exec/subprocess/os.system, signals to other processes, raising rlimits, ctypes function
+  lookup/calls/raw memory, C extensions from outside the stdlib and the view, sockets other than
+  connections to the services, listening, and writes/renames/deletes outside the temp dir. Every
   refusal is reported at once, so status is ``"violation"`` even if the program catches the error;
 * stdout/stderr are read concurrently; only the last ``max_output_bytes`` of each are kept.
 
-Not guaranteed: reading files is not restricted; code that escapes the interpreter (a C extension,
-a library written to the temp dir and imported) is limited only by the rlimits and namespaces, and
-without ``unshare`` it could reach the network and write wherever the harness user may write. With
-``allow_connect`` the child shares the host network namespace: a socket made listening through the
-raw ``_socket`` type is not seen by the hook. The report channel lives in the child: a second result report
-is flagged as a violation, but deliberately hostile code that introspects the runner's frames could
-still silence later violation reports or exit after writing a forged report; the refused
-operations stay refused (the audit hook cannot be removed).
+Not guaranteed: the report is written by the runner inside the program's own process, so it
+holds the program's values — a program can set or fake them, as it could compute them; what the
+harness judges besides them (violations, the wall-clock timeout, a session service's state) it
+reads outside the process. Without bwrap (``--unsafe-no-sandbox``) only the rlimits, the audit hook
+and ``unshare`` namespaces (where they work) remain: C code is then not contained.
 ``finalize`` is evaluated in the program's globals, so the program can rebind the names it uses;
 ``__to_json__`` is taken as the setup left it.
 """
@@ -49,16 +48,17 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from callbench.sandbox import boundary
+
 _HERE = Path(__file__).parent
-_CONFIG = ".callbench_program.json"
 STATUSES = ("ok", "no_code", "syntax_error", "runtime_error", "timeout", "violation", "crash")
 
 # Loads the guard source (argv[1]) as module ``_callbench_guard``, then runs the runner (argv[2]).
@@ -80,8 +80,55 @@ def _source(name: str) -> str:
 
 
 def python_argv(runner: str) -> list[str]:
-    """``python -I -B -c`` running ``runner`` (a file next to this one) with the guard importable."""
-    return [sys.executable, "-I", "-B", "-c", _BOOT, _source("_guard.py"), _source(runner)]
+    """``python -I -S -B -c`` running ``runner`` (a file next to this one) with the guard importable.
+
+    The base interpreter without ``site``: no site-packages, no ``.pth`` files; the runner adds the
+    view's package roots to ``sys.path`` itself."""
+    return [boundary.interpreter(), "-I", "-S", "-B", "-c", _BOOT, _source("_guard.py"), _source(runner)]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a runner process starts: argv, cwd, and the paths the child sees."""
+
+    argv: list[str]
+    cwd: str
+    tmpdir: str  # the writable directory, as the child sees it
+    sandboxed: bool
+    view: boundary.View
+    sockets: dict[str, str]  # host socket path -> path inside
+
+    def config(self) -> dict[str, Any]:
+        """The config keys every runner needs to set up its side of the boundary."""
+        return {
+            "tmpdir": self.tmpdir,
+            "site_path": boundary.site_path(self.sandboxed, self.view),
+            "extension_roots": boundary.extension_roots(self.view, self.sandboxed),
+            "denied_modules": boundary.denied_stdlib_extensions(self.view),
+        }
+
+
+def launch(
+    runner: str,
+    host_tmp: str,
+    *,
+    view: boundary.View,
+    socket_paths: Sequence[str] = (),
+    network: bool = True,
+    namespaces: bool = True,
+    tmp_mb: int = 256,
+) -> Launch:
+    """bwrap around ``runner`` when it works here; else (``--unsafe-no-sandbox``) ``unshare``
+    where that works (``network=False`` keeps the host network), else nothing."""
+    argv = python_argv(runner)
+    sockets = {path: f"{boundary.SOCKETS}/s{i}.sock" for i, path in enumerate(socket_paths)}
+    wrapped = boundary.command(
+        argv, view=view, sockets=[(h, Path(i).name) for h, i in sockets.items()], layout=boundary.Layout(tmp_mb=tmp_mb)
+    )
+    if wrapped is not None:
+        return Launch(wrapped, host_tmp, boundary.WORKDIR, True, view, sockets)
+    prefix = unshare_prefix(network=network) if namespaces else ()
+    return Launch([*prefix, *argv], host_tmp, host_tmp, False, view, {p: p for p in socket_paths})
 
 
 @functools.cache
@@ -113,7 +160,8 @@ class ProgramLimits:
     max_output_bytes: int = 64 * 1024  # tail kept per stream
     max_result_bytes: int = 16 * 1024 * 1024  # JSON of variables + state; larger values are replaced
     grace_s: float = 2.0  # after timeout_s: time to collect results before the group is killed
-    namespaces: bool = True  # use unshare when it works here
+    namespaces: bool = True  # without bwrap (--unsafe-no-sandbox): use unshare when it works here
+    tmp_mb: int = 256  # size of the sandbox's private /tmp
 
 
 @dataclass
@@ -179,28 +227,43 @@ def run_program(
     preload: dict[str, Any] | None = None,
     result_vars: Sequence[str] = (),
     finalize: str | None = None,
-    allow_connect: Sequence[tuple[str, int]] = (),
+    services: Sequence[tuple[str, str]] = (),
+    view: boundary.View | None = None,
     limits: ProgramLimits | None = None,
 ) -> ProgramResult:
-    """Run ``code`` in a fresh sandboxed process; see the module docstring."""
+    """Run ``code`` in a fresh sandboxed process; see the module docstring.
+
+    ``services``: (variable, host Unix socket path) pairs; ``view``: what may be imported beyond
+    the stdlib (default: what ``setup`` imports)."""
     lim = limits or ProgramLimits()
     if lim.memory_limit not in ("as", "data"):
         raise ValueError(f"memory_limit must be 'as' or 'data', not {lim.memory_limit!r}")
-    allow = [(str(h), int(p)) for h, p in allow_connect]
+    view = boundary.View.of_sources(setup) if view is None else view
     t0 = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="callbench-prog-")
     res_r, res_w = os.pipe()
     proc = None
     try:
+        how = launch(
+            "_program_runner.py",
+            tmp,
+            view=view,
+            socket_paths=[path for _, path in services],
+            network=not services,
+            namespaces=lim.namespaces,
+            tmp_mb=lim.tmp_mb,
+        )
+        inside = [how.sockets[path] for _, path in services]
         cfg = {
-            "tmpdir": tmp,
+            **how.config(),
+            "services": [{"var": var, "path": p} for (var, _), p in zip(services, inside, strict=True)],
             "result_fd": res_w,
             "code": code,
             "setup": setup,
             "preload": dict(preload or {}),
             "result_vars": list(result_vars),
             "finalize": finalize,
-            "allow_connect": allow,
+            "allow_connect": inside,
             "timeout_s": lim.timeout_s,
             "grace_s": lim.grace_s,
             "memory_mb": lim.memory_mb,
@@ -210,21 +273,21 @@ def run_program(
             "nproc": lim.nproc,
             "max_result_bytes": lim.max_result_bytes,
         }
-        Path(tmp, _CONFIG).write_text(json.dumps(cfg), "utf-8")  # TypeError: preload is not JSON
-        prefix = unshare_prefix(network=not allow) if lim.namespaces else ()
-        env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8"}
+        payload = json.dumps(cfg).encode()  # TypeError: preload is not JSON
+        env = {"PATH": "/usr/bin:/bin", "HOME": how.tmpdir, "TMPDIR": how.tmpdir, "LANG": "C.UTF-8"}
         proc = subprocess.Popen(
-            [*prefix, *python_argv("_program_runner.py")],
-            stdin=subprocess.DEVNULL,
+            how.argv,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            cwd=tmp,
+            cwd=how.cwd,
             env=env,
             start_new_session=True,
             pass_fds=(res_w,),
         )
         os.close(res_w)
         res_w = -1
+        threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True).start()
         out, err = _Tail(lim.max_output_bytes), _Tail(lim.max_output_bytes)
         report = _Tail(lim.max_result_bytes + (1 << 20))
         timed_out = _pump(
@@ -233,6 +296,8 @@ def run_program(
         _kill(proc)  # whatever is left of the group (before reaping, so the pgid cannot be reused)
         rc = proc.wait()
         result = _parse(bytes(report.buf) if report.total == len(report.buf) else b"", timed_out, rc, lim)
+        # judged here, not taken from the report: a program may have emptied the runner's list
+        result.missing = [v for v in result_vars if v not in result.variables]
         result.stdout, result.stderr = out.text(), err.text()
         result.duration_s = time.monotonic() - t0
         return result
@@ -248,6 +313,19 @@ def run_program(
             if fd >= 0:
                 os.close(fd)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _feed(stream: Any, payload: bytes) -> None:
+    """Write the config and close stdin (in a thread: a child that never reads must not block us)."""
+    try:
+        stream.write(payload)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
 
 
 def _pump(proc: subprocess.Popen[bytes], sinks: dict[Any, _Tail], deadline: float) -> bool:

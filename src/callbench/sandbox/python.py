@@ -1,21 +1,19 @@
-"""Run Python tool functions in a separate, limited process.
+"""Run Python tool functions in a separate, isolated process.
 
-What is enforced (verified by tests/tracks/nested/test_executor.py):
+What is enforced (verified by tests/tracks/nested/test_executor.py and
+tests/sandbox/test_redteam_python.py):
 
-* separate process (``python -I -B``), started in its own session; on a call's wall-time timeout the
-  whole process group is killed and the next call starts a fresh process;
-* when ``unshare`` works here (root, or user namespaces allowed), the child gets a new network
-  namespace (no interfaces but a down loopback: nothing is reachable) and a new PID namespace
-  (killing it kills every process it started);
+* the OS sandbox of :mod:`callbench.sandbox.boundary` (bubblewrap: no network at all, a read-only
+  root with only the interpreter and the packages the tool sources import, a private size-limited
+  ``/tmp``, its own PID namespace, not root); on a call's wall-time timeout the whole process group
+  is killed and the next call starts a fresh process;
 * ``setrlimit``: address space (``memory_mb``), CPU seconds, no core files, file size, processes;
-  ``RLIMIT_NPROC`` is ignored by the kernel for root, so for root the process guard is the audit hook;
-* an audit hook (not removable from Python; ``_guard.py``, shared with the program sandbox) refuses
-  sockets, fork/exec/subprocess, ctypes loading, process creation through ``_posixsubprocess.fork_exec`` (which has no audit event), and opening for
-  write / deleting / renaming anything outside the fresh temp dir (the cwd).
+* an audit hook (``_guard.py``, shared with the program sandbox; a second layer with clear
+  messages) refuses sockets, fork/exec/subprocess, ctypes loading, C extensions outside the stdlib
+  and the view, and opening for write / deleting / renaming anything outside the temp dir.
 
-Not guaranteed: code that escapes the interpreter (a C extension already importable, e.g. numpy
-doing its own syscalls) is limited only by the rlimits and namespaces, and without ``unshare`` such
-code could reach the network and write wherever the user running the harness may write.
+Without bwrap (``--unsafe-no-sandbox``) only the rlimits, the hook and ``unshare`` namespaces
+(where they work) remain: C code is then not contained.
 """
 
 from __future__ import annotations
@@ -31,10 +29,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from callbench.sandbox.program import python_argv, unshare_prefix
+from callbench.sandbox import boundary
+from callbench.sandbox.program import launch
 from callbench.tracks.nested.tools import ToolModule
 
-__all__ = ["Limits", "PythonSandbox", "unshare_prefix"]
+__all__ = ["Limits", "PythonSandbox"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,8 @@ class PythonSandbox:
     def __init__(self, modules: list[ToolModule], limits: Limits | None = None, *, namespaces: bool = True):
         self.modules = modules
         self.limits = limits or Limits()
-        self.namespaces = namespaces and bool(unshare_prefix())
+        self.namespaces = namespaces
+        self.view = boundary.View.of_sources(*(m.source for m in modules))
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
         self._tmp: str | None = None
@@ -64,23 +64,20 @@ class PythonSandbox:
     def start(self) -> None:
         self.close()
         self._tmp = tempfile.mkdtemp(prefix="callbench-py-")
-        cmd = [
-            *(unshare_prefix() if self.namespaces else ()),
-            *python_argv("_py_runner.py"),
-        ]
-        env = {"PATH": "/usr/bin:/bin", "HOME": self._tmp, "TMPDIR": self._tmp, "LANG": "C.UTF-8"}
+        how = launch("_py_runner.py", self._tmp, view=self.view, namespaces=self.namespaces, tmp_mb=64)
+        env = {"PATH": "/usr/bin:/bin", "HOME": how.tmpdir, "TMPDIR": how.tmpdir, "LANG": "C.UTF-8"}
         self._proc = subprocess.Popen(
-            cmd,
+            how.argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            cwd=self._tmp,
+            cwd=how.cwd,
             env=env,
             start_new_session=True,
         )
         lim = self.limits
         cfg = {
-            "tmpdir": self._tmp,
+            **how.config(),
             "memory_mb": lim.memory_mb,
             "cpu_s": lim.cpu_s,
             "fsize_mb": lim.fsize_mb,

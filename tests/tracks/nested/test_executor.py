@@ -111,7 +111,7 @@ def _one(ex, name, **args):
 
 
 def test_hostile_code_is_contained(hostile, tmp_path):
-    outside = tmp_path / "outside.txt"
+    outside = Path("/var/tmp") / f"callbench-outside-{os.getpid()}.txt"  # /tmp is the sandbox's own
     with NestedExecutor(hostile, Limits(timeout_s=1.5, memory_mb=512)) as ex:
         cases = {
             "net": ({}, "PermissionError"),

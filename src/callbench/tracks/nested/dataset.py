@@ -21,28 +21,41 @@ from callbench.tracks.nested.tools import mathqa_names
 _JSON_COLUMNS = ("output", "tools", "gold_answer")
 
 
-def _read_json(path: Path) -> Any:
+def _read_text(path: Path) -> str:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def _read_json(path: Path, what: str = "tasks") -> Any:
+    text = _read_text(path)
+    if not text.strip():
+        raise DataError(f"{path}: no {what} (the file is empty)")
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+    except RecursionError:
+        raise DataError(f"{path}: JSON nested too deeply") from None
 
 
-def _read_jsonl(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
-    rows = []
+def _read_jsonl(path: Path) -> tuple[list[Any], list[int]]:
+    """The rows of a JSONL file and the line each came from (blank lines are skipped)."""
+    text = _read_text(path)
+    rows, lines = [], []
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-    return rows
+            except RecursionError:
+                raise DataError(f"{path}:{lineno}: JSON nested too deeply") from None
+            lines.append(lineno)
+    return rows, lines
 
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:
@@ -91,23 +104,25 @@ def _spec_for(path: Path) -> Path | None:
     return None
 
 
-def _validate(row: dict[str, Any], path: Path, i: int) -> NestedTask:
+def _validate(row: dict[str, Any], path: Path, i: int, line: str = "") -> NestedTask:
     try:
         return NestedTask.model_validate(row)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(row)"
-        raise DataError(f"{path}: [{i}].{loc}: {err['msg']}") from None
+        raise DataError(f"{path}: [{i}].{loc}: {err['msg']}{line}") from None
 
 
 def load_nested(path: str | Path) -> list[NestedTask]:
-    """Every row of ``path``, validated; the first bad row raises :class:`DataError`."""
+    """Every row of ``path``, validated; the first bad row raises :class:`DataError`, and so does
+    a file with no rows (an empty run would otherwise score as complete)."""
     path = Path(path)
     catalog: list[ToolSpec] | None = None
+    lines: list[int] | None = None
     if path.suffix == ".parquet":
         rows: list[Any] = _read_parquet(path)
     elif path.suffix == ".jsonl":
-        rows = _read_jsonl(path)
+        rows, lines = _read_jsonl(path)
     else:
         doc = _read_json(path)
         if not isinstance(doc, list):
@@ -115,7 +130,7 @@ def load_nested(path: str | Path) -> list[NestedTask]:
         rows = doc
         spec = _spec_for(path)
         if spec is not None:
-            specs = _read_json(spec)
+            specs = _read_json(spec, "tool specs")
             if not isinstance(specs, list):
                 raise DataError(f"{spec}: expected a list of tool specs")
             catalog = []
@@ -126,12 +141,15 @@ def load_nested(path: str | Path) -> list[NestedTask]:
                     err = exc.errors()[0]
                     loc = ".".join(str(p) for p in err["loc"]) or "(row)"
                     raise DataError(f"{spec}: [{j}].{loc}: {err['msg']}") from None
+    if not rows:
+        raise DataError(f"{path}: no tasks (the file holds no rows)")
     stem = path.name.removesuffix(path.suffix).removesuffix("-data")
     tasks: list[NestedTask] = []
     seen: set[str] = set()
     for i, row in enumerate(rows):
+        line = f" (line {lines[i]})" if lines else ""
         if not isinstance(row, dict):
-            raise DataError(f"{path}: [{i}]: expected an object, got {type(row).__name__}")
+            raise DataError(f"{path}: [{i}]: expected an object, got {type(row).__name__}{line}")
         row = _decode_columns(row, path, i)
         row.setdefault("id", row.get("sample_id") or f"{stem}-{i}")
         if catalog is not None:
@@ -140,9 +158,9 @@ def load_nested(path: str | Path) -> list[NestedTask]:
             "domain", detect_domain({**row, "tools": [] if catalog is not None else row.get("tools")})
         )
         row.setdefault("source", path.name)
-        task = _validate(row, path, i)
+        task = _validate(row, path, i, line)
         if task.id in seen:
-            raise DataError(f"{path}: [{i}].id: duplicate id '{task.id}'")
+            raise DataError(f"{path}: [{i}].id: duplicate id '{task.id}'{line}")
         seen.add(task.id)
         tasks.append(task)
     return tasks

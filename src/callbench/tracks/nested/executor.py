@@ -6,16 +6,35 @@ reference it fail explicitly too. By the published convention the final answer i
 output: v2 ``gold_answer`` equals the last call's single output field (``result`` for math,
 ``output_0`` for code), so that field is unwrapped; the v1 ``var_result`` pseudo-call returns its
 resolved arguments.
+
+``var_result`` runs in the harness, not in a tool, so it must not be a way to state the answer: in
+the published v1 data it is always the last call and every argument is a whole reference to an
+earlier output (``{"flights": "$var3$", "hotels": "$var5$"}``). Only that form is run; a literal, or
+a reference embedded in text, fails the call (:func:`final_call_problem`).
+
+Bounds: resolved arguments and tool outputs are at most ``max_value_chars`` as JSON and
+``max_value_depth`` deep (:mod:`~callbench.tracks.nested.references`), and a sequence stops at its
+``deadline`` (the sample's time budget): the call that would start after it fails with a
+``TimeoutError`` and the rest are not run.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from callbench.sandbox.python import Limits, PythonSandbox
-from callbench.tracks.nested.references import ReferenceResolutionError, resolve
+from callbench.tracks.nested.references import (
+    MAX_VALUE_CHARS,
+    MAX_VALUE_DEPTH,
+    ReferenceResolutionError,
+    ValueTooLargeError,
+    json_size,
+    parse_reference,
+    resolve,
+)
 from callbench.tracks.nested.schema import FINAL_CALL, ToolCall, ToolSpec
 from callbench.tracks.nested.tools import ToolModule, builtin_tools
 
@@ -62,10 +81,25 @@ class CallOutcome:
 class SequenceResult:
     calls: list[CallOutcome] = field(default_factory=list)
     final: Any = None
+    timed_out: bool = False  # the deadline passed before every call had run
 
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.calls)
+
+
+def final_call_problem(arguments: dict[str, Any]) -> str | None:
+    """Why a ``var_result`` call cannot run (one line), or None: it only gathers earlier outputs,
+    each argument a whole reference (see the module docstring)."""
+    if not arguments:
+        return f"{FINAL_CALL} gathers earlier outputs: give it at least one reference such as \"$var_1.result$\""
+    for key, value in arguments.items():
+        if not (isinstance(value, str) and parse_reference(value) is not None):
+            return (
+                f"{FINAL_CALL} only gathers earlier outputs: argument '{key}' must be exactly one reference "
+                f"such as \"$var_1.result$\", not a value or text"
+            )
+    return None
 
 
 def final_value(output: Any) -> Any:
@@ -84,7 +118,10 @@ def answers_match(predicted: Any, gold: Any, rel_tol: float = 1e-6) -> bool:
     if isinstance(predicted, bool) or isinstance(gold, bool):
         return predicted is gold
     if isinstance(predicted, (int, float)) and isinstance(gold, (int, float)):
-        return math.isclose(predicted, gold, rel_tol=rel_tol, abs_tol=1e-12)
+        try:
+            return math.isclose(predicted, gold, rel_tol=rel_tol, abs_tol=1e-12)
+        except OverflowError:  # an int past the float range: only exact equality
+            return predicted == gold
     if isinstance(predicted, (list, tuple)) and isinstance(gold, (list, tuple)):
         return len(predicted) == len(gold) and all(
             answers_match(p, g, rel_tol) for p, g in zip(predicted, gold, strict=True)
@@ -105,34 +142,31 @@ class NestedExecutor:
         limits: Limits | None = None,
         *,
         fresh_per_sequence: bool = True,
+        max_value_chars: int = MAX_VALUE_CHARS,
+        max_value_depth: int = MAX_VALUE_DEPTH,
     ):
         self.sandbox = PythonSandbox(builtin_tools() if modules is None else modules, limits)
         self.fresh_per_sequence = fresh_per_sequence
+        self.max_value_chars = max_value_chars
+        self.max_value_depth = max_value_depth
 
-    def run(self, calls: list[ToolCall], tools: list[ToolSpec] | None = None) -> SequenceResult:
+    def run(
+        self, calls: list[ToolCall], tools: list[ToolSpec] | None = None, *, deadline: float | None = None
+    ) -> SequenceResult:
+        """Run ``calls`` in order; ``deadline`` (``time.monotonic()``) stops the sequence before a
+        call that would start after it (a call already running is bounded by its own timeout)."""
         if self.fresh_per_sequence:
             self.sandbox.close()  # global state of one sequence's tools never leaks into the next
         specs = {t.name: t for t in tools or []}
         env: dict[str, Any] = {}
         result = SequenceResult()
-        for call in calls:
-            try:
-                args = resolve(call.arguments, env)
-            except ReferenceResolutionError as exc:
-                outcome = CallOutcome(call.label, call.name, None, CallError(f"{type(exc).__name__}: {exc}"))
-            else:
-                if call.name == FINAL_CALL:
-                    outcome = CallOutcome(call.label, call.name, args, args)
-                else:
-                    spec = specs.get(call.name)
-                    fields = list(spec.output_parameters) if spec and spec.output_parameters else None
-                    reply = self.sandbox.call(call.name, args, fields)
-                    out = (
-                        reply["output"]
-                        if reply.get("ok")
-                        else CallError(reply.get("error") or "unknown error")
-                    )
-                    outcome = CallOutcome(call.label, call.name, args, out)
+        for i, call in enumerate(calls, 1):
+            if deadline is not None and time.monotonic() >= deadline:
+                message = f"TimeoutError: the sample's time budget ran out before call {i} of {len(calls)}"
+                result.calls.append(CallOutcome(call.label, call.name, None, CallError(message)))
+                result.timed_out = True
+                break
+            outcome = self._one(call, env, specs)
             if call.label:
                 env[call.label] = outcome.output
             result.calls.append(outcome)
@@ -140,6 +174,29 @@ class NestedExecutor:
             last = result.calls[-1].output
             result.final = last if isinstance(last, CallError) else final_value(last)
         return result
+
+    def _one(self, call: ToolCall, env: dict[str, Any], specs: dict[str, ToolSpec]) -> CallOutcome:
+        if call.name == FINAL_CALL:
+            problem = final_call_problem(call.arguments)
+            if problem is not None:
+                return CallOutcome(call.label, call.name, None, CallError(f"InvalidFinalCall: {problem}"))
+        try:
+            args = resolve(call.arguments, env, max_chars=self.max_value_chars, max_depth=self.max_value_depth)
+        except ReferenceResolutionError as exc:
+            return CallOutcome(call.label, call.name, None, CallError(f"{type(exc).__name__}: {exc}"))
+        if call.name == FINAL_CALL:
+            return CallOutcome(call.label, call.name, args, args)
+        spec = specs.get(call.name)
+        fields = list(spec.output_parameters) if spec and spec.output_parameters else None
+        reply = self.sandbox.call(call.name, args, fields)
+        if not reply.get("ok"):
+            return CallOutcome(call.label, call.name, args, CallError(reply.get("error") or "unknown error"))
+        output = reply["output"]
+        try:
+            json_size(output, self.max_value_chars, self.max_value_depth, f"the output of '{call.name}'")
+        except ValueTooLargeError as exc:
+            output = CallError(f"{type(exc).__name__}: {exc}")
+        return CallOutcome(call.label, call.name, args, output)
 
     def close(self) -> None:
         self.sandbox.close()

@@ -19,6 +19,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from callbench.tracks.nested.schema import label_number
+
 Mode = Literal["strict", "compat"]
 MODES: tuple[str, ...] = ("strict", "compat")
 
@@ -86,7 +88,7 @@ def normalise_label(label: Any) -> str | None:
     if not body:
         return None
     m = _VAR_LABEL.match(body)
-    return f"var_{int(m.group(1))}" if m else body
+    return f"var_{label_number(m.group(1))}" if m else body
 
 
 def _check_mode(mode: str) -> None:
@@ -111,7 +113,16 @@ def _well_formed(calls: Any) -> bool:
             return False
         if not isinstance(c.get("arguments", {}), dict):
             return False
+        if c.get("label") is not None and not isinstance(c["label"], str):
+            return False
     return True
+
+
+def _named(c: Any) -> bool:
+    """A predicted call compat mode can score: an object whose name is a string. Any other name
+    (null, a number, a list) is malformed like a missing one, so it can never be a dict key or
+    sort key that crashes the scorer."""
+    return isinstance(c, dict) and isinstance(c.get("name"), str)
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,9 +242,12 @@ def answers_equal(pred: Any, gold: Any, tolerance: Tolerance = DEFAULT_TOLERANCE
     if isinstance(pred, bool) or isinstance(gold, bool):
         return isinstance(pred, bool) and isinstance(gold, bool) and pred == gold
     if isinstance(pred, int | float) and isinstance(gold, int | float):
-        if math.isnan(pred) or math.isnan(gold):
-            return math.isnan(pred) and math.isnan(gold)
-        return math.isclose(pred, gold, rel_tol=tolerance.rel, abs_tol=tolerance.abs)
+        try:
+            if math.isnan(pred) or math.isnan(gold):
+                return math.isnan(pred) and math.isnan(gold)
+            return math.isclose(pred, gold, rel_tol=tolerance.rel, abs_tol=tolerance.abs)
+        except OverflowError:  # an int past the float range (e.g. power(10, 400)): only exact equality
+            return pred == gold
     if isinstance(pred, list | tuple) and isinstance(gold, list | tuple):
         return len(pred) == len(gold) and all(answers_equal(a, b, tolerance) for a, b in zip(pred, gold, strict=True))
     if isinstance(pred, dict) and isinstance(gold, dict):
@@ -326,7 +340,7 @@ def _compat_slot_map(calls: list, *, is_pred: bool) -> tuple[dict[str, list[str]
     for c in calls:
         if is_pred and isinstance(c, dict) and _compat_is_dummy(c):
             continue
-        if not isinstance(c, dict) or "name" not in c:
+        if not _named(c):
             bad = True
             continue
         out[c["name"]] = []
@@ -407,8 +421,8 @@ def _compat_parts(pred_calls, gold_calls, *, pred_answer, gold_answer, executed_
     for c in pred_list:
         if isinstance(c, dict) and _compat_is_dummy(c):
             continue
-        if isinstance(c, dict) and "name" in c:
-            pred_names.append(str(c["name"]))
+        if _named(c):
+            pred_names.append(c["name"])
         else:
             parse_error = True
 
@@ -418,7 +432,7 @@ def _compat_parts(pred_calls, gold_calls, *, pred_answer, gold_answer, executed_
     slot_rows = [(gold_map.get(k, []), pred_map.get(k, [])) for k in sorted(set(gold_map) | set(pred_map))]
 
     gold_strs = [_compat_call_str(c, is_pred=False) for c in gold_calls]
-    pred_strs = [_compat_call_str(c, is_pred=True) for c in pred_list if isinstance(c, dict) and "name" in c]
+    pred_strs = [_compat_call_str(c, is_pred=True) for c in pred_list if _named(c)]
     g_al, p_al = _compat_align(gold_strs, pred_strs)
     if len(g_al) == len(p_al) and g_al:
         partial = sum(a == b for a, b in zip(g_al, p_al, strict=True)) / len(g_al)

@@ -14,9 +14,15 @@ deterministic, exactly what ``evaluate`` re-runs later) and taking the last call
 that fails is reported back and *not* recorded, so a corrected retry leaves an executable sequence.
 Tasks whose tools cannot run offline are not executed: well-formed calls are recorded unexecuted.
 
-Result. ``ModelOutput.text`` is the whole transcript; ``extra["react"]`` holds ``calls`` (the
-recorded calls in order: what is scored), ``steps`` (model turns), ``finished``, ``parse_failures``,
-``errors`` (calls or finishes refused), ``answer`` (the finish value) and ``max_steps``.
+Bounds. A turn is read with a direct answer's bounds (:mod:`~callbench.tracks.nested.parsing`): a
+reply too long, nested too deep or holding a huge number is an invalid action with that reason. The
+episode ends before a model turn that would start after the sample's deadline (its time budget).
+
+Result. ``ModelOutput.text`` is the whole transcript (lone surrogates escaped, so it can be stored);
+``extra["react"]`` holds ``calls`` (the recorded calls in order: what is scored), ``steps`` (model
+turns), ``finished``, ``parse_failures``, ``last_invalid`` (the reason of the last invalid action),
+``errors`` (calls or finishes refused), ``answer`` (the finish value), ``max_steps`` and
+``timed_out``.
 
 The ``gold`` backend plays along: every step's :class:`ModelInput` carries as ``reference`` the gold
 action that comes next (gold call k, then a finish on the last gold label).
@@ -27,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,7 +42,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from callbench.models.base import ModelInput, ModelOutput
-from callbench.tracks.nested.executor import CallError, SequenceResult, final_value
+from callbench.tracks.nested.executor import CallError, SequenceResult, final_call_problem, final_value
+from callbench.tracks.nested.parsing import DEFAULT_LIMITS, JSONBoundError, decode_at, find_json, scrub
 from callbench.tracks.nested.prompting import PROMPT_VERSION, tools_json
 from callbench.tracks.nested.references import (
     ReferenceResolutionError,
@@ -55,7 +63,6 @@ Executor = Callable[[list[ToolCall]], SequenceResult]
 _MARKER = re.compile(r"(?im)^[ \t>*`]*(action|finish)[ \t]*:[ \t]*")
 _OBSERVATION = re.compile(r"\n[ \t]*observation[ \t]*:", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"\s*(?:```[A-Za-z0-9_-]*\s*)?")
-_DECODER = json.JSONDecoder()
 _FORMAT_HINT = (
     'Reply with one line: Action: {"name": "<function>", "label": "$var_<k>", "arguments": {...}} '
     'to call a function, or Action: {"finish": "$var_<k>.result$"} to give the answer.'
@@ -110,23 +117,26 @@ class Step:
 
 
 def _decode_at(text: str, pos: int) -> tuple[Any, int] | None:
+    """The JSON value at ``pos`` (after an optional code fence), bounded like a direct answer."""
     pos = _FENCE_OPEN.match(text, pos).end()
     try:
-        return _DECODER.raw_decode(text, pos)
+        return decode_at(text, pos)
     except json.JSONDecodeError:
         return None
 
 
-def _first_json(text: str, pos: int) -> tuple[Any, int] | None:
-    for m in re.finditer(r"[\[{]", text[pos:]):
-        found = _decode_at(text, pos + m.start())
-        if found is not None:
-            return found
-    return None
-
-
 def parse_step(text: str) -> Step:
     """One model turn: a call, a finish, or an invalid action (with the reason)."""
+    if len(text) > DEFAULT_LIMITS.max_chars:
+        return Step("invalid", "", reason=f"the reply has {len(text):,} characters (at most {DEFAULT_LIMITS.max_chars:,})")
+    try:
+        return _parse_step(text)
+    except JSONBoundError as exc:
+        body = _OBSERVATION.split(text, maxsplit=1)[0]
+        return Step("invalid", body.strip()[:1000], reason=str(exc))
+
+
+def _parse_step(text: str) -> Step:
     body = _OBSERVATION.split(text, maxsplit=1)[0]
     if not body.strip():
         return Step("invalid", "", reason="empty reply")
@@ -140,7 +150,7 @@ def parse_step(text: str) -> Step:
             return Step("invalid", body.strip(), reason="'Finish:' without an answer")
         return Step("finish", body[: pos + len(body[pos:].split("\n", 1)[0])].strip(), answer=line)
     if found is None:
-        found = _first_json(body, pos)
+        found = find_json(body, pos)
     if found is None:
         return Step("invalid", body.strip()[:1000], reason="no JSON object found")
     value, end = found
@@ -175,7 +185,8 @@ def _show(value: Any) -> str:
     if isinstance(value, CallError):
         value = value.to_json()
     text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= MAX_OBSERVATION_CHARS else text[:MAX_OBSERVATION_CHARS] + " ...(truncated)"
+    text = text if len(text) <= MAX_OBSERVATION_CHARS else text[:MAX_OBSERVATION_CHARS] + " ...(truncated)"
+    return scrub(text)
 
 
 class Episode:
@@ -202,19 +213,21 @@ class Episode:
         known = {t.name for t in self.task.tools}
         if known and tc.name not in known and tc.name != FINAL_CALL:
             return self._refuse(f"unknown function '{tc.name}' (available: {', '.join(sorted(known))})")
+        if tc.name == FINAL_CALL and (problem := final_call_problem(tc.arguments)) is not None:
+            return self._refuse(problem)
         if self.execute is None:
             missing = sorted({r.label for r in find_references(tc.arguments)} - self._labels())
             if missing:
                 return self._refuse(f"unknown label(s) {', '.join(missing)}")
             self._record(call, label, tc)
-            return f"{label} recorded (this function cannot be executed here; use its output as \"${label.strip('$')}.<output key>$\")"
+            return scrub(f"{label} recorded (this function cannot be executed here; use its output as \"${label.strip('$')}.<output key>$\")")
         result = self.execute([*self.tool_calls, tc])
         outcome = result.calls[-1]
         if not outcome.ok:
             return self._refuse(outcome.output.message)
         self.result = result
         self._record(call, label, tc)
-        return f"{label} = {_show(outcome.output)}"
+        return scrub(f"{label} = {_show(outcome.output)}")
 
     def _record(self, call: dict[str, Any], label: str, tc: ToolCall) -> None:
         self.calls.append({"name": call["name"], "label": label, "arguments": call["arguments"]})
@@ -222,7 +235,7 @@ class Episode:
 
     def _refuse(self, message: str) -> str:
         self.errors += 1
-        return f"Error: {message}. Nothing was recorded; correct the call and try again."
+        return scrub(f"Error: {message}. Nothing was recorded; correct the call and try again.")
 
     def check_finish(self, answer: Any) -> str | None:
         """None when the answer can be accepted, else the observation that refuses it."""
@@ -233,13 +246,13 @@ class Episode:
             missing = sorted({r.label for r in refs} - self._labels())
             if missing:
                 self.errors += 1
-                return f"Error: cannot finish: unknown label(s) {', '.join(missing)}."
+                return scrub(f"Error: cannot finish: unknown label(s) {', '.join(missing)}.")
             return None
         try:
             resolve(answer, _env(self.result))
         except ReferenceResolutionError as exc:
             self.errors += 1
-            return f"Error: cannot finish: {exc}."
+            return scrub(f"Error: cannot finish: {exc}.")
         return None
 
 
@@ -263,9 +276,11 @@ async def react_interact(
     max_steps: int = 8,
     execute: Executor | None = None,
     sample_id: str | None = None,
+    deadline: float | None = None,
 ) -> ModelOutput:
     """Run one ReAct episode of ``task`` with ``model``; ``execute`` runs a call sequence (None: the
-    task's tools cannot run here, calls are recorded unexecuted)."""
+    task's tools cannot run here, calls are recorded unexecuted). ``deadline`` (``time.monotonic()``)
+    ends the episode before a model turn that would start after it (``timed_out`` in the record)."""
     system, user = build_react_prompt(task, examples)
     base_prompt = f"{system}\n\n{user}\n"
     messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -276,11 +291,15 @@ async def react_interact(
     history = ""  # completion transcript: exactly what the model saw and wrote
     transcript: list[str] = []
     steps = parse_failures = 0
-    finished = False
+    finished = timed_out = False
     answer: Any = None
+    last_invalid: str | None = None
     prompt_tokens: list[int | None] = []
     completion_tokens: list[int | None] = []
     for step in range(max_steps):
+        if past(deadline):
+            timed_out = True
+            break
         inp = ModelInput(
             sample_id=sample_id or task.id,
             prompt=base_prompt + history + "Action: ",
@@ -293,13 +312,15 @@ async def react_interact(
         prompt_tokens.append(out.prompt_tokens)
         completion_tokens.append(out.completion_tokens)
         parsed = parse_step(out.text)
+        parsed.kept = scrub(parsed.kept)  # it goes back to the model and into the stored transcript
         if chat:
             shown = parsed.kept if _MARKER.match(parsed.kept) else f"Action: {parsed.kept}"
         else:
             shown = f"Action: {parsed.kept}"
         if parsed.kind == "invalid":
             parse_failures += 1
-            observation = f"Invalid action ({parsed.reason}). {_FORMAT_HINT}"
+            last_invalid = parsed.reason
+            observation = scrub(f"Invalid action ({parsed.reason}). {_FORMAT_HINT}")
         elif parsed.kind == "finish":
             observation = episode.check_finish(parsed.answer)
             if observation is None:
@@ -310,26 +331,33 @@ async def react_interact(
             observation = episode.call(parsed.call)  # type: ignore[arg-type]
         transcript.append(f"{shown}\nObservation: {observation}\n")
         history += f"Action: {parsed.kept}\nObservation: {observation}\n"
-        messages.append({"role": "assistant", "content": parsed.kept or out.text.strip()})
+        messages.append({"role": "assistant", "content": parsed.kept or scrub(out.text.strip())})
         messages.append({"role": "user", "content": f"Observation: {observation}"})
     return ModelOutput(
-        text="".join(transcript),
+        text=scrub("".join(transcript)),
         mode="chat" if chat else "completion",
         prompt_tokens=total_known(prompt_tokens),
         completion_tokens=total_known(completion_tokens),
-        finish_reason="finish" if finished else "max_steps",
+        finish_reason="finish" if finished else "timeout" if timed_out else "max_steps",
         extra={
             "react": {
                 "calls": episode.calls,
                 "steps": steps,
                 "finished": finished,
                 "parse_failures": parse_failures,
+                "last_invalid": last_invalid,
                 "errors": episode.errors,
                 "answer": answer,
                 "max_steps": max_steps,
+                "timed_out": timed_out,
             }
         },
     )
+
+
+def past(deadline: float | None) -> bool:
+    """Has the sample's time budget run out?"""
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def total_known(values: list[int | None]) -> int | None:

@@ -4,6 +4,11 @@ Published rows use whole-argument references (``"arg_1": "$var_1.result$"``); we
 inside lists/objects, nested paths (``$var_2.result.items.0$``: dict keys, then list indices) and
 references embedded in a longer string (substituted with ``str(value)``). Labels are compared in
 canonical form, so ``$var1.x$`` and ``$var_1.x$`` are the same reference.
+
+Resolution is bounded (:data:`MAX_VALUE_CHARS`, :data:`MAX_VALUE_DEPTH`): a chain of references can
+double a value at every call (two references to the previous output in one argument, or a
+``var_result`` holding the previous one twice, whose JSON doubles although memory does not), so
+40 calls would ask for terabytes. Past the bound the call fails with :class:`ValueTooLargeError`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,49 @@ class UnknownKeyError(ReferenceResolutionError):
 
 class FailedReferenceError(ReferenceResolutionError):
     """The referenced call failed; its error propagates explicitly."""
+
+
+class ValueTooLargeError(ReferenceResolutionError):
+    """A resolved value (or a tool's output) is larger or deeper than the executor accepts."""
+
+
+# Far above any published argument or output (numbers, short lists and strings), far below memory.
+MAX_VALUE_CHARS = 1_000_000
+MAX_VALUE_DEPTH = 32
+
+
+def json_size(value: Any, limit: int = MAX_VALUE_CHARS, max_depth: int = MAX_VALUE_DEPTH, what: str = "the value") -> int:
+    """About how many characters ``value`` takes as JSON, counting a shared part every time it
+    appears (as JSON writes it). Walks iteratively and stops as soon as ``limit`` or ``max_depth``
+    is passed (:class:`ValueTooLargeError`), so the walk itself is bounded too."""
+    total = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 2
+        elif isinstance(v, bool) or v is None:
+            total += 5
+        elif isinstance(v, int):
+            total += v.bit_length() // 3 + 2  # ~ digits (a bit is 0.3 digits)
+        elif isinstance(v, float):
+            total += 24
+        elif isinstance(v, (dict, list, tuple)):
+            if depth > max_depth:
+                raise ValueTooLargeError(f"{what}: nested deeper than {max_depth} levels")
+            if isinstance(v, dict):
+                total += 2 + sum(len(str(k)) + 4 for k in v) if len(v) <= limit else limit + 1
+                children = v.values()
+            else:
+                total += 2 + len(v)
+                children = v
+            if total <= limit:
+                stack.extend((c, depth + 1) for c in children)
+        else:
+            total += 16
+        if total > limit:
+            raise ValueTooLargeError(f"{what}: more than {limit:,} characters as JSON")
+    return total
 
 
 @dataclass(frozen=True)
@@ -96,17 +144,35 @@ def lookup(ref: Reference, env: dict[str, Any]) -> Any:
     return value
 
 
-def resolve(value: Any, env: dict[str, Any]) -> Any:
-    """``value`` with every reference replaced by the value it points to in ``env`` (label -> output)."""
-    if isinstance(value, str):
-        ref = parse_reference(value)
-        if ref is not None:
-            return lookup(ref, env)
-        return REF.sub(lambda m: str(lookup(parse_reference(m.group(0)), env)), value)  # type: ignore[arg-type]
-    if isinstance(value, dict):
-        return {k: resolve(v, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [resolve(v, env) for v in value]
-    if isinstance(value, tuple):
-        return tuple(resolve(v, env) for v in value)
-    return value
+def resolve(value: Any, env: dict[str, Any], *, max_chars: int = MAX_VALUE_CHARS, max_depth: int = MAX_VALUE_DEPTH) -> Any:
+    """``value`` with every reference replaced by the value it points to in ``env`` (label -> output),
+    at most ``max_chars`` (as JSON) and ``max_depth`` levels: else :class:`ValueTooLargeError`."""
+    what = "the call's arguments (references resolved)"
+    left = [max_chars]  # characters that embedded substitutions may still add
+
+    def text_of(m: re.Match[str]) -> str:
+        found = lookup(parse_reference(m.group(0)), env)  # type: ignore[arg-type]
+        json_size(found, max_chars, max_depth, what)  # before str(): str of a shared structure explodes
+        text = str(found)
+        left[0] -= len(text)
+        if left[0] < 0:
+            raise ValueTooLargeError(f"{what}: more than {max_chars:,} characters as JSON")
+        return text
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            ref = parse_reference(v)
+            if ref is not None:
+                return lookup(ref, env)
+            return REF.sub(text_of, v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple(walk(x) for x in v)
+        return v
+
+    out = walk(value)
+    json_size(out, max_chars, max_depth, what)
+    return out

@@ -16,11 +16,17 @@ _LABEL = re.compile(r"^\$?var_?(\d+)\$?$")
 FINAL_CALL = "var_result"  # v1 pseudo-call that assembles the final answer from earlier outputs
 
 
+def label_number(digits: str) -> str:
+    """The label number written canonically (``01`` -> ``1``). A model may write thousands of digits;
+    ``int()`` refuses more than 4300, so a long one only loses its leading zeros."""
+    return str(int(digits)) if len(digits) <= 100 else digits.lstrip("0") or "0"
+
+
 def canonical_label(label: str) -> str:
     """``var1``, ``$var1``, ``$var_1`` -> ``var_1``; any other label just loses its ``$`` sigils."""
     m = _LABEL.match(label.strip())
     if m:
-        return f"var_{int(m.group(1))}"
+        return f"var_{label_number(m.group(1))}"
     return label.strip().strip("$")
 
 

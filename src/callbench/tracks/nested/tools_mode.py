@@ -29,7 +29,9 @@ Result. ``ModelOutput.text`` is a readable transcript. ``extra["tools"]`` holds 
 recorded calls as ``{"name", "label", "arguments"}``, with the arguments as the model wrote them:
 this list is the prediction that is scored), ``steps``, ``finished``, ``answer``, ``errors`` (calls
 refused), ``malformed_arguments``, ``parse_failures`` (turns whose every tool call was malformed),
-``max_steps`` and ``messages``, the assistant and tool turns as they were sent, for audit. All
+``max_steps``, ``timed_out`` (the sample's time budget ended the episode) and ``messages``, the
+assistant and tool turns as they were sent, for audit. Argument strings are read with a direct
+answer's bounds (length, depth, number length: :func:`bounded_arguments`). All
 metrics are computed as in direct mode, and ``win_rate`` compares the last recorded call's output.
 
 Gold. The ``gold`` backend plays along: each turn's ``ModelInput.reference`` is a JSON assistant
@@ -46,7 +48,8 @@ from typing import Any
 from callbench.constrain.nested_grammar import param_kinds
 from callbench.models.base import ModelInput, ModelOutput, require_tools
 from callbench.models.tool_calls import call_line, parse_arguments, record_assistant_turn, used_call_ids
-from callbench.tracks.nested.react import Episode, Executor, total_known
+from callbench.tracks.nested.parsing import DEFAULT_LIMITS, JSONBoundError, loads, scrub, too_deep
+from callbench.tracks.nested.react import Episode, Executor, past, total_known
 from callbench.tracks.nested.schema import NestedTask, ToolSpec
 
 TOOLS_SCHEMA_VERSION = "1"  # bump when the tool schemas or the messages sent change
@@ -197,6 +200,25 @@ def gold_turns(task: NestedTask) -> list[str]:
 # -- the loop
 
 
+def bounded_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """:func:`parse_arguments` with a direct answer's bounds on the JSON (length, depth, numbers):
+    a hostile argument string is a malformed call, not a ``RecursionError`` or ``ValueError``."""
+    if isinstance(raw, str) and raw.strip():
+        try:
+            value = loads(raw)
+        except JSONBoundError as exc:
+            return None, f"the arguments exceed a bound ({exc})"
+        except json.JSONDecodeError as exc:
+            return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+        if not isinstance(value, dict):
+            return None, f"the arguments must be a JSON object, got {type(value).__name__}"
+        return value, None
+    value, problem = parse_arguments(raw)
+    if value is not None and too_deep(value, DEFAULT_LIMITS.max_depth):  # an object the server decoded
+        return None, f"the arguments exceed a bound (JSON nested deeper than {DEFAULT_LIMITS.max_depth} levels)"
+    return value, problem
+
+
 async def tools_interact(
     task: NestedTask,
     inp: ModelInput,
@@ -205,10 +227,12 @@ async def tools_interact(
     *,
     max_steps: int = 12,
     execute: Executor | None = None,
+    deadline: float | None = None,
 ) -> ModelOutput:
     """Run one tool-calling episode of ``task``, starting from ``inp`` (see
     :func:`build_tools_input`). ``execute`` runs a call sequence (None: the task's tools cannot run
-    here, calls are recorded unexecuted)."""
+    here, calls are recorded unexecuted). ``deadline`` (``time.monotonic()``) ends the episode
+    before a model turn that would start after it, and refuses the calls left in a turn."""
     require_tools(model, "--mode tools")
     to_catalog = {sent: name for name, sent in sent_names(task).items()}
     messages: list[dict[str, Any]] = [dict(m) for m in inp.messages]
@@ -218,11 +242,14 @@ async def tools_interact(
     episode = Episode(task, execute)
     transcript: list[str] = []
     steps = malformed = parse_failures = 0
-    finished = False
+    finished = timed_out = False
     answer: str | None = None
     prompt_tokens: list[int | None] = []
     completion_tokens: list[int | None] = []
     for step in range(max_steps):
+        if past(deadline):
+            timed_out = True
+            break
         turn = ModelInput(
             sample_id=inp.sample_id,
             prompt=inp.prompt,
@@ -243,8 +270,10 @@ async def tools_interact(
         for cid, c in calls:
             sent = c.get("name")
             name = to_catalog.get(sent, sent) if isinstance(sent, str) else ""
-            arguments, problem = parse_arguments(c.get("arguments"))
-            if problem is not None:
+            arguments, problem = bounded_arguments(c.get("arguments"))
+            if past(deadline):
+                result = "Error: the sample's time budget ran out; this call was not run."
+            elif problem is not None:
                 malformed += 1
                 bad += 1
                 result = MALFORMED.format(problem=problem)
@@ -254,16 +283,17 @@ async def tools_interact(
                 result = MALFORMED.format(problem="the tool call has no function name")
             else:
                 result = episode.call({"name": name, "label": None, "arguments": arguments})
+            result = scrub(result)
             messages.append({"role": "tool", "tool_call_id": cid, "content": result})
             transcript.append(call_line(name, c.get("arguments"), result))
         if bad == len(calls):
             parse_failures += 1
     return ModelOutput(
-        text="".join(transcript),
+        text=scrub("".join(transcript)),
         mode="chat",
         prompt_tokens=total_known(prompt_tokens),
         completion_tokens=total_known(completion_tokens),
-        finish_reason="finish" if finished else "max_steps",
+        finish_reason="finish" if finished else "timeout" if timed_out else "max_steps",
         extra={
             "tools": {
                 "calls": episode.calls,
@@ -274,6 +304,7 @@ async def tools_interact(
                 "malformed_arguments": malformed,
                 "parse_failures": parse_failures,
                 "max_steps": max_steps,
+                "timed_out": timed_out,
                 "messages": messages[start:],
             }
         },
@@ -282,6 +313,7 @@ async def tools_interact(
 
 __all__ = [
     "TOOLS_SYSTEM",
+    "bounded_arguments",
     "build_tools_input",
     "gold_turns",
     "parameter_schema",

@@ -8,11 +8,18 @@ Three modes produce the predicted calls: ``direct`` (one JSON answer, parsed), `
 per turn as text, executed and observed: :mod:`~callbench.tracks.nested.react`) and ``tools`` (the
 server's native tool-calling API: :mod:`~callbench.tracks.nested.tools_mode`). The multi-turn modes
 record the calls they executed, and those are scored exactly like a direct answer.
+
+Every model output ends as a per-sample verdict, never as an exception out of the run: output that
+holds no readable calls, or a malformed call, is a ``parse_error`` (reading is bounded, see
+:mod:`~callbench.tracks.nested.parsing`); a sample that runs past ``sample_timeout_s`` is a
+``timeout``; both are scored as wrong, with a one-line ``error``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +31,7 @@ from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
 from callbench.tracks.base import Sample, SampleResult, Track
 from callbench.tracks.nested.dataset import default_task_file, load_nested
 from callbench.tracks.nested.metrics import NO_ANSWER, score_sample, summarize
-from callbench.tracks.nested.parsing import parse_calls
+from callbench.tracks.nested.parsing import call_problem, read_calls, scrub, scrub_value
 from callbench.tracks.nested.prompting import PROMPT_VERSION, build_prompt, gold_json, templates_hash
 from callbench.tracks.nested.schema import NestedTask, ToolCall
 
@@ -44,6 +51,11 @@ class NestedOptions:
     mode: str = "direct"  # "direct" (one answer), "react" (call, observe, call again) or "tools" (native tool calls)
     max_steps: int = 12  # react/tools: most model turns per sample (a 9-call task needs 10)
     call_timeout_s: float = 5.0
+    # Wall-time budget of one sample (None: none): in direct mode the execution of its calls; in
+    # react/tools mode the whole episode (model turns and executions) and then its scoring re-run.
+    # Checked before each model turn and each call, so one turn or call in progress may overrun it
+    # (each has its own timeout). Not part of the fingerprint: resuming with another budget is allowed.
+    sample_timeout_s: float | None = 600.0
     constrained: bool = False  # reference-aware constrained decoding (direct mode)
 
 
@@ -57,12 +69,15 @@ class NestedTrack(Track):
             raise ConfigError(f"--mode {self.options.mode}: choose {', '.join(MODES[:-1])} or {MODES[-1]}")
         if self.options.max_steps < 1:
             raise ConfigError("--max-steps must be >= 1")
+        if self.options.sample_timeout_s is not None and not self.options.sample_timeout_s > 0:
+            raise ConfigError("--sample-timeout must be > 0 seconds")
         if self.options.shots not in (0, 1, 2, 3):
             raise ConfigError("--shots must be 0, 1, 2 or 3")
         if self.options.constrained and self.options.mode != "direct":
             raise ConfigError("--constrained works with --mode direct only (the strategy direct: one JSON answer per sample)")
         self._constraints = None
         self._active: dict[str, Any] = {}
+        self._deadlines: dict[str, float] = {}  # sample id -> end of its time budget (episodes)
         if self.options.constrained:
             from callbench.tracks.nested.constraints import NestedConstraintFactory
 
@@ -133,16 +148,32 @@ class NestedTrack(Track):
         if self.options.mode == "direct":
             return await super().interact(sample, inp, model, config)
         task: NestedTask = sample.payload
-        execute = (lambda calls: self.executor.run(calls, task.tools)) if self._executable(task) else None
+        deadline = self._deadline()
+        if deadline is not None:
+            self._deadlines[sample.id] = deadline  # evaluate's re-run spends what the episode left
+        execute = (lambda calls: self.executor.run(calls, task.tools, deadline=deadline)) if self._executable(task) else None
         if self.options.mode == "tools":
             from callbench.tracks.nested.tools_mode import tools_interact
 
-            return await tools_interact(task, inp, model, config, max_steps=self.options.max_steps, execute=execute)
+            return await tools_interact(
+                task, inp, model, config, max_steps=self.options.max_steps, execute=execute, deadline=deadline
+            )
         from callbench.tracks.nested.react import react_interact
 
         return await react_interact(
-            task, self._examples, model, config, max_steps=self.options.max_steps, execute=execute, sample_id=sample.id
+            task,
+            self._examples,
+            model,
+            config,
+            max_steps=self.options.max_steps,
+            execute=execute,
+            sample_id=sample.id,
+            deadline=deadline,
         )
+
+    def _deadline(self) -> float | None:
+        budget = self.options.sample_timeout_s
+        return None if budget is None else time.monotonic() + budget
 
     # -- execution
     def _tool_modules(self):
@@ -169,27 +200,43 @@ class NestedTrack(Track):
 
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         task: NestedTask = sample.payload
+        deadline = self._deadlines.pop(sample.id, None) or self._deadline()
         gold = [{"name": c.name, "label": c.raw_label or c.label, "arguments": c.arguments} for c in task.output]
-        from callbench.tracks.nested.react import final_answer, is_episode_output, recorded_calls
+        from callbench.tracks.nested.react import episode_record, final_answer, recorded_calls
 
         # ReAct and tools: the calls the loop executed are the prediction (the transcript is not re-parsed)
-        calls = recorded_calls(output) if is_episode_output(output) else parse_calls(output.text)
+        record = episode_record(output)
+        if record is not None:
+            calls = recorded_calls(output)
+            problem = None if calls is None else call_problem(calls)
+            if calls is None:
+                last = record.get("last_invalid")
+                problem = "the model never wrote a parsable action" + (f" (last: {last})" if last else "")
+        else:
+            read = read_calls(output.text)
+            calls, problem = read.calls, read.error
         executable = self._executable(task)
         pred_answer: Any = None
         executed_ok = False
         execution = None
-        if calls is not None and executable:
+        timed_out = bool(record and record.get("timed_out"))
+        done_calls = None
+        if calls is not None and problem is None and executable:
             try:
                 parsed = [ToolCall.model_validate(c) for c in calls]
             except Exception:  # noqa: BLE001 - malformed calls are scored as such, not executed
                 parsed = None
             if parsed:
-                result = self.executor.run(parsed, task.tools)
+                result = self.executor.run(parsed, task.tools, deadline=deadline)
                 pred_answer, executed_ok = final_answer(output, result), result.ok
+                timed_out = timed_out or result.timed_out
+                if result.timed_out:
+                    done_calls = len(result.calls) - 1  # the last outcome is the call it did not start
                 execution = {
                     "ok": result.ok,
-                    "final": _jsonable(result.final),
-                    "calls": [{"label": c.label, "name": c.name, "output": _jsonable(c.output)} for c in result.calls],
+                    "timed_out": result.timed_out,
+                    "final": _stored(result.final),
+                    "calls": [{"label": c.label, "name": c.name, "output": _stored(c.output)} for c in result.calls],
                 }
         verdicts = {
             mode: score_sample(
@@ -198,13 +245,22 @@ class NestedTrack(Track):
                 mode=mode,
                 pred_answer=pred_answer,
                 gold_answer=task.gold_answer if executable else NO_ANSWER,
-                executed_ok=executed_ok,
+                executed_ok=executed_ok and not timed_out,
                 domain=task.domain,
                 sample_id=task.id,
             )
             for mode in SCORING_MODES
         }
-        status = "parse_error" if calls is None else "ok"
+        status, error = "ok", None
+        if calls is None or problem is not None:
+            status, error = "parse_error", problem
+        elif timed_out:
+            status = "timeout"
+            error = f"the sample ran past its time budget of {self.options.sample_timeout_s:g} s (sample_timeout_s)"
+            if record is not None and record.get("timed_out"):
+                error += f" during its episode, after {record.get('steps', 0)} model turns"
+            elif done_calls is not None:
+                error += f" after {done_calls} of {len(calls)} calls"
         stats: dict[str, Any] = {}
         constraint = self._active.pop(sample.id, None)
         if constraint is not None:
@@ -216,6 +272,7 @@ class NestedTrack(Track):
             parsed=None if calls is None else _dumps(calls),
             execution=execution,
             verdicts=verdicts,
+            error=None if error is None else scrub(error),
             stats=stats,
         )
 
@@ -255,17 +312,28 @@ def _tools_hash() -> str:
     return tools_prompt_hash()
 
 
-def _jsonable(value: Any) -> Any:
-    import json
+# An executed call's output is stored for audit up to this size (as JSON); a larger one (at most the
+# executor's value bound, 1 MB) keeps its beginning, so a long chain does not store megabytes per call.
+MAX_STORED_OUTPUT_CHARS = 10_000
 
+
+def _stored(value: Any) -> Any:
+    """``value`` as stored with the sample: JSON-able, no lone surrogates, at most
+    :data:`MAX_STORED_OUTPUT_CHARS` (else its JSON's beginning under ``__truncated__``)."""
+    if hasattr(value, "to_json"):
+        value = value.to_json()
     try:
-        json.dumps(value)
-        return value
-    except TypeError:
-        return repr(value)
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # not JSON (a tuple key, a huge int, ...): its repr
+        try:
+            value = repr(value)
+        except ValueError:  # an int past Python's digit limit has no repr either
+            value = f"<{type(value).__name__} that cannot be written out>"
+        text = json.dumps(value, ensure_ascii=False)
+    if len(text) > MAX_STORED_OUTPUT_CHARS:
+        return {"__truncated__": scrub(text[:1000]), "chars": len(text)}
+    return scrub_value(value)
 
 
 def _dumps(calls: list[dict]) -> str:
-    import json
-
-    return json.dumps(calls, ensure_ascii=False, default=repr)
+    return scrub(json.dumps(calls, ensure_ascii=False, default=repr))

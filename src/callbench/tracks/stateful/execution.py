@@ -1,8 +1,9 @@
 """Run one program on one test case in the sandbox and compare it with the recorded oracle.
 
 A test case is the preloaded inputs plus the service's initial state. For the *session*
-scenario the harness starts a fresh loopback server per case (so no case can see another's
-writes) and lets the sandbox connect to that one port only; in-process services (voice, tensor)
+scenario the harness starts a fresh server per case (so no case can see another's writes) on a
+Unix socket in a private directory; the sandbox sees that one socket (forwarded to a loopback
+port, bound to ``BASE_URL``) and no other network; in-process services (voice, tensor)
 are built by the scenario's trusted setup code inside the sandbox, and their final state comes
 back through ``Runtime.finalize``.
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -72,22 +75,24 @@ def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | N
     if rt.service not in (None, "session"):
         raise ValueError(f"scenario '{scenario.name}': unknown service '{rt.service}'")
     with contextlib.ExitStack() as stack:
-        allow: list[tuple[str, int]] = []
+        services: list[tuple[str, str]] = []
         svc = None
         if rt.service == "session":
             from callbench.tracks.stateful.services.session_server import SessionService
 
-            svc = stack.enter_context(SessionService())  # started on entry; its database goes with it
+            where = tempfile.mkdtemp(prefix="callbench-svc-")
+            stack.callback(shutil.rmtree, where, ignore_errors=True)
+            # started on entry; its database goes with it
+            svc = stack.enter_context(SessionService(unix_path=f"{where}/session.sock"))
             svc.reset(case.service_seed or [])
-            preload["BASE_URL"] = svc.url
-            allow = [("127.0.0.1", svc.port)]
+            services = [("BASE_URL", svc.socket_path)]
         res = run_program(
             code,
             setup=rt.setup,
             preload=preload,
             result_vars=[scenario.result_var],
             finalize=rt.finalize,
-            allow_connect=allow,
+            services=services,
             limits=limits,
         )
         if svc is None:

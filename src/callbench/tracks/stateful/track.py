@@ -22,6 +22,7 @@ from typing import Any
 
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
+from callbench.sandbox import boundary
 from callbench.tracks.base import Sample, SampleResult, Track
 from callbench.tracks.stateful.execution import Case, Outcome, default_limits, execute, judge
 from callbench.tracks.stateful.generator import read_tasks
@@ -174,6 +175,8 @@ class StatefulTrack(Track):
             "samples": self.options.samples,
             "scenarios": list(self.options.scenarios),
             "timeout_s": self.options.timeout_s,  # a longer limit can turn a timeout into a pass
+            # programs judged without the OS sandbox are not comparable with sandboxed ones
+            "sandbox": boundary.isolation(),
             **(self._mcp_fingerprint() if self.options.mode == "mcp" else {}),
         }
 

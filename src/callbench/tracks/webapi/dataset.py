@@ -99,41 +99,67 @@ class WebApiTask(BaseModel):
 Layout = Literal["list", "per_api", "jsonl"]
 
 
-def _rows(path: Path) -> tuple[list[Any], str | None]:
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def _loads(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: invalid JSON at line {exc.lineno} ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply") from None
+
+
+def _rows(path: Path) -> tuple[list[Any], str | None, list[int] | None]:
+    """The rows of a task file, the API its per-API layout names, and (JSONL) each row's line."""
+    text = _read_text(path)
     if path.suffix == ".jsonl":
-        rows = []
+        rows, lines = [], []
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-        return rows, None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DataError(f"{path}:{lineno}: JSON nested too deeply") from None
+            lines.append(lineno)
+        if not rows:
+            raise DataError(f"{path}: no tasks (the file is {'empty' if not text else 'blank lines only'})")
+        return rows, None, lines
+    if not text.strip():
+        raise DataError(f"{path}: no tasks (the file is empty)")
+    doc = _loads(text, str(path))
     if isinstance(doc, list):
-        return doc, None
-    if isinstance(doc, dict) and isinstance(doc.get("samples"), list):
-        return doc["samples"], doc.get("api")
-    raise DataError(f"{path}: expected a list of tasks or an object with 'samples'")
+        rows, file_api = doc, None
+    elif isinstance(doc, dict) and isinstance(doc.get("samples"), list):
+        rows, file_api = doc["samples"], doc.get("api")
+    else:
+        raise DataError(f"{path}: expected a list of tasks or an object with 'samples'")
+    if not rows:
+        raise DataError(f"{path}: no tasks (an empty list)")
+    return rows, file_api, None
 
 
 def load_tasks(path: str | Path) -> list[WebApiTask]:
-    """Validate every row of ``path``; the first bad row raises :class:`DataError`."""
+    """Validate every row of ``path``; the first bad row raises :class:`DataError`, and so does a
+    file with no rows (an empty run would otherwise score as complete)."""
     path = Path(path)
-    rows, file_api = _rows(path)
+    rows, file_api, lines = _rows(path)
     tasks: list[WebApiTask] = []
     seen: set[str] = set()
     for i, row in enumerate(rows):
+        line = f" (line {lines[i]})" if lines else ""
         if not isinstance(row, dict):
-            raise DataError(f"{path}: [{i}]: expected an object, got {type(row).__name__}")
+            raise DataError(f"{path}: [{i}]: expected an object, got {type(row).__name__}{line}")
         row = dict(row)
         if file_api is not None:
             row.setdefault("api", file_api)
@@ -143,9 +169,9 @@ def load_tasks(path: str | Path) -> list[WebApiTask]:
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"]) or "(row)"
-            raise DataError(f"{path}: [{i}].{loc}: {err['msg']}") from None
+            raise DataError(f"{path}: [{i}].{loc}: {err['msg']}{line}") from None
         if task.id in seen:
-            raise DataError(f"{path}: [{i}].index: duplicate id '{task.id}'")
+            raise DataError(f"{path}: [{i}].index: duplicate id '{task.id}'{line}")
         seen.add(task.id)
         tasks.append(task)
     return tasks

@@ -40,6 +40,8 @@ _STATUS_TO_ERROR = {
     "runtime_error": "runtime_error",
     "memory": "runtime_error",
     "timeout": "timeout",
+    # over the code budget, first request not from the extracted call, or tampering
+    "rejected": "runtime_error",
 }
 
 

@@ -7,6 +7,7 @@ files and lists their top-level functions with :mod:`ast`, but never imports or 
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,9 @@ def builtin_tools() -> list[ToolModule]:
     return [_module(_MATHQA)]
 
 
+@functools.lru_cache(maxsize=1)
 def mathqa_names() -> frozenset[str]:
+    """Cached: loading a task file asks once per call, and each ask would re-parse the library."""
     return frozenset(builtin_tools()[0].functions)
 
 

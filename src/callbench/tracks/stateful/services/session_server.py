@@ -1,7 +1,8 @@
 """REST session service that stateful-track programs call over real HTTP.
 
 Generated programs use ``requests`` against ``BASE_URL``; the harness starts one
-:class:`SessionService` per test case (port 0, loopback), seeds it with
+:class:`SessionService` per test case (on a Unix socket that the program sandbox forwards to a
+loopback port inside it; or port 0 on loopback), seeds it with
 :meth:`SessionService.reset`, runs the program, and compares
 :meth:`SessionService.snapshot` with the expected final state.
 
@@ -383,7 +384,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.timeout = self.server.socket_timeout  # StreamRequestHandler applies it to the socket
+        self.disable_nagle_algorithm = self.server.address_family != socket.AF_UNIX  # TCP only
         super().setup()
+
+    def address_string(self) -> str:
+        return self.client_address[0] if isinstance(self.client_address, tuple) else "unix"
 
     def __getattr__(self, name: str) -> Any:
         # http.server answers 501 for any method without a do_X; route every method so a
@@ -588,24 +593,35 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class _Server(http.server.ThreadingHTTPServer):
-    """Thread per connection; remembers open sockets so ``close`` can wake their threads."""
+    """Thread per connection, at most ``max_connections`` at once (a client opening hundreds of
+    connections waits in the listen backlog instead of making the service start a thread for
+    each); remembers open sockets so ``close`` can wake their threads."""
 
     daemon_threads = True
     request_queue_size = 128  # the default 5 drops SYNs when many client threads connect at once
 
-    def __init__(self, port: int, store: _Store, max_body: int, socket_timeout: float):
+    def __init__(
+        self, address: tuple[str, int] | str, store: _Store, max_body: int, socket_timeout: float, max_connections: int
+    ):
         self.store = store
         self.max_body = max_body
         self.socket_timeout = socket_timeout
         self._log: list[tuple[str, str, int]] = []
         self._log_lock = threading.Lock()
         self._open: set[socket.socket] = set()
-        super().__init__(("127.0.0.1", port), _Handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._closing = False
+        if isinstance(address, str):
+            self.address_family = socket.AF_UNIX
+        super().__init__(address, _Handler)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind calls socket.getfqdn, a reverse DNS lookup that can stall.
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
+        if self.address_family == socket.AF_UNIX:
+            self.server_name, self.server_port = "localhost", 0
+        else:
+            self.server_name, self.server_port = self.server_address[:2]
 
     def record(self, method: str, path: str, status: int) -> None:
         with self._log_lock:
@@ -619,14 +635,21 @@ class _Server(http.server.ThreadingHTTPServer):
         return entries
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        while not self._slots.acquire(timeout=0.05):
+            if self._closing:
+                socketserver.TCPServer.shutdown_request(self, request)
+                return
         with self._log_lock:
             self._open.add(request)
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
         with self._log_lock:
+            known = request in self._open
             self._open.discard(request)
         super().shutdown_request(request)
+        if known:
+            self._slots.release()
 
     def wake_all(self) -> None:
         with self._log_lock:
@@ -660,12 +683,18 @@ class SessionService:
         max_body: int = 1 << 20,
         port: int = 0,
         socket_timeout: float = 5.0,
+        unix_path: str | Path | None = None,
+        max_connections: int = 32,
     ):
         if max_body < 0:
             raise ValueError(f"max_body must be >= 0, got {max_body}")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
         self._db_path = None if db_path is None else Path(db_path)
         self._max_body = max_body
         self._port_request = port
+        self._unix_path = None if unix_path is None else str(unix_path)
+        self._max_connections = max_connections
         self._socket_timeout = socket_timeout
         self._store: _Store | None = None
         self._server: _Server | None = None
@@ -676,16 +705,18 @@ class SessionService:
         if self._server is not None or self._closed:
             raise RuntimeError("SessionService.start() may be called once, before close()")
         self._store = _Store(self._db_path)
+        address = self._unix_path or ("127.0.0.1", self._port_request)
         try:
-            self._server = _Server(self._port_request, self._store, self._max_body, self._socket_timeout)
+            self._server = _Server(address, self._store, self._max_body, self._socket_timeout, self._max_connections)
         except OSError as e:
             self._store.close()
             self._store = None
-            raise OSError(e.errno, f"cannot bind 127.0.0.1:{self._port_request}: {e.strerror}") from e
+            where = self._unix_path or f"127.0.0.1:{self._port_request}"
+            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},  # also how long close() waits for the loop to notice
-            name=f"session-service:{self.port}",
+            name=f"session-service:{self._unix_path or self.port}",
             daemon=True,
         )
         self._thread.start()
@@ -698,7 +729,13 @@ class SessionService:
 
     @property
     def port(self) -> int:
+        if self._unix_path:
+            raise RuntimeError("this SessionService listens on a Unix socket (socket_path), not a port")
         return self._running().server_address[1]
+
+    @property
+    def socket_path(self) -> str | None:
+        return self._unix_path
 
     @property
     def url(self) -> str:
@@ -730,6 +767,7 @@ class SessionService:
             return
         self._closed = True
         if self._server is not None:
+            self._server._closing = True
             self._server.shutdown()
             self._server.wake_all()
             self._server.server_close()
