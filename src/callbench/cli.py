@@ -94,15 +94,33 @@ def _parse_model_args(items: list[str] | None) -> dict[str, object]:
     return opts
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, so both stop a run the same way."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def _run_track(track, backend, options):
-    """Run with the shared runner; an interrupt keeps finished samples and says how to resume."""
+    """Run with the shared runner; an interrupt (SIGINT or SIGTERM) keeps finished samples and
+    says how to resume."""
+    import signal
+    import threading
+
     from callbench.runs.runner import run
 
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main else None
     try:
         return run(track, backend, options, console=err_console)
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted: finished samples are saved; run the same command to resume[/yellow]")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as exc:
+        what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
+        err_console.print(f"[yellow]{what}: finished samples are saved; run the same command to resume[/yellow]")
+        raise typer.Exit(143 if isinstance(exc, _Terminated) else 130) from None
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 class Setup(str, Enum):  # noqa: UP042 - typer needs the str mixin

@@ -554,3 +554,15 @@ def test_fresh_context_mode_matches(reference):
         assert comparable(s.run(PROBE, extract=False)) == comparable(reference)
         s.run("globalThis.foo = 1; Object.prototype.x = 1;", extract=False)
         assert comparable(s.run(PROBE, extract=False)) == comparable(reference)
+
+
+def test_worker_ignores_modules_in_the_current_directory(tmp_path, monkeypatch):
+    """A stray ``concurrent.py`` (or any module name the worker imports) in the cwd must neither
+    break the worker nor be imported into it (issue 11)."""
+    (tmp_path / "concurrent.py").write_text("raise RuntimeError('imported from the cwd')\n")
+    (tmp_path / "json.py").write_text("raise RuntimeError('imported from the cwd')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with JsSandbox() as sb:
+        res = sb.run("axios.get('https://api.example.com/x')")
+    assert res.status == "ok" and res.request["url"] == "https://api.example.com/x", (res.status, res.error)

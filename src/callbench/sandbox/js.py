@@ -197,16 +197,20 @@ class JsSandbox:
     # ------------------------------------------------------------------ worker management
 
     def _start_worker(self) -> None:
+        # Isolated (-I): neither the cwd nor PYTHONPATH is on the worker's sys.path, so a stray
+        # ``concurrent.py`` next to the user's run cannot break or enter the worker; this source
+        # tree goes first explicitly (it may not be the installed one).
         src_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = src_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        boot = (
+            f"import sys; sys.path.insert(0, {src_root!r}); import runpy; "
+            "runpy.run_module('callbench.sandbox._worker', run_name='__main__', alter_sys=True)"
+        )
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "callbench.sandbox._worker"],
+            [sys.executable, "-I", "-c", boot],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env=env,
             close_fds=True,
         )
         self._buf = b""

@@ -1,0 +1,84 @@
+"""SIGTERM stops a run like Ctrl-C (issue 11): a message with the resume hint, finished samples
+kept, and the same command resumes without redoing them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai")
+
+
+@pytest.fixture()
+def slow_server():
+    """Chat completions that take 0.3 s each and answer with an empty call list."""
+    seen = {"n": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen["n"] += 1
+            time.sleep(0.3)
+            choice = {"index": 0, "message": {"role": "assistant", "content": "[]"}, "finish_reason": "stop"}
+            payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", seen
+    srv.shutdown()
+
+
+def _rows(out: Path) -> int:
+    dbs = list(out.rglob("run.sqlite"))
+    if not dbs:
+        return 0
+    con = sqlite3.connect(dbs[0])
+    try:
+        return con.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+    finally:
+        con.close()
+
+
+def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(slow_server, tmp_path):
+    url, seen = slow_server
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "callbench.cli", "run", "nested", "--model", f"openai:m@{url}",
+           "--model-arg", "mode=chat", "--limit", "40", "--concurrency", "1", "--out", str(out), "--no-progress"]
+    env = {**os.environ, "OPENAI_API_KEY": "x"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while _rows(out) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "run the same command to resume" in err and "Traceback" not in err
+    kept = _rows(out)
+    assert 2 <= kept < 40
+    before = seen["n"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _rows(out) == 40 and seen["n"] - before <= 40 - kept + 1  # finished samples are not asked again
