@@ -60,6 +60,33 @@ def _shown(path: Path) -> str:
     return escape(encodable(str(path)))
 
 
+RetryErrors = Annotated[
+    bool,
+    typer.Option(
+        "--retry-errors",
+        help="On resume, ask the backend again for the samples stored as backend errors (refused or failed "
+        "requests, malformed responses).",
+    ),
+]
+MaxBackendErrorRate = Annotated[
+    float,
+    typer.Option(
+        "--max-backend-error-rate",
+        help="Stop the run (finished samples kept) once more than this share of its samples got no usable "
+        "answer from the backend (counted from 10 such samples on).",
+    ),
+]
+
+
+def _backend_error_note(summary: dict) -> None:
+    n = summary.get("n_backend_errors") or 0
+    if n:
+        err_console.print(
+            f"[yellow]{n} sample(s) got no usable answer from the backend (backend_error): not counted in the "
+            "metrics; run the same command with --retry-errors to ask again[/yellow]"
+        )
+
+
 UnsafeNoSandbox = Annotated[
     bool,
     typer.Option(
@@ -272,6 +299,8 @@ def run_webapi(
         ),
     ] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    retry_errors: RetryErrors = False,
+    max_backend_error_rate: MaxBackendErrorRate = 0.2,
 ) -> None:
     """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
 
@@ -318,11 +347,14 @@ def run_webapi(
                 scoring=scoring.value,
                 generation=gen,
                 progress=not no_progress,
+                retry_errors=retry_errors,
+                max_backend_error_rate=max_backend_error_rate,
             ),
         )
     except CallbenchError as exc:
         _fail(exc)
     print_summary(outcome.summary, out_console)
+    _backend_error_note(outcome.summary)
     shown = _shown(outcome.run_dir)
     out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
 
@@ -444,6 +476,8 @@ def run_nested(
         ),
     ] = 600.0,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    retry_errors: RetryErrors = False,
+    max_backend_error_rate: MaxBackendErrorRate = 0.2,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
@@ -502,11 +536,14 @@ def run_nested(
                 scoring=scoring.value,
                 generation=generation,
                 progress=not no_progress,
+                retry_errors=retry_errors,
+                max_backend_error_rate=max_backend_error_rate,
             ),
         )
     except CallbenchError as exc:
         _fail(exc)
     print_nested_summary(outcome.summary, out_console)
+    _backend_error_note(outcome.summary)
     out_console.print(f"run directory: {_shown(outcome.run_dir)}", highlight=False)
 
 

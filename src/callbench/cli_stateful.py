@@ -13,7 +13,10 @@ from typing import Annotated
 import typer
 
 from callbench.cli import (
+    MaxBackendErrorRate,
+    RetryErrors,
     UnsafeNoSandbox,
+    _backend_error_note,
     _csv,
     _fail,
     _parse_model_args,
@@ -126,6 +129,8 @@ def run_stateful(
     out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    retry_errors: RetryErrors = False,
+    max_backend_error_rate: MaxBackendErrorRate = 0.2,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
@@ -174,11 +179,14 @@ def run_stateful(
                 scoring="strict",
                 generation=generation,
                 progress=not no_progress,
+                retry_errors=retry_errors,
+                max_backend_error_rate=max_backend_error_rate,
             ),
         )
     except CallbenchError as exc:
         _fail(exc)
     print_stateful_summary(outcome.summary, out_console)
+    _backend_error_note(outcome.summary)
 
 
 @app.command("coverage")

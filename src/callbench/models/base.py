@@ -11,6 +11,8 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from callbench.errors import CallbenchError
+
 Mode = Literal["completion", "chat"]
 
 
@@ -84,6 +86,21 @@ class ModelOutput:
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     tool_calls: list[dict[str, Any]] | None = None
+
+
+class BackendError(CallbenchError):
+    """The backend gave no usable answer for one sample (refused, kept failing after its retries,
+    or sent a malformed body). The runner stores it as that sample's ``backend_error`` outcome --
+    not the model's mistake, not a run abort -- and ``--retry-errors`` asks again on resume."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1, body: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+        self.body = body
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": str(self), "status": self.status, "attempts": self.attempts, "body": (self.body or "")[:500] or None}
 
 
 class ModelBackend(abc.ABC):

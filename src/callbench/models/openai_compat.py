@@ -34,9 +34,9 @@ import re
 import time
 from typing import Any
 
-from callbench.errors import CallbenchError, ConfigError, MissingExtraError
+from callbench.errors import ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
-from callbench.models.base import GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
+from callbench.models.base import BackendError, GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
 from callbench.models.registry import register_model
 
 OPTIONS: dict[str, Opt] = {
@@ -57,13 +57,8 @@ _DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 
 
-class ModelRequestError(CallbenchError):
+class ModelRequestError(BackendError):
     """A request the server refused, or that kept failing after every retry (message is one line)."""
-
-    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1):
-        super().__init__(message)
-        self.status = status
-        self.attempts = attempts
 
 
 def parse_target(target: str) -> tuple[str, str | None]:

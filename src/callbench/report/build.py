@@ -13,7 +13,7 @@ from rich.console import Console
 from callbench.errors import ConfigError, RunStoreError
 from callbench.report.html import render_html
 from callbench.report.table import by_api_table, constraint_line, summary_table
-from callbench.runs.runner import aggregate_stored
+from callbench.runs.runner import BACKEND_ERROR, aggregate_stored
 from callbench.runs.store import CONFIG_FIX, RunStore
 from callbench.tracks.base import Sample, get_track
 
@@ -74,8 +74,10 @@ def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
         if mode not in track_cls.scoring_modes:
             raise ConfigError(f"--scoring '{mode}': choose from {', '.join(track_cls.scoring_modes)}")
         results = store.results()
-        samples = [Sample(id=r["id"], group=r["grp"], payload=None) for r in rows]
+        failed = [r for r in rows if r["status"] == BACKEND_ERROR]
+        samples = [Sample(id=r["id"], group=r["grp"], payload=None) for r in rows if r["status"] != BACKEND_ERROR]
         agg = aggregate_stored(track_cls, store, samples, results, mode)
+        stored = _stored_summary(run_dir)
         summary = {
             "track": track_name,
             "model": ident.get("model"),
@@ -83,12 +85,26 @@ def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
             "constrained": bool(ident.get("constrained", False)),
             "scoring": mode,
             "n": len(samples),
+            "n_backend_errors": len(failed),
+            # no summary.json: the run never finished; an older one may predate rows added since
+            "complete": bool(stored.get("complete")) and stored.get("n_selected") == len(rows) and not failed,
+            "n_selected": stored.get("n_selected"),
             **agg,
             "run_id": run_dir.name,
         }
     finally:
         store.close()
     return LoadedRun(directory=run_dir, label=run_dir.name, summary=summary, rows=rows)
+
+
+def _stored_summary(run_dir: Path) -> dict[str, Any]:
+    """``summary.json`` as written at the end of the run ({} when absent or unreadable: the
+    scoring check below reports a damaged one)."""
+    try:
+        doc = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def _stored_scoring(run_dir: Path, modes: tuple[str, ...]) -> str | None:
@@ -137,6 +153,8 @@ def build_report(
         _write_html(html_path, render_html(runs))
     if console is None:
         return Report(runs=runs, html_path=html_path)
+    for r in runs:
+        _incomplete_note(r, console)
     if nested:
         from callbench.report.table import print_nested_summary
 
@@ -151,6 +169,27 @@ def build_report(
         if line:
             console.print(f"{r.label}: {line}", highlight=False)
     return Report(runs=runs, html_path=html_path)
+
+
+def _incomplete_note(run: LoadedRun, console: Console) -> None:
+    """Say when a run's numbers are not the whole benchmark (unfinished, or backend errors)."""
+    s = run.summary
+    if s.get("complete"):
+        return
+    parts = []
+    if s.get("n_selected") and s["n"] + s.get("n_backend_errors", 0) < s["n_selected"]:
+        parts.append(f"{s['n']} of {s['n_selected']} samples answered")
+    elif not s.get("n_selected"):
+        parts.append(f"unfinished ({s['n']} samples stored)")
+    if s.get("n_backend_errors"):
+        parts.append(f"{s['n_backend_errors']} backend error(s) not counted")
+    if parts:
+        console.print(
+            f"[yellow]{run.label}: INCOMPLETE: {'; '.join(parts)} -- re-run its command to finish "
+            "(--retry-errors to ask again for backend errors)[/yellow]",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _write_html(path: Path, text: str) -> None:

@@ -30,8 +30,8 @@ from rich.progress import (
 )
 
 from callbench import __version__
-from callbench.errors import ConfigError, DataError, RunStoreError
-from callbench.models.base import GenerationConfig, ModelBackend
+from callbench.errors import CallbenchError, ConfigError, DataError, RunStoreError
+from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelOutput
 from callbench.runs.store import START_OVER, RunStore, encodable, write_json_atomic
 from callbench.tracks.base import Sample, SampleResult, Track
 
@@ -47,6 +47,16 @@ class RunOptions:
     scoring: str = "strict"
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     progress: bool = True
+    retry_errors: bool = False  # ask again for samples stored as backend_error
+    max_backend_error_rate: float = 0.2  # stop early when more of this session's samples fail
+
+
+BACKEND_ERROR = "backend_error"
+_MIN_FOR_RATE = 10  # backend errors before the rate can stop a run (a few flukes never do)
+
+
+class BackendErrorRate(CallbenchError):
+    """Too many samples of this session got no usable answer from the backend: the run stops."""
 
 
 @dataclass
@@ -136,8 +146,11 @@ def run_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> tu
 
 
 def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str) -> dict[str, Any]:
+    """Metrics over the samples the model answered; backend errors are counted apart (they are
+    not the model's mistakes, and ``--retry-errors`` asks again for them)."""
     results = store.results()
-    done = [s for s in samples if s.id in results]
+    failed = [s.id for s in samples if s.id in results and results[s.id].status == BACKEND_ERROR]
+    done = [s for s in samples if s.id in results and results[s.id].status != BACKEND_ERROR]
     agg = track.aggregate(done, [results[s.id] for s in done], scoring)  # stored rows were checked on resume
     cfg = store.config()
     ident = cfg.get("identity", {})
@@ -149,6 +162,7 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
         "scoring": scoring,
         "n": len(done),
         "n_selected": len(samples),
+        "n_backend_errors": len(failed),
         "complete": len(done) == len(samples),
         **agg,
         "run_id": store.dir.name,
@@ -187,7 +201,8 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> tuple[list[
     if resumed:  # stored rows the track cannot read fail now, before any new sample runs
         try:
             results = store.results()
-            aggregate_stored(track, store, [s for s in samples if s.id in results], results, opts.scoring)
+            answered = [s for s in samples if s.id in results and results[s.id].status != BACKEND_ERROR]
+            aggregate_stored(track, store, answered, results, opts.scoring)
         except BaseException:
             store.close()
             raise
@@ -203,8 +218,13 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         await model.aclose()
         raise
     try:
+        if opts.retry_errors:
+            retried = store.delete_status(BACKEND_ERROR)
+            if retried:
+                console.print(f"[dim]--retry-errors: asking again for {retried} sample(s) stored as backend errors[/dim]")
         done = store.done_ids()
         pending = [s for s in samples if s.id not in done]
+        tally = {"finished": 0, "failed": 0}
         if resumed:
             console.print(
                 f"[dim]resuming {encodable(str(run_dir))}: {len(samples) - len(pending)} of {len(samples)} samples already done[/dim]"
@@ -227,7 +247,20 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
                 inp = track.build_input(sample)
                 t0 = time.perf_counter()
                 # A track may drive several model turns for one sample (e.g. a ReAct loop).
-                out = await track.interact(sample, inp, model, opts.generation)
+                try:
+                    out = await track.interact(sample, inp, model, opts.generation)
+                except BackendError as exc:
+                    _store_backend_error(store, sample, inp, model, exc, time.perf_counter() - t0)
+                    tally["finished"] += 1
+                    tally["failed"] += 1
+                    progress.advance(task_id)
+                    if tally["failed"] >= _MIN_FOR_RATE and tally["failed"] > opts.max_backend_error_rate * tally["finished"]:
+                        raise BackendErrorRate(
+                            f"{tally['failed']} of {tally['finished']} samples got no usable answer from the backend "
+                            f"(over --max-backend-error-rate {opts.max_backend_error_rate:g}); last: {exc}; "
+                            "finished samples are saved: fix the backend and run the same command with --retry-errors"
+                        ) from None
+                    return
                 if out.latency_s is None:
                     out.latency_s = time.perf_counter() - t0
             if track.evaluate_in_thread:  # slow, process-isolated scoring must not stall the requests
@@ -235,6 +268,7 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
             else:
                 res = track.evaluate(sample, out)
             store.put(sample.group, inp, out, res)
+            tally["finished"] += 1
             progress.advance(task_id)
 
         with progress:
@@ -253,6 +287,13 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         store.close()
         track.close()
         await model.aclose()
+
+
+def _store_backend_error(
+    store: RunStore, sample: Sample, inp: Any, model: ModelBackend, exc: BackendError, latency: float
+) -> None:
+    out = ModelOutput(text="", mode=model.mode, latency_s=latency, extra={BACKEND_ERROR: exc.to_json()})
+    store.put(sample.group, inp, out, SampleResult(status=BACKEND_ERROR, error=str(exc)))
 
 
 def run(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:

@@ -328,6 +328,11 @@ class RunStore:
             f"sqlite3 {self.db_path} \"DELETE FROM samples WHERE typeof(id) != 'text'\" and re-run to redo them, or {START_OVER}"
         )
 
+    def delete_status(self, status: str) -> int:
+        """Forget the samples stored with ``status`` (so a resume runs them again); how many."""
+        with self._sql("deleting samples"), self.conn:
+            return self.conn.execute("DELETE FROM samples WHERE status = ?", (status,)).rowcount
+
     def put(self, group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> None:
         """Store one finished sample; every text made encodable first (see the module doc)."""
         text = encodable

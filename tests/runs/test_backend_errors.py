@@ -1,0 +1,108 @@
+"""A sample the backend cannot answer is a stored ``backend_error`` outcome, never a run abort
+(issue 11): counted apart from the model's mistakes, asked again with ``--retry-errors``, and a
+run whose backend mostly fails stops early with the cause."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("openai")
+
+from callbench.cli import app  # noqa: E402
+from callbench.runs.store import RunStore  # noqa: E402
+
+
+@pytest.fixture()
+def flaky_server():
+    """Chat completions answering "[]"; requests numbered in ``state["refuse"]`` get HTTP 400."""
+    state = {"n": 0, "refuse": set(), "refuse_all": False}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                state["n"] += 1
+                refuse = state["refuse_all"] or state["n"] in state["refuse"]
+            if refuse:
+                data = json.dumps({"error": {"message": "context length exceeded", "type": "invalid_request_error"}}).encode()
+                self.send_response(400)
+            else:
+                choice = {"index": 0, "message": {"role": "assistant", "content": "[]"}, "finish_reason": "stop"}
+                data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                   "choices": [choice]}).encode()
+                self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", state
+    srv.shutdown()
+
+
+def _args(url, out, *extra):
+    return ["run", "nested", "--model", f"openai:m@{url}", "--model-arg", "mode=chat", "--limit", "12",
+            "--concurrency", "1", "--out", str(out), "--no-progress", *extra]
+
+
+def test_a_refused_sample_is_stored_counted_apart_and_retried(flaky_server, tmp_path, monkeypatch):
+    url, state = flaky_server
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    state["refuse"] = {3}
+    r = CliRunner().invoke(app, _args(url, tmp_path))
+    assert r.exit_code == 0, r.output
+    assert "1 sample(s) got no usable answer" in r.output and "--retry-errors" in r.output
+    summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
+    assert summary["n_backend_errors"] == 1 and summary["n"] == 11 and summary["n_selected"] == 12
+    store = RunStore.open(next(tmp_path.rglob("run.sqlite")).parent)
+    failed = [r for r in store.rows() if r["status"] == "backend_error"]
+    store.close()
+    assert len(failed) == 1 and failed[0]["extra"]["backend_error"]["status"] == 400
+    assert "context length exceeded" in failed[0]["error"]
+    # a plain resume keeps the outcome; --retry-errors asks again, and only for that sample
+    asked = state["n"]
+    assert CliRunner().invoke(app, _args(url, tmp_path)).exit_code == 0 and state["n"] == asked
+    again = CliRunner().invoke(app, _args(url, tmp_path, "--retry-errors"))
+    assert again.exit_code == 0, again.output
+    assert state["n"] == asked + 1
+    summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
+    assert summary["n_backend_errors"] == 0 and summary["n"] == 12 and summary["complete"]
+
+
+def test_a_failing_backend_stops_the_run_with_the_cause(flaky_server, tmp_path, monkeypatch):
+    url, state = flaky_server
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    state["refuse_all"] = True
+    r = CliRunner().invoke(app, _args(url, tmp_path, "--limit", "40"))
+    assert r.exit_code == 2
+    error = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "--max-backend-error-rate" in error[0] and "context length exceeded" in error[0]
+    assert "--retry-errors" in error[0] and state["n"] < 40
+
+
+def test_report_says_when_a_run_is_incomplete(flaky_server, tmp_path, monkeypatch):
+    url, state = flaky_server
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    state["refuse"] = {2}
+    assert CliRunner().invoke(app, _args(url, tmp_path)).exit_code == 0
+    run_dir = next(tmp_path.rglob("run.sqlite")).parent
+    r = CliRunner().invoke(app, ["report", str(run_dir)])
+    assert r.exit_code == 0, r.output
+    assert "INCOMPLETE" in r.output and "1 backend error(s) not counted" in r.output
+    assert CliRunner().invoke(app, _args(url, tmp_path, "--retry-errors")).exit_code == 0
+    assert "INCOMPLETE" not in CliRunner().invoke(app, ["report", str(run_dir)]).output
+    # a run that never finished (no summary.json) is incomplete too
+    (run_dir / "summary.json").unlink()
+    r = CliRunner().invoke(app, ["report", str(run_dir)])
+    assert "INCOMPLETE" in r.output and "unfinished" in r.output
