@@ -106,3 +106,62 @@ def test_report_says_when_a_run_is_incomplete(flaky_server, tmp_path, monkeypatc
     (run_dir / "summary.json").unlink()
     r = CliRunner().invoke(app, ["report", str(run_dir)])
     assert "INCOMPLETE" in r.output and "unfinished" in r.output
+
+
+@pytest.fixture()
+def malformed_server():
+    """The first reply for each prompt is broken in the way ``state["fault"]`` says; the retry
+    gets a good answer."""
+    state = {"fault": None, "seen": set(), "n": 0}
+    lock = threading.Lock()
+    good = {"role": "assistant", "content": "[]"}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.loads(raw)
+            key = json.dumps(body["messages"])
+            with lock:
+                state["n"] += 1
+                first = key not in state["seen"]
+                state["seen"].add(key)
+            fault = state["fault"] if first else None
+            ctype = "application/json"
+            if fault == "html":
+                data, ctype = b"<html><body>502 Bad Gateway</body></html>", "text/html"
+            else:
+                choices = [{"index": 0, "message": good, "finish_reason": "stop"}]
+                if fault == "empty_choices":
+                    choices = []
+                elif fault == "null_content":
+                    choices = [{"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}]
+                data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": choices}).encode()
+                if fault == "truncated":
+                    data = data[: len(data) // 2]
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", state
+    srv.shutdown()
+
+
+@pytest.mark.parametrize("fault", ["truncated", "html", "empty_choices", "null_content"])
+def test_malformed_replies_are_retried_not_scored(malformed_server, tmp_path, monkeypatch, fault):
+    url, state = malformed_server
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    state["fault"] = fault
+    r = CliRunner().invoke(app, _args(url, tmp_path, "--limit", "4", "--model-arg", "backoff=0.01"))
+    assert r.exit_code == 0, r.output
+    summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
+    # every prompt was asked twice (the broken reply, then the good one) and nothing was scored
+    # from a broken reply: the model's "[]" parses on every sample
+    assert state["n"] == 8 and summary["n"] == 4 and summary["n_backend_errors"] == 0
+    assert summary["metrics"]["parse_error_rate"] == 0.0

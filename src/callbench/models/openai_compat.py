@@ -61,6 +61,29 @@ class ModelRequestError(BackendError):
     """A request the server refused, or that kept failing after every retry (message is one line)."""
 
 
+class MalformedResponse(Exception):
+    """A 200 reply that holds no answer (not JSON, an HTML page, no choices, null content): a
+    fault of the server or a proxy, retried like a 5xx and never scored as the model's answer."""
+
+
+def _check_reply(response: Any, mode: str, tools: bool) -> None:
+    """Raise :class:`MalformedResponse` unless ``response`` is a completion with an answer."""
+    if isinstance(response, (str, bytes)) or not hasattr(response, "choices"):
+        text = response if isinstance(response, str) else repr(response)
+        raise MalformedResponse(f"the reply is not a completion object: {_one_line(str(text), 200)}")
+    if not response.choices:
+        raise MalformedResponse("the reply has no choices")
+    choice = response.choices[0]
+    if mode == "chat":
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedResponse("the reply's choice has no message")
+        if message.content is None and not (tools and getattr(message, "tool_calls", None)):
+            raise MalformedResponse("the reply's message content is null")
+    elif getattr(choice, "text", None) is None:
+        raise MalformedResponse("the reply's choice has no text")
+
+
 def parse_target(target: str) -> tuple[str, str | None]:
     """Split ``MODEL@URL`` (the URL part optional); the model name may itself contain ``@``."""
     target = target.strip()
@@ -185,7 +208,7 @@ class OpenAICompatBackend(ModelBackend):
 
     def _is_retryable(self, exc: BaseException) -> bool:
         oa = self._openai
-        if isinstance(exc, (oa.APITimeoutError, oa.APIConnectionError)):
+        if isinstance(exc, (oa.APITimeoutError, oa.APIConnectionError, MalformedResponse)):
             return True
         if isinstance(exc, oa.APIStatusError):
             return exc.status_code == 429 or exc.status_code >= 500
@@ -279,15 +302,26 @@ class OpenAICompatBackend(ModelBackend):
                     attempts += 1
                     async with semaphore:
                         sent = time.perf_counter()
-                        response = await self._request(client, inp, config, healing)
+                        try:
+                            response = await self._request(client, inp, config, healing)
+                        except ValueError as exc:  # the SDK's JSONDecodeError on a truncated body
+                            raise MalformedResponse(f"the reply is not valid JSON ({_one_line(str(exc), 120)})") from exc
+                        _check_reply(response, self.mode, inp.tools is not None)
                         latency = time.perf_counter() - sent
+        except MalformedResponse as exc:
+            raise ModelRequestError(
+                f"{self.identity}: gave up after {attempts} attempt(s): malformed reply: {exc}", attempts=attempts, body=str(exc)
+            ) from exc
         except self._openai.APIError as exc:
             status = getattr(exc, "status_code", None)
             if self._is_retryable(exc):
                 msg = f"{self.identity}: gave up after {attempts} attempt(s): {self._describe(exc)}"
             else:
                 msg = f"{self.identity}: request refused: {self._describe(exc)}"
-            raise ModelRequestError(msg, status=status, attempts=attempts) from exc
+            body = getattr(exc, "body", None)
+            raise ModelRequestError(
+                msg, status=status, attempts=attempts, body=_one_line(json.dumps(body) if body else "", 500) or None
+            ) from exc
         elapsed = time.perf_counter() - started
 
         choice = response.choices[0] if response.choices else None
