@@ -165,3 +165,23 @@ def test_malformed_replies_are_retried_not_scored(malformed_server, tmp_path, mo
     # from a broken reply: the model's "[]" parses on every sample
     assert state["n"] == 8 and summary["n"] == 4 and summary["n_backend_errors"] == 0
     assert summary["metrics"]["parse_error_rate"] == 0.0
+
+
+def test_a_run_directory_is_locked_while_a_run_writes_it(tmp_path):
+    """Two runs on one directory: the second is refused (one line naming the holder) until the
+    first closes; the lock and the identity check are one step."""
+    import os
+
+    from callbench.errors import RunStoreError
+
+    run_dir = tmp_path / "run"
+    cfg = {"identity": {"track": "nested", "model": "a"}}
+    first, resumed = RunStore.create_or_resume(run_dir, cfg)
+    assert not resumed
+    with pytest.raises(RunStoreError) as e:
+        RunStore.create_or_resume(run_dir, {"identity": {"track": "nested", "model": "b"}})
+    assert f"process {os.getpid()}" in str(e.value) and "\n" not in str(e.value)
+    first.close()
+    second, resumed = RunStore.create_or_resume(run_dir, cfg)
+    assert resumed
+    second.close()

@@ -181,6 +181,34 @@ def _sql_quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+LOCK_FILE = ".lock"
+
+
+def _lock(directory: Path) -> int:
+    """Lock ``directory`` for writing with ``flock`` on its ``.lock`` file (the kernel drops the
+    lock when the process dies, so a killed run never leaves it locked); the fd holds the lock.
+    A second run on the same directory is refused with one line naming the process."""
+    import fcntl
+
+    path = directory / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RunStoreError(f"{path}: cannot open the run's lock file ({exc.strerror}); {START_OVER}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise RunStoreError(
+            f"{directory}: in use by another callbench run (process {holder}); wait for it to finish, "
+            "or pass another --run-id"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 class RunStore:
     """The per-sample SQLite store of one run directory. Use :meth:`create_or_resume` to run
     into a directory and :meth:`open` to read one; both check the files before anything runs."""
@@ -247,6 +275,17 @@ class RunStore:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunStoreError(f"{directory}: cannot create the run directory ({exc.strerror}); pass another --out") from None
+        lock = _lock(directory)  # before the identity check: check and lock are one step
+        try:
+            store, resumed = cls._create_or_resume_locked(directory, config)
+        except BaseException:
+            os.close(lock)
+            raise
+        store._lock_fd = lock
+        return store, resumed
+
+    @classmethod
+    def _create_or_resume_locked(cls, directory: Path, config: dict[str, Any]) -> tuple[RunStore, bool]:
         config = encodable(config)
         cfg_path = directory / "config.json"
         resumed = os.path.lexists(cfg_path)
@@ -405,3 +444,6 @@ class RunStore:
 
     def close(self) -> None:
         self.conn.close()
+        lock, self._lock_fd = getattr(self, "_lock_fd", None), None
+        if lock is not None:
+            os.close(lock)  # releases the run directory's lock
