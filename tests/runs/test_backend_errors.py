@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -185,3 +186,72 @@ def test_a_run_directory_is_locked_while_a_run_writes_it(tmp_path):
     second, resumed = RunStore.create_or_resume(run_dir, cfg)
     assert resumed
     second.close()
+
+
+@pytest.fixture()
+def timing_server():
+    """``state["mode"]``: "trickle" sends a valid body one byte per 0.2 s; "retry_after" answers
+    the first request with 429 and ``Retry-After: 1.5``, then normally. Request times are kept."""
+    state = {"mode": None, "times": []}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state["times"].append(time.monotonic())
+            choice = {"index": 0, "message": {"role": "assistant", "content": "[]"}, "finish_reason": "stop"}
+            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice]}).encode()
+            if state["mode"] == "retry_after" and len(state["times"]) == 1:
+                self.send_response(429)
+                self.send_header("Retry-After", "1.5")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if state["mode"] == "trickle":
+                try:
+                    for b in data:
+                        self.wfile.write(bytes([b]))
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                except OSError:
+                    pass
+                return
+            self.wfile.write(data)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", state
+    srv.shutdown()
+
+
+def test_timeout_bounds_the_whole_request(timing_server, tmp_path, monkeypatch):
+    url, state = timing_server
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    state["mode"] = "trickle"
+    t0 = time.monotonic()
+    r = CliRunner().invoke(app, _args(url, tmp_path, "--limit", "1", "--model-arg", "timeout=1", "--model-arg", "max_retries=0"))
+    took = time.monotonic() - t0
+    assert r.exit_code == 0, r.output
+    summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
+    assert summary["n_backend_errors"] == 1 and took < 15  # the body alone takes ~30 s to trickle
+    store = RunStore.open(next(tmp_path.rglob("run.sqlite")).parent)
+    (row,) = list(store.rows())
+    store.close()
+    assert "no complete reply within 1 s" in row["error"]
+
+
+def test_retry_after_is_honoured_beyond_the_backoff_cap(timing_server, tmp_path, monkeypatch):
+    url, state = timing_server
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    state["mode"] = "retry_after"
+    args = _args(url, tmp_path, "--limit", "1", "--model-arg", "backoff=0.01", "--model-arg", "backoff_max=0.05")
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert len(state["times"]) == 2 and state["times"][1] - state["times"][0] >= 1.4

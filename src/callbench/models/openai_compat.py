@@ -49,6 +49,8 @@ OPTIONS: dict[str, Opt] = {
     # First backoff step and cap, in seconds (exposed so tests and impatient users can shrink them).
     "backoff": Opt(float, 1.0),
     "backoff_max": Opt(float, 30.0),
+    # A server's Retry-After is honoured up to this many seconds (a longer one is cut to it).
+    "retry_after_max": Opt(float, 300.0),
     # vLLM only: heal the prompt boundary through the server's /tokenize and structured outputs.
     "token_healing": Opt(bool, False),
 }
@@ -64,6 +66,10 @@ class ModelRequestError(BackendError):
 class MalformedResponse(Exception):
     """A 200 reply that holds no answer (not JSON, an HTML page, no choices, null content): a
     fault of the server or a proxy, retried like a 5xx and never scored as the model's answer."""
+
+
+class ReplyTimeout(MalformedResponse):
+    """No complete reply within ``timeout`` seconds (the whole request, not one read)."""
 
 
 def _check_reply(response: Any, mode: str, tools: bool) -> None:
@@ -122,6 +128,7 @@ class OpenAICompatBackend(ModelBackend):
         api_key: str | None = None,
         backoff: float = 1.0,
         backoff_max: float = 30.0,
+        retry_after_max: float = 300.0,
         token_healing: bool = False,
     ):
         super().__init__(mode)
@@ -146,6 +153,7 @@ class OpenAICompatBackend(ModelBackend):
         self.extra_body = dict(extra_body) if extra_body else None
         self.backoff = float(backoff)
         self.backoff_max = float(backoff_max)
+        self.retry_after_max = float(retry_after_max)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -281,10 +289,10 @@ class OpenAICompatBackend(ModelBackend):
         jitter = wait_random_exponential(multiplier=self.backoff, max=self.backoff_max)
 
         def wait(state) -> float:
-            # Full-jitter backoff, but never sooner than a server's Retry-After (capped at backoff_max).
+            # Full-jitter backoff, but never sooner than a server's Retry-After (up to retry_after_max).
             delay = jitter(state)
             retry_after = self._retry_after(state.outcome.exception() if state.outcome else None)
-            return max(delay, min(retry_after, self.backoff_max)) if retry_after else delay
+            return max(delay, min(retry_after, self.retry_after_max)) if retry_after else delay
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
@@ -303,14 +311,21 @@ class OpenAICompatBackend(ModelBackend):
                     async with semaphore:
                         sent = time.perf_counter()
                         try:
-                            response = await self._request(client, inp, config, healing)
+                            # ``timeout`` is a total deadline: the SDK's own timeout is per read,
+                            # so a body trickled slowly would otherwise never time out
+                            response = await asyncio.wait_for(
+                                self._request(client, inp, config, healing), timeout=self.timeout
+                            )
+                        except TimeoutError as exc:
+                            raise ReplyTimeout(f"no complete reply within {self.timeout:g} s") from exc
                         except ValueError as exc:  # the SDK's JSONDecodeError on a truncated body
                             raise MalformedResponse(f"the reply is not valid JSON ({_one_line(str(exc), 120)})") from exc
                         _check_reply(response, self.mode, inp.tools is not None)
                         latency = time.perf_counter() - sent
         except MalformedResponse as exc:
+            what = "" if isinstance(exc, ReplyTimeout) else "malformed reply: "
             raise ModelRequestError(
-                f"{self.identity}: gave up after {attempts} attempt(s): malformed reply: {exc}", attempts=attempts, body=str(exc)
+                f"{self.identity}: gave up after {attempts} attempt(s): {what}{exc}", attempts=attempts, body=str(exc)
             ) from exc
         except self._openai.APIError as exc:
             status = getattr(exc, "status_code", None)
