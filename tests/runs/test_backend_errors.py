@@ -255,3 +255,57 @@ def test_retry_after_is_honoured_beyond_the_backoff_cap(timing_server, tmp_path,
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     assert len(state["times"]) == 2 and state["times"][1] - state["times"][0] >= 1.4
+
+
+def test_answers_never_pile_up_unstored(tmp_path):
+    """Evaluation runs inside the concurrency bound (issue 11: a stateful kill lost up to 97
+    answered generations): at any moment at most ``concurrency`` samples are answered but not
+    yet stored."""
+    import asyncio
+
+    from callbench.models.base import ModelBackend, ModelOutput
+    from callbench.runs.runner import RunOptions, run
+    from callbench.tracks.base import Sample, SampleResult, Track
+
+    state = {"answered": 0, "stored": 0, "peak": 0}
+
+    class Fast(ModelBackend):
+        name = "fast"
+        modes = ("completion",)
+
+        @property
+        def identity(self):
+            return "fast"
+
+        async def generate(self, inp, config):
+            state["answered"] += 1
+            state["peak"] = max(state["peak"], state["answered"] - state["stored"])
+            await asyncio.sleep(0)
+            return ModelOutput(text="x", mode="completion")
+
+    class SlowScoring(Track):
+        name = "slowscoring"
+        evaluate_in_thread = True
+
+        def load_samples(self):
+            return [Sample(id=f"s{i}", group="g", payload=None) for i in range(40)]
+
+        def fingerprint(self):
+            return {}
+
+        def build_input(self, sample):
+            from callbench.models.base import ModelInput
+
+            return ModelInput(sample_id=sample.id, prompt="p", messages=[{"role": "user", "content": "p"}])
+
+        def evaluate(self, sample, output):
+            time.sleep(0.02)
+            state["stored"] += 1  # stored right after this returns, inside the same slot
+            return SampleResult(status="ok")
+
+        @classmethod
+        def aggregate(cls, samples, results, scoring):
+            return {"metrics": {"n": len(results)}}
+
+    run(SlowScoring(), Fast("completion"), RunOptions(out_dir=tmp_path, concurrency=4, progress=False))
+    assert state["answered"] == 40 and state["peak"] <= 4 + 1, state

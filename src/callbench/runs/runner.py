@@ -263,11 +263,13 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
                     return
                 if out.latency_s is None:
                     out.latency_s = time.perf_counter() - t0
-            if track.evaluate_in_thread:  # slow, process-isolated scoring must not stall the requests
-                res = await asyncio.to_thread(track.evaluate, sample, out)
-            else:
-                res = track.evaluate(sample, out)
-            store.put(sample.group, inp, out, res)
+                # Evaluated and stored inside the concurrency bound: answers never pile up unscored
+                # in memory, so a kill loses at most ``concurrency`` samples' work.
+                if track.evaluate_in_thread:  # slow, process-isolated scoring must not stall the loop
+                    res = await asyncio.to_thread(track.evaluate, sample, out)
+                else:
+                    res = track.evaluate(sample, out)
+                store.put(sample.group, inp, out, res)
             tally["finished"] += 1
             progress.advance(task_id)
 
