@@ -309,3 +309,8 @@ def test_answers_never_pile_up_unstored(tmp_path):
 
     run(SlowScoring(), Fast("completion"), RunOptions(out_dir=tmp_path, concurrency=4, progress=False))
     assert state["answered"] == 40 and state["peak"] <= 4 + 1, state
+
+
+def test_max_backend_error_rate_is_a_share(tmp_path):
+    r = CliRunner().invoke(app, ["run", "nested", "--model", "gold", "--max-backend-error-rate", "1.5", "--out", str(tmp_path), "--no-progress"])
+    assert r.exit_code == 2 and "--max-backend-error-rate 1.5" in r.output and not list(tmp_path.iterdir())

@@ -181,6 +181,8 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> tuple[list[
         raise ConfigError(f"--scoring '{opts.scoring}': choose from {', '.join(track.scoring_modes)}")
     if opts.concurrency < 1:
         raise ConfigError("--concurrency must be >= 1")
+    if not 0 <= opts.max_backend_error_rate <= 1:
+        raise ConfigError(f"--max-backend-error-rate {opts.max_backend_error_rate:g}: must be a share between 0 and 1")
     check_generation(opts.generation)
     if opts.run_id is not None and (opts.run_id in ("", ".", "..") or "/" in opts.run_id or os.sep in opts.run_id):
         raise ConfigError(f"--run-id {opts.run_id!r}: must be a plain directory name (it is created under --out)")
