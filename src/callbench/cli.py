@@ -121,12 +121,16 @@ def _parse_model_args(items: list[str] | None) -> dict[str, object]:
     return opts
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, so both stop a run the same way."""
+_sigterm = {"seen": False}
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated
+    """SIGTERM stops a run the way Ctrl-C does: as SIGINT, which ``asyncio.run`` turns into a
+    clean cancellation of the run (raising here instead could land inside the event loop)."""
+    import signal
+
+    _sigterm["seen"] = True
+    signal.raise_signal(signal.SIGINT)
 
 
 def _run_track(track, backend, options):
@@ -139,12 +143,13 @@ def _run_track(track, backend, options):
 
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main else None
+    _sigterm["seen"] = False
     try:
         return run(track, backend, options, console=err_console)
-    except KeyboardInterrupt as exc:
-        what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
+    except KeyboardInterrupt:
+        what = "terminated (SIGTERM)" if _sigterm["seen"] else "interrupted"
         err_console.print(f"[yellow]{what}: finished samples are saved; run the same command to resume[/yellow]")
-        raise typer.Exit(143 if isinstance(exc, _Terminated) else 130) from None
+        raise typer.Exit(143 if _sigterm["seen"] else 130) from None
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
