@@ -3,49 +3,27 @@ kept, and the same command resumes without redoing them."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("openai")
 
+from callbench.models.testing import FakeOpenAIServer  # noqa: E402
+
 
 @pytest.fixture()
 def slow_server():
     """Chat completions that take 0.3 s each and answer with an empty call list."""
-    seen = {"n": 0}
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen["n"] += 1
-            time.sleep(0.3)
-            choice = {"index": 0, "message": {"role": "assistant", "content": "[]"}, "finish_reason": "stop"}
-            payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice],
-                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", seen
-    srv.shutdown()
+    with FakeOpenAIServer(lambda body: {"content": "[]"}) as fake:
+        fake.delay = 0.3
+        yield fake.url, fake
 
 
 def _rows(out: Path) -> int:
@@ -78,7 +56,7 @@ def test_sigterm_stops_like_ctrl_c_and_the_run_resumes(slow_server, tmp_path):
     assert "terminated (SIGTERM)" in err and "run the same command to resume" in err and "Traceback" not in err
     kept = _rows(out)
     assert 2 <= kept < 40
-    before = seen["n"]
+    before = len(seen.requests)
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert _rows(out) == 40 and seen["n"] - before <= 40 - kept + 1  # finished samples are not asked again
+    assert _rows(out) == 40 and len(seen.requests) - before <= 40 - kept + 1  # finished samples are not asked again
