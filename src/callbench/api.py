@@ -79,9 +79,14 @@ def run(
     model_options: dict[str, Any] | None = None,
     progress: bool = False,
     console: Console | None = None,
+    retry_errors: bool = False,
+    max_backend_error_rate: float = 0.2,
+    count_backend_errors: bool = False,
+    eval_workers: int | None = None,
     **track_options: Any,
 ) -> RunOutcome:
-    """Run ``track`` with ``model`` and return the run directory and its summary."""
+    """Run ``track`` with ``model`` and return the run directory and its summary (the keyword
+    arguments are the ``callbench run`` options of the same names)."""
     tr = make_track(track, **track_options)
     backend = load_backend(
         model, model_options or {}, concurrency=concurrency, track=tr, constrained=bool(track_options.get("constrained"))
@@ -100,12 +105,27 @@ def run(
         scoring=scoring,
         generation=generation,
         progress=progress,
+        retry_errors=retry_errors,
+        max_backend_error_rate=max_backend_error_rate,
+        count_backend_errors=count_backend_errors,
+        eval_workers=eval_workers,
     )
     return _run(tr, backend, opts, console)
 
 
-def report(run_dirs: Sequence[str | Path], *, html: str | Path | None = None, scoring: str | None = None):
+def report(
+    run_dirs: Sequence[str | Path],
+    *,
+    html: str | Path | None = None,
+    scoring: str | None = None,
+    count_backend_errors: bool = False,
+):
     """Load runs, (re)aggregate them and write the HTML report; returns the report data."""
     from callbench.report.build import build_report
 
-    return build_report([Path(p) for p in run_dirs], html=Path(html) if html else None, scoring=scoring)
+    return build_report(
+        [Path(p) for p in run_dirs],
+        html=Path(html) if html else None,
+        scoring=scoring,
+        count_backend_errors=count_backend_errors,
+    )

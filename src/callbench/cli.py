@@ -78,12 +78,32 @@ MaxBackendErrorRate = Annotated[
 ]
 
 
+CountBackendErrors = Annotated[
+    bool,
+    typer.Option(
+        "--count-backend-errors",
+        help="Score samples the backend never answered (backend_error) as failed, as if the answer were "
+        "empty. Default: left out of the metrics and counted apart.",
+    ),
+]
+EvalWorkers = Annotated[
+    int | None,
+    typer.Option(
+        "--eval-workers",
+        help="Threads that score answers (each drives its own sandbox process) while requests go on; "
+        "default: one per CPU core (stateful: one per request in flight).",
+    ),
+]
+
+
 def _backend_error_note(summary: dict) -> None:
     n = summary.get("n_backend_errors") or 0
     if n:
+        how = "scored as failed samples" if summary.get("backend_errors_counted") else "not counted in the metrics"
         err_console.print(
-            f"[yellow]{n} sample(s) got no usable answer from the backend (backend_error): not counted in the "
-            "metrics; run the same command with --retry-errors to ask again[/yellow]"
+            f"[yellow]{n} sample(s) got no usable answer from the backend (backend_error): {how}; "
+            "run the same command with --retry-errors to ask again[/yellow]",
+            highlight=False,
         )
 
 
@@ -306,6 +326,8 @@ def run_webapi(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
     retry_errors: RetryErrors = False,
     max_backend_error_rate: MaxBackendErrorRate = 0.2,
+    count_backend_errors: CountBackendErrors = False,
+    eval_workers: EvalWorkers = None,
 ) -> None:
     """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
 
@@ -354,6 +376,8 @@ def run_webapi(
                 progress=not no_progress,
                 retry_errors=retry_errors,
                 max_backend_error_rate=max_backend_error_rate,
+                count_backend_errors=count_backend_errors,
+                eval_workers=eval_workers,
             ),
         )
     except CallbenchError as exc:
@@ -483,6 +507,8 @@ def run_nested(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
     retry_errors: RetryErrors = False,
     max_backend_error_rate: MaxBackendErrorRate = 0.2,
+    count_backend_errors: CountBackendErrors = False,
+    eval_workers: EvalWorkers = None,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
@@ -543,6 +569,8 @@ def run_nested(
                 progress=not no_progress,
                 retry_errors=retry_errors,
                 max_backend_error_rate=max_backend_error_rate,
+                count_backend_errors=count_backend_errors,
+                eval_workers=eval_workers,
             ),
         )
     except CallbenchError as exc:
@@ -593,12 +621,19 @@ def report_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run directories; several are compared side by side.")],
     html: Annotated[Path | None, typer.Option(help="HTML file (default: <first run>/report.html).")] = None,
     scoring: Annotated[Scoring | None, typer.Option(help="Re-score in this mode (default: the run's).")] = None,
+    count_backend_errors: CountBackendErrors = False,
 ) -> None:
     """Print the paper-style table and write a self-contained HTML report with plots."""
     from callbench.report.build import build_report
 
     try:
-        rep = build_report(runs, html=html, scoring=scoring.value if scoring else None, console=out_console)
+        rep = build_report(
+            runs,
+            html=html,
+            scoring=scoring.value if scoring else None,
+            console=out_console,
+            count_backend_errors=count_backend_errors,
+        )
     except CallbenchError as exc:
         _fail(exc)
     out_console.print(f"HTML report: {_shown(rep.html_path)}", highlight=False)

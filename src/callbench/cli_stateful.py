@@ -13,6 +13,8 @@ from typing import Annotated
 import typer
 
 from callbench.cli import (
+    CountBackendErrors,
+    EvalWorkers,
     MaxBackendErrorRate,
     RetryErrors,
     UnsafeNoSandbox,
@@ -131,6 +133,8 @@ def run_stateful(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
     retry_errors: RetryErrors = False,
     max_backend_error_rate: MaxBackendErrorRate = 0.2,
+    count_backend_errors: CountBackendErrors = False,
+    eval_workers: EvalWorkers = None,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
 ) -> None:
     """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
@@ -181,6 +185,8 @@ def run_stateful(
                 progress=not no_progress,
                 retry_errors=retry_errors,
                 max_backend_error_rate=max_backend_error_rate,
+                count_backend_errors=count_backend_errors,
+                eval_workers=eval_workers,
             ),
         )
     except CallbenchError as exc:

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 llguidance = pytest.importorskip("llguidance")
 
 from callbench.constrain.engine import GrammarConstraint  # noqa: E402

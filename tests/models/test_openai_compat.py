@@ -1,10 +1,10 @@
 """The OpenAI-compatible backend against a real HTTP server on loopback.
 
-The server (:class:`callbench.models.testing.FakeOpenAIServer`) is a few lines of stdlib
-``http.server``: it answers ``/v1/chat/completions`` and ``/v1/completions``, records every request,
-counts requests in flight, can be scripted to fail (429, 500, 400, or sleep past the client timeout)
+The server (:class:`callbench.models.testing.FakeOpenAIServer`, asyncio + h11 with keep-alive)
+answers ``/v1/chat/completions`` and ``/v1/completions``, records every request, counts requests in
+flight, can be scripted to fail (429, 500, 400, malformed bodies, or sleep past the client timeout)
 before it succeeds, and answers chat requests with scripted tool calls. Real sockets are used so
-the SDK's own error mapping (status codes, timeouts) is exercised, not a mock of it.
+the backend's own error mapping (status codes, timeouts) is exercised, not a mock of it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 
 from callbench.errors import ConfigError  # noqa: E402
 from callbench.models.base import GenerationConfig, ModelInput, require_tools  # noqa: E402

@@ -26,7 +26,7 @@ class SlowGold(GoldModel):
 register_model("slowgold")(lambda target, options: SlowGold())
 from callbench.api import run
 out = run("webapi", "slowgold", out_dir=sys.argv[1], run_id="r", limit=40, concurrency=4)
-print("GENERATED", out.generated)
+print("GENERATED", out.generated + out.reused)  # asked now, or answered before the kill
 """
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 
 from callbench.models.testing import FakeOpenAIServer  # noqa: E402
 

@@ -55,8 +55,9 @@ def short_labels(summaries: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
-def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
-    """One run directory, re-aggregated in ``scoring`` (default: the mode it was run in).
+def load_run(run_dir: Path, scoring: str | None, count_backend_errors: bool = False) -> LoadedRun:
+    """One run directory, re-aggregated in ``scoring`` (default: the mode it was run in);
+    ``count_backend_errors`` scores backend errors as failed samples instead of leaving them out.
 
     Every file is checked as it is read: a damaged one raises one line naming it (see
     :mod:`callbench.runs.store`)."""
@@ -75,7 +76,8 @@ def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
             raise ConfigError(f"--scoring '{mode}': choose from {', '.join(track_cls.scoring_modes)}")
         results = store.results()
         failed = [r for r in rows if r["status"] == BACKEND_ERROR]
-        samples = [Sample(id=r["id"], group=r["grp"], payload=None) for r in rows if r["status"] != BACKEND_ERROR]
+        counted = [r for r in rows if count_backend_errors or r["status"] != BACKEND_ERROR]
+        samples = [Sample(id=r["id"], group=r["grp"], payload=None) for r in counted]
         agg = aggregate_stored(track_cls, store, samples, results, mode)
         stored = _stored_summary(run_dir)
         summary = {
@@ -86,6 +88,7 @@ def load_run(run_dir: Path, scoring: str | None) -> LoadedRun:
             "scoring": mode,
             "n": len(samples),
             "n_backend_errors": len(failed),
+            "backend_errors_counted": count_backend_errors,
             # no summary.json: the run never finished; an older one may predate rows added since
             "complete": bool(stored.get("complete")) and stored.get("n_selected") == len(rows) and not failed,
             "n_selected": stored.get("n_selected"),
@@ -129,18 +132,23 @@ def _stored_scoring(run_dir: Path, modes: tuple[str, ...]) -> str | None:
 
 
 def build_report(
-    run_dirs: list[Path], *, html: Path | None = None, scoring: str | None = None, console: Console | None = None
+    run_dirs: list[Path],
+    *,
+    html: Path | None = None,
+    scoring: str | None = None,
+    console: Console | None = None,
+    count_backend_errors: bool = False,
 ) -> Report:
     if not run_dirs:
         raise ConfigError("report: give at least one run directory")
-    runs = [load_run(Path(d), scoring) for d in run_dirs]
+    runs = [load_run(Path(d), scoring, count_backend_errors) for d in run_dirs]
     tracks = {r.summary["track"] for r in runs}
     if len(tracks) > 1:
         raise ConfigError(f"report: runs of different tracks cannot be compared ({', '.join(sorted(tracks))})")
     modes = {r.summary["scoring"] for r in runs}
     if len(modes) > 1:
         # Compare like with like: re-score every run in the first run's mode.
-        runs = [load_run(Path(d), runs[0].summary["scoring"]) for d in run_dirs]
+        runs = [load_run(Path(d), runs[0].summary["scoring"], count_backend_errors) for d in run_dirs]
     for r, label in zip(runs, short_labels([r.summary for r in runs]), strict=True):
         r.label = label
     html_path = html or (runs[0].directory / "report.html")
@@ -177,12 +185,15 @@ def _incomplete_note(run: LoadedRun, console: Console) -> None:
     if s.get("complete"):
         return
     parts = []
-    if s.get("n_selected") and s["n"] + s.get("n_backend_errors", 0) < s["n_selected"]:
-        parts.append(f"{s['n']} of {s['n_selected']} samples answered")
+    failed = s.get("n_backend_errors", 0)
+    answered = s["n"] - (failed if s.get("backend_errors_counted") else 0)
+    if s.get("n_selected") and answered + failed < s["n_selected"]:
+        parts.append(f"{answered} of {s['n_selected']} samples answered")
     elif not s.get("n_selected"):
         parts.append(f"unfinished ({s['n']} samples stored)")
     if s.get("n_backend_errors"):
-        parts.append(f"{s['n_backend_errors']} backend error(s) not counted")
+        how = "counted as failed samples" if s.get("backend_errors_counted") else "not counted"
+        parts.append(f"{s['n_backend_errors']} backend error(s) {how}")
     if parts:
         console.print(
             f"[yellow]{run.label}: INCOMPLETE: {'; '.join(parts)} -- re-run its command to finish "

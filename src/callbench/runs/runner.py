@@ -2,11 +2,18 @@
 
 Tracks only say what a sample is and how to score it; everything about running lives here, so
 the three tracks share the same resume, progress and failure behaviour.
+
+The pipeline per sample: ask the model (at most ``--concurrency`` requests in flight), persist the
+answer (SQLite, before the request's slot frees), score it beside the event loop (worker
+processes or threads, see :class:`_Evaluation`), store the scored row (the persisted answer is
+dropped in the same transaction). A kill therefore loses at most the requests in flight, and a
+resume scores persisted answers without asking again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import math
@@ -49,14 +56,21 @@ class RunOptions:
     progress: bool = True
     retry_errors: bool = False  # ask again for samples stored as backend_error
     max_backend_error_rate: float = 0.2  # stop early when more of this session's samples fail
+    count_backend_errors: bool = False  # score backend errors as failed samples (off: left out)
+    eval_workers: int | None = None  # scoring processes or threads (None: the track's default, Track.evaluation_pool)
 
 
 BACKEND_ERROR = "backend_error"
 _MIN_FOR_RATE = 10  # backend errors before the rate can stop a run (a few flukes never do)
+_PROCESS_POOL_FROM = 200  # samples to score before worker processes pay for their start
 
 
 class BackendErrorRate(CallbenchError):
     """Too many samples of this session got no usable answer from the backend: the run stops."""
+
+
+class EvaluationFailed(CallbenchError):
+    """Scoring one sample failed in a way no verdict covers (a harness fault, not the model's)."""
 
 
 @dataclass
@@ -64,7 +78,8 @@ class RunOutcome:
     run_dir: Path
     summary: dict[str, Any]
     resumed: bool
-    generated: int
+    generated: int  # samples asked of the model in this session
+    reused: int = 0  # answers persisted by an earlier session and scored in this one
 
 
 def _slug(text: str) -> str:
@@ -145,13 +160,15 @@ def run_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> tu
     return name, ident
 
 
-def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str) -> dict[str, Any]:
+def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str, count_backend_errors: bool = False) -> dict[str, Any]:
     """Metrics over the samples the model answered; backend errors are counted apart (they are
-    not the model's mistakes, and ``--retry-errors`` asks again for them)."""
+    not the model's mistakes, and ``--retry-errors`` asks again for them). With
+    ``count_backend_errors`` they are scored as failed samples instead (as an empty answer)."""
     results = store.results()
     failed = [s.id for s in samples if s.id in results and results[s.id].status == BACKEND_ERROR]
     done = [s for s in samples if s.id in results and results[s.id].status != BACKEND_ERROR]
-    agg = track.aggregate(done, [results[s.id] for s in done], scoring)  # stored rows were checked on resume
+    scored = [s for s in samples if s.id in results] if count_backend_errors else done
+    agg = aggregate_stored(track, store, scored, results, scoring)
     cfg = store.config()
     ident = cfg.get("identity", {})
     summary = {
@@ -160,9 +177,10 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
         "setup": ident.get("setup"),
         "constrained": bool(ident.get("constrained", False)),
         "scoring": scoring,
-        "n": len(done),
+        "n": len(scored),
         "n_selected": len(samples),
         "n_backend_errors": len(failed),
+        "backend_errors_counted": count_backend_errors,
         "complete": len(done) == len(samples),
         **agg,
         "run_id": store.dir.name,
@@ -181,6 +199,8 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> tuple[list[
         raise ConfigError(f"--scoring '{opts.scoring}': choose from {', '.join(track.scoring_modes)}")
     if opts.concurrency < 1:
         raise ConfigError("--concurrency must be >= 1")
+    if opts.eval_workers is not None and opts.eval_workers < 1:
+        raise ConfigError(f"--eval-workers {opts.eval_workers}: must be >= 1")
     if not 0 <= opts.max_backend_error_rate <= 1:
         raise ConfigError(f"--max-backend-error-rate {opts.max_backend_error_rate:g}: must be a share between 0 and 1")
     check_generation(opts.generation)
@@ -231,7 +251,15 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
             console.print(
                 f"[dim]resuming {encodable(str(run_dir))}: {len(samples) - len(pending)} of {len(samples)} samples already done[/dim]"
             )
-        sem = asyncio.Semaphore(max(1, min(opts.concurrency, model.max_concurrency)))
+        in_flight = max(1, min(opts.concurrency, model.max_concurrency))
+        sem = asyncio.Semaphore(in_flight)
+        evaluate = _Evaluation(track, opts, in_flight, len(pending))
+        writer = _Writer(store)
+        stored = store.generations()
+        unscored = {s.id: stored[s.id] for s in pending if s.id in stored}
+        if unscored:
+            console.print(f"[dim]scoring {len(unscored)} answer(s) received before the run stopped (not asked again)[/dim]")
+        backlog = asyncio.Semaphore(2 * in_flight + 32)  # answers waiting to be scored
 
         progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -245,38 +273,63 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         )
 
         async def one(sample: Sample, task_id: Any) -> None:
-            async with sem:
+            out = unscored.pop(sample.id, None)
+            if out is not None:  # answered before a stop, never scored: score it, do not ask again
                 inp = track.build_input(sample)
-                t0 = time.perf_counter()
-                # A track may drive several model turns for one sample (e.g. a ReAct loop).
+                await backlog.acquire()
+            else:
+                async with sem:
+                    inp = track.build_input(sample)
+                    t0 = time.perf_counter()
+                    # A track may drive several model turns for one sample (e.g. a ReAct loop).
+                    try:
+                        out = await track.interact(sample, inp, model, opts.generation)
+                    except BackendError as exc:
+                        await backend_error(sample, inp, exc, time.perf_counter() - t0, task_id)
+                        return
+                    if out.latency_s is None:
+                        out.latency_s = time.perf_counter() - t0
+                    # The answer is persisted before its slot frees: a kill loses at most the
+                    # requests in flight, and scoring never holds up the next requests. The
+                    # scoring backlog is bounded (backpressure when scoring falls behind).
+                    await writer.put_generation(sample.id, out)
+                    await backlog.acquire()
+            try:
                 try:
-                    out = await track.interact(sample, inp, model, opts.generation)
-                except BackendError as exc:
-                    _store_backend_error(store, sample, inp, model, exc, time.perf_counter() - t0)
-                    tally["finished"] += 1
-                    tally["failed"] += 1
-                    progress.advance(task_id)
-                    if tally["failed"] >= _MIN_FOR_RATE and tally["failed"] > opts.max_backend_error_rate * tally["finished"]:
-                        raise BackendErrorRate(
-                            f"{tally['failed']} of {tally['finished']} samples got no usable answer from the backend "
-                            f"(over --max-backend-error-rate {opts.max_backend_error_rate:g}); last: {exc}; "
-                            "finished samples are saved: fix the backend and run the same command with --retry-errors"
-                        ) from None
-                    return
-                if out.latency_s is None:
-                    out.latency_s = time.perf_counter() - t0
-                # Evaluated and stored inside the concurrency bound: answers never pile up unscored
-                # in memory, so a kill loses at most ``concurrency`` samples' work.
-                if track.evaluate_in_thread:  # slow, process-isolated scoring must not stall the loop
-                    res = await asyncio.to_thread(track.evaluate, sample, out)
-                else:
-                    res = track.evaluate(sample, out)
-                store.put(sample.group, inp, out, res)
+                    res = await evaluate(sample, out)
+                except CallbenchError:
+                    raise
+                except Exception as exc:
+                    raise EvaluationFailed(
+                        f"sample {encodable(sample.id)!r}: evaluation failed ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:300]}); finished samples are saved: run the same command to resume"
+                    ) from exc
+                await writer.put(sample.group, inp, out, res)
+            finally:
+                backlog.release()
             tally["finished"] += 1
             progress.advance(task_id)
 
+        async def backend_error(sample: Sample, inp: Any, exc: BackendError, latency: float, task_id: Any) -> None:
+            # scored as an empty answer too, for --count-backend-errors (kept apart by default)
+            empty = ModelOutput(text="", mode=model.mode, latency_s=latency, extra={BACKEND_ERROR: exc.to_json()})
+            as_empty = await evaluate(sample, empty)
+            result = SampleResult(status=BACKEND_ERROR, error=str(exc), verdicts=as_empty.verdicts)
+            await writer.put(sample.group, inp, empty, result)
+            tally["finished"] += 1
+            tally["failed"] += 1
+            progress.advance(task_id)
+            if tally["failed"] >= _MIN_FOR_RATE and tally["failed"] > opts.max_backend_error_rate * tally["finished"]:
+                raise BackendErrorRate(
+                    f"{tally['failed']} of {tally['finished']} samples got no usable answer from the backend "
+                    f"(over --max-backend-error-rate {opts.max_backend_error_rate:g}); last: {exc}; "
+                    "finished samples are saved: fix the backend and run the same command with --retry-errors"
+                ) from None
+
         with progress:
             task_id = progress.add_task(f"{track.name} · {encodable(model.identity)}", total=len(samples), completed=len(samples) - len(pending))
+            if pending:
+                await evaluate.start()  # worker processes load while the first requests are in flight
             jobs = [asyncio.create_task(one(s, task_id)) for s in pending]
             try:
                 await asyncio.gather(*jobs)
@@ -285,19 +338,111 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
                     j.cancel()
                 await asyncio.gather(*jobs, return_exceptions=True)
                 raise
-        summary = summarize(track, store, samples, opts.scoring)
-        return RunOutcome(run_dir=run_dir, summary=summary, resumed=resumed, generated=len(pending))
+            finally:
+                await evaluate.close()
+                await writer.close()  # rows already handed over are written before the store closes
+        summary = summarize(track, store, samples, opts.scoring, opts.count_backend_errors)
+        return RunOutcome(run_dir=run_dir, summary=summary, resumed=resumed, generated=len(pending) - len(unscored), reused=len(unscored))
     finally:
         store.close()
         track.close()
         await model.aclose()
 
 
-def _store_backend_error(
-    store: RunStore, sample: Sample, inp: Any, model: ModelBackend, exc: BackendError, latency: float
-) -> None:
-    out = ModelOutput(text="", mode=model.mode, latency_s=latency, extra={BACKEND_ERROR: exc.to_json()})
-    store.put(sample.group, inp, out, SampleResult(status=BACKEND_ERROR, error=str(exc)))
+class _Writer:
+    """Writes go to SQLite on a thread of their own (the event loop never waits on the disk), in
+    batches: everything queued while the previous batch was written goes in one transaction.
+    ``put_generation`` (an answer, before scoring) and ``put`` (a scored sample) return once
+    committed."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
+        self.pending: list[tuple[bool, tuple[Any, ...], asyncio.Future[None]]] = []
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    async def put_generation(self, sample_id: str, out: ModelOutput) -> None:
+        await self._queue(True, (sample_id, out))
+
+    async def put(self, group: str, inp: Any, out: ModelOutput, res: SampleResult) -> None:
+        await self._queue(False, (group, inp, out, res))
+
+    async def _queue(self, generation: bool, item: tuple[Any, ...]) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.pending.append((generation, item, future))
+        if self.task is None:
+            self.task = asyncio.create_task(self._drive())
+        self.wake.set()
+        await future
+
+    async def _drive(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            batch, self.pending = self.pending, []
+            if not batch:
+                continue
+            generations = [item for is_gen, item, _ in batch if is_gen]
+            rows = [item for is_gen, item, _ in batch if not is_gen]
+            try:
+                await loop.run_in_executor(self.thread, self.store.write, generations, rows)
+            except Exception as exc:  # e.g. a full disk: every write of the batch fails with it
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+            else:
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_result(None)
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+        self.thread.shutdown(wait=True)
+
+
+class _Evaluation:
+    """Where answers are scored while requests go on: worker processes for a track that can be
+    rebuilt there (the CPU work then runs on every core, beside the event loop), threads for one
+    whose sandboxes are processes anyway, else on the event loop itself."""
+
+    def __init__(self, track: Track, opts: RunOptions, in_flight: int, pending: int):
+        self.track = track
+        self.threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self.processes: Any = None
+        if not track.evaluate_in_thread:
+            return
+        cores = os.cpu_count() or 1
+        workers = min(opts.eval_workers or (in_flight if track.evaluation_pool == "concurrency" else cores), in_flight)
+        # Worker processes cost ~1 s of CPU each to start (imports, specs, V8): worth it for a
+        # long run, not for a few samples, which threads score as well.
+        factory = track.evaluator_factory() if pending >= _PROCESS_POOL_FROM else None
+        if factory is not None:
+            from callbench.runs.eval_worker import ProcessEvaluator
+
+            self.processes = ProcessEvaluator(factory, workers)
+        else:
+            self.threads = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+
+    async def start(self) -> None:
+        if self.processes is not None:
+            await self.processes.start()
+
+    async def __call__(self, sample: Sample, out: ModelOutput) -> SampleResult:
+        if self.processes is not None:
+            return await self.processes.evaluate(sample, out)
+        if self.threads is not None:
+            return await asyncio.get_running_loop().run_in_executor(self.threads, self.track.evaluate, sample, out)
+        return self.track.evaluate(sample, out)
+
+    async def close(self) -> None:
+        if self.threads is not None:
+            self.threads.shutdown(wait=True, cancel_futures=True)
+        if self.processes is not None:
+            await self.processes.close()
 
 
 def run(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:

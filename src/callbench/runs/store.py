@@ -20,6 +20,7 @@ naming the file and a fix, never a raw ``sqlite3``/``json``/``OSError``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -55,6 +56,9 @@ CREATE TABLE IF NOT EXISTS samples (
     finished_at REAL
 );
 """
+# Answers received but not yet scored: persisted before the request's concurrency slot is freed, so
+# a kill loses at most the requests in flight; a resume scores them without asking again.
+_GENERATIONS = "CREATE TABLE IF NOT EXISTS generations (id TEXT PRIMARY KEY, output TEXT NOT NULL, stored_at REAL)"
 _NONE = type(None)
 # Column -> the Python types a valid row holds there (after decoding the JSON columns).
 _COLUMN_TYPES: dict[str, tuple[type, ...]] = {
@@ -103,13 +107,28 @@ def encodable(value: Any) -> Any:
     return value
 
 
+def _repaired(row: dict[str, Any]) -> dict[str, Any]:
+    """``encodable(row)``, but only walked when some text in it needs repair (rare: rows written
+    by :meth:`RunStore.put` are encodable already; the walk costs ~0.4 ms a row)."""
+    try:
+        json.dumps(row, ensure_ascii=False, default=str).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError, RecursionError):
+        return encodable(row)
+    return row
+
+
 def _default(obj: Any) -> str:
     """``json.dumps`` fallback: ``str()`` of the object, made encodable like any other text."""
     return encodable(str(obj))
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(encodable(obj), default=_default)
+    text = json.dumps(obj, default=_default, ensure_ascii=False)
+    try:
+        text.encode("utf-8")  # the common case: no surrogate anywhere, nothing to repair
+    except UnicodeEncodeError:
+        return json.dumps(encodable(obj), default=_default)
+    return text
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -226,7 +245,9 @@ class RunStore:
             side = self.db_path.with_name(self.db_path.name + suffix)
             _require_file(side, "remove it: SQLite keeps the journal of run.sqlite under that name")
         try:
-            conn = sqlite3.connect(self.db_path, isolation_level=None)
+            # The runner writes from one dedicated thread (the event loop must not wait on disk);
+            # it never uses the connection from two threads at once.
+            conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise RunStoreError(f"{self.db_path}: cannot open ({exc}); {START_OVER}") from None
         try:
@@ -249,6 +270,7 @@ class RunStore:
         if "samples" not in tables:
             if create and not tables:
                 conn.executescript(_SCHEMA)
+                conn.execute(_GENERATIONS)
                 return
             raise RunStoreError(f"{self.db_path}: not a callbench run store (no 'samples' table); {START_OVER}")
         info = list(conn.execute("PRAGMA table_info(samples)"))
@@ -261,6 +283,8 @@ class RunStore:
         check = [r[0] for r in conn.execute("PRAGMA quick_check")]
         if check != ["ok"]:
             raise RunStoreError(f"{self.db_path}: damaged SQLite file ({check[0]}); {START_OVER}")
+        if create:  # a store written before the table existed gets it on resume
+            conn.execute(_GENERATIONS)
 
     @classmethod
     def create_or_resume(cls, directory: Path, config: dict[str, Any]) -> tuple[RunStore, bool]:
@@ -374,8 +398,60 @@ class RunStore:
 
     def put(self, group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> None:
         """Store one finished sample; every text made encodable first (see the module doc)."""
+        self.put_many([(group, inp, out, res)])
+
+    def put_many(self, rows: list[tuple[str, ModelInput, ModelOutput, SampleResult]]) -> None:
+        """Store finished samples in one transaction (all or none of them)."""
+        self.write([], rows)
+
+    def write(
+        self,
+        generations: list[tuple[str, ModelOutput]],
+        rows: list[tuple[str, ModelInput, ModelOutput, SampleResult]],
+    ) -> None:
+        """In one transaction: persist answers not yet scored, and store scored samples (whose
+        persisted answers are then dropped)."""
+        values = [self._values(*row) for row in rows]
+        pending = [(encodable(i), _dumps(dataclasses.asdict(out)), time.time()) for i, out in generations]
+        first = values[0][0] if values else (pending[0][0] if pending else "")
+        what = f"storing sample {first!r}" if len(values) + len(pending) == 1 else f"storing {len(values) + len(pending)} samples"
+        with self._sql(what):
+            self.conn.execute("BEGIN")
+            try:
+                if pending:
+                    self.conn.executemany("INSERT OR REPLACE INTO generations VALUES (?, ?, ?)", pending)
+                if values:
+                    sql = f"INSERT OR REPLACE INTO samples VALUES ({','.join('?' * len(_COLUMNS))})"
+                    self.conn.executemany(sql, values)
+                    self.conn.executemany("DELETE FROM generations WHERE id = ?", [(v[0],) for v in values])
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def generations(self) -> dict[str, ModelOutput]:
+        """Answers persisted but never scored (a run stopped between the two), by sample id. A row
+        that does not read back is skipped: that sample is simply asked again."""
+        with self._sql("reading unscored answers"):
+            try:
+                fetched = self.conn.execute("SELECT id, output FROM generations").fetchall()
+            except sqlite3.OperationalError:  # a store from before the table existed
+                return {}
+        fields = {f.name for f in dataclasses.fields(ModelOutput)}
+        out: dict[str, ModelOutput] = {}
+        for sample_id, raw in fetched:
+            try:
+                data = json.loads(raw)
+                if isinstance(sample_id, str) and isinstance(data, dict) and set(data) <= fields:
+                    out[sample_id] = ModelOutput(**data)
+            except (ValueError, TypeError):
+                continue
+        return out
+
+    @staticmethod
+    def _values(group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> tuple[Any, ...]:
         text = encodable
-        values = (
+        return (
             text(inp.sample_id),
             text(group),
             text(res.status),
@@ -393,8 +469,6 @@ class RunStore:
             _dumps({**out.extra, **({"stats": res.stats} if res.stats else {})}),
             time.time(),
         )
-        with self._sql(f"storing sample {values[0]!r}"):
-            self.conn.execute(f"INSERT OR REPLACE INTO samples VALUES ({','.join('?' * len(values))})", values)
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """Every stored row, in the order stored, with the JSON columns decoded and every value
@@ -416,7 +490,7 @@ class RunStore:
                 if not isinstance(d[key], types):
                     expected = " or ".join(_TYPE_NAMES[t] for t in types)
                     self._bad_row(d["id"], key, f"holds {_TYPE_NAMES.get(type(d[key]), type(d[key]).__name__)}, expected {expected}")
-            yield encodable(d)
+            yield _repaired(d)
 
     def _bad_row(self, sample_id: str, column: str, problem: str) -> None:
         raise self.row_error(sample_id, f"column '{column}' {problem}")

@@ -15,7 +15,11 @@ are frozen but never resolved: a ``$ref`` key inside an example is data, not a r
 
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
+import os
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -94,8 +98,14 @@ def read_document(path: Path, label: str | None = None) -> Any:
         except (ValueError, UnicodeDecodeError) as exc:
             if path.suffix.lower() == ".json":
                 raise SpecError(f"{name}: invalid JSON: {_one_line(str(exc))}") from None
+    cached = _cache_file(text)
+    if cached is not None:
+        try:
+            return marshal.loads(cached.read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
     try:
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader subclass
+        doc = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -103,6 +113,43 @@ def read_document(path: Path, label: str | None = None) -> Any:
         raise SpecError(f"{name}: {where}YAML syntax error: {_one_line(what)}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{name}: YAML error: {_one_line(str(exc))}") from None
+    if cached is not None:
+        _write_cache(cached, doc)
+    return doc
+
+
+_CACHE_FORMAT = "1"
+
+
+def _cache_file(text: bytes) -> Path | None:
+    """Where the parsed form of this YAML text is cached, keyed by its bytes (never stale).
+
+    Building Python objects from YAML costs ~1 s for WAPIIBench's four specs even with libyaml's
+    parser, before every run; reading them back with :mod:`marshal` takes milliseconds. marshal
+    (not JSON) keeps what YAML produced exactly, e.g. integer response codes as keys.
+    ``CALLBENCH_SPEC_CACHE=0`` turns the cache off.
+    """
+    if len(text) < 32_768 or os.environ.get("CALLBENCH_SPEC_CACHE", "1") == "0":
+        return None
+    from callbench.data.paths import cache_dir
+
+    key = hashlib.sha256(text).hexdigest()[:32]
+    tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{_CACHE_FORMAT}"
+    return cache_dir() / "specs" / f"{key}-{tag}.marshal"
+
+
+def _write_cache(path: Path, doc: Any) -> None:
+    try:
+        data = marshal.dumps(doc)
+    except ValueError:  # a value marshal cannot hold: parse the YAML each time
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache is only slower
+        pass
 
 
 def _one_line(text: str) -> str:

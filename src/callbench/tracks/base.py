@@ -44,8 +44,13 @@ class Track(abc.ABC):
     # in-process logits? Only when the grammar alone carries the guarantee that matters.
     server_constraints: bool = False
     # May ``evaluate`` run in a worker thread, concurrently with other samples' evaluation? Only
-    # for tracks whose scoring holds no shared in-process state (each call starts its own sandbox).
+    # for tracks whose scoring holds no shared in-process state (each thread has its own sandbox).
+    # The runner then scores on a pool of threads (``--eval-workers``) while the event loop keeps
+    # requests going.
     evaluate_in_thread: bool = False
+    # How many evaluation threads by default: "cpu" (one per core: the sandbox work is CPU-bound)
+    # or "concurrency" (one per request in flight: each evaluation mostly waits on a process).
+    evaluation_pool: str = "cpu"
     # Does the track prompt instruct models through their chat template with a prefilled answer
     # start (``ModelInput.assistant_prefix``)? Then an in-process backend left in "auto" mode uses
     # the model's chat template when it has one, and constrained decoding works in chat mode.
@@ -74,6 +79,12 @@ class Track(abc.ABC):
         """``{"metrics": {...}, "by_<group>": {...}}`` for ``summary.json``.
 
         A classmethod: reports re-aggregate stored results without loading the data again."""
+
+    def evaluator_factory(self) -> Any:
+        """A picklable zero-argument callable that builds an equivalent track in another process,
+        so the runner can score samples in a process pool (see :mod:`callbench.runs.eval_worker`);
+        None (the default) scores in this process."""
+        return None
 
     def fingerprint(self) -> dict[str, Any]:
         """Settings that change generations (prompt version, setup, data hash): part of the run id."""

@@ -322,7 +322,7 @@ def _gold_responder(nestful_dir, malformed_first: set[str]):
 
 
 def test_cli_tools_mode_with_openai_server(tmp_path, nestful_dir):
-    pytest.importorskip("openai")
+    pytest.importorskip("aiohttp")
     from callbench.models.testing import FakeOpenAIServer
 
     toy = nestful_dir / "v2-samples/toy_data_jan2025_schema.jsonl"
@@ -353,7 +353,7 @@ def test_cli_tools_mode_with_openai_server(tmp_path, nestful_dir):
 
 
 def test_cli_tools_mode_needs_a_tool_backend(tmp_path, nestful_dir):
-    pytest.importorskip("openai")
+    pytest.importorskip("aiohttp")
     toy = str(nestful_dir / "v2-samples/toy_data_jan2025_schema.jsonl")
     res = CliRunner().invoke(app, ["run", "nested", "--model", "openai:m@http://127.0.0.1:9/v1", "--model-arg", "mode=completion",
                                    "--mode", "tools", "--data", toy, "--out", str(tmp_path), "--no-progress"])
@@ -397,7 +397,7 @@ def test_nameless_and_repeated_call_ids_are_echoed_so_a_strict_server_accepts_th
     """A call without a name is counted as malformed and echoed as 'invalid_tool_call'; ids the
     server repeats (within a turn and across turns) get a suffix, and each tool result answers the
     id as echoed, so a strict OpenAI-compatible server takes every later request."""
-    pytest.importorskip("openai")
+    pytest.importorskip("aiohttp")
     from callbench.models.registry import load_model
     from callbench.models.testing import FakeOpenAIServer, tool_call, tool_message_problem
 

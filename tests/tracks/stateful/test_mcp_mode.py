@@ -122,7 +122,7 @@ def agent(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_openai_agent_over_mcp_end_to_end(bench, tmp_path):
-    pytest.importorskip("openai")
+    pytest.importorskip("aiohttp")
     from callbench.models.testing import FakeOpenAIServer
 
     with FakeOpenAIServer(agent) as server:
@@ -182,7 +182,7 @@ def test_mcp_mode_errors(tmp_path):
     assert res.exit_code == 2 and "--mode tools: choose from program, mcp" in res.output
     res = _run("--scenario", "voice", "--mode", "mcp", "--max-steps", "0", "--model", "gold", "--out", str(tmp_path))
     assert res.exit_code == 2 and "--max-steps must be >= 1" in res.output
-    pytest.importorskip("openai")
+    pytest.importorskip("aiohttp")
     res = _run("--scenario", "voice", "--mode", "mcp", "--model", "openai:m@http://127.0.0.1:9/v1",
                "--model-arg", "mode=completion", "--out", str(tmp_path))
     assert res.exit_code == 2 and "no native tool calling" in res.output and "--mode mcp" in res.output
@@ -220,7 +220,7 @@ VOICE_TASK = {"id": "t_direct", "text": "Search the voices for `query_1`.", "res
 
 
 def test_nameless_and_repeated_call_ids_are_echoed_so_a_strict_server_accepts_them():
-    pytest.importorskip("openai")
+    pytest.importorskip("aiohttp")
     import asyncio
 
     from callbench.models.base import GenerationConfig

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 
 from callbench.cli import app  # noqa: E402
 from callbench.tracks.webapi.prompting import build_prompt, reference_completion  # noqa: E402

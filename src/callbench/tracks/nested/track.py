@@ -62,6 +62,7 @@ class NestedOptions:
 class NestedTrack(Track):
     name = "nested"
     scoring_modes = SCORING_MODES
+    evaluate_in_thread = True  # each evaluation thread has its own tool process
 
     def __init__(self, options: NestedOptions | None = None):
         self.options = options or NestedOptions()
@@ -92,7 +93,7 @@ class NestedTrack(Track):
             self.task_file, self.data_note = default_task_file(given)
         self._tasks: dict[str, NestedTask] = {}
         self._examples: list[NestedTask] = []
-        self._executor = None
+        self._executors = None  # one NestedExecutor (tool process) per thread
         self._modules = None
 
     # -- data
@@ -191,12 +192,15 @@ class NestedTrack(Track):
 
     @property
     def executor(self):
-        if self._executor is None:
+        """The calling thread's executor (its own sandboxed tool process), started on first use."""
+        if self._executors is None:
+            from callbench.sandbox.per_thread import PerThread
             from callbench.sandbox.python import Limits
             from callbench.tracks.nested.executor import NestedExecutor
 
-            self._executor = NestedExecutor(self._tool_modules(), Limits(timeout_s=self.options.call_timeout_s))
-        return self._executor
+            modules, limits = self._tool_modules(), Limits(timeout_s=self.options.call_timeout_s)
+            self._executors = PerThread(lambda: NestedExecutor(modules, limits))
+        return self._executors.get()
 
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         task: NestedTask = sample.payload
@@ -295,9 +299,8 @@ class NestedTrack(Track):
         return out
 
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.close()
-            self._executor = None
+        if self._executors is not None:
+            self._executors.close()
 
 
 def _react_hash() -> str:

@@ -121,6 +121,7 @@ class StatefulTrack(Track):
     name = "stateful"
     scoring_modes = ("strict",)
     evaluate_in_thread = True  # each case starts its own sandbox process (and service)
+    evaluation_pool = "concurrency"  # evaluations mostly wait for those processes
 
     def __init__(self, options: StatefulOptions | None = None, **kw: Any):
         self.options = options or StatefulOptions(**kw)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,8 @@ class WebApiOptions:
 class WebApiTrack(Track):
     name = "webapi"
     scoring_modes = SCORING_MODES
+    # Each evaluation thread drives its own V8 worker process, so samples score in parallel.
+    evaluate_in_thread = True
     server_constraints = True
     # Instruct models get their chat template with the starter prefilled as the answer's start.
     chat_prefill = True
@@ -83,7 +88,9 @@ class WebApiTrack(Track):
             raise DataError(f"{self.tasks_file}: dataset not found; {hint}")
         self._tasks: dict[str, WebApiTask] = {}
         self._specs: dict[str, ApiSpec] = {}
-        self._sandbox = None
+        self._sandboxes = None  # one JsSandbox per evaluation thread
+        self._prompts: dict[str, Any] = {}
+        self._spec_lock = threading.Lock()
         self._constraints = None
         self._active: dict[str, Any] = {}
         if self.options.constrained:
@@ -94,25 +101,65 @@ class WebApiTrack(Track):
     # -- data
     def load_samples(self) -> list[Sample]:
         tasks = load_tasks(self.tasks_file)
+        marker = self._validated_marker(tasks)
         samples = []
         for t in tasks:
             self._tasks[t.id] = t
-            spec = self._spec_for(t)  # fail early on a missing/malformed spec
-            if not spec.match_paths(t.config.url):
-                raise DataError(
-                    f"{self.tasks_file}: [{t.index}].config.url: '{t.config.url}' matches no path of {Path(spec.source).name}"
-                )
+            if marker is None or not marker.exists():
+                spec = self._spec_for(t)  # fail early on a missing/malformed spec
+                if not spec.match_paths(t.config.url):
+                    raise DataError(
+                        f"{self.tasks_file}: [{t.index}].config.url: '{t.config.url}' matches no path of {Path(spec.source).name}"
+                    )
             samples.append(Sample(id=t.id, group=t.api, payload=t))
+        if marker is not None and not marker.exists():
+            try:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            except OSError:  # a read-only cache only means validating again next time
+                pass
         return samples
+
+    def _validated_marker(self, tasks: list[WebApiTask]) -> Path | None:
+        """A cache entry saying these exact task and spec files passed the checks above (keyed by
+        their bytes), so a later run skips building every spec before its first request (the
+        specs are then built where answers are scored). None when a spec file is missing."""
+        from callbench.data.paths import cache_dir
+        from callbench.specs import openapi
+
+        # the checking code is part of the key: a changed matcher validates again
+        h = hashlib.sha256(Path(openapi.__file__).read_bytes() + self.tasks_file.read_bytes())
+        for path in sorted({spec_path_for(t, self.tasks_file, self.root) for t in tasks}):
+            if not path.is_file():
+                return None
+            h.update(str(path).encode() + b"\0" + path.read_bytes())
+        return cache_dir() / "validated" / f"webapi-{h.hexdigest()[:32]}"
 
     def _spec_for(self, task: WebApiTask) -> ApiSpec:
         path = spec_path_for(task, self.tasks_file, self.root)
         key = str(path)
-        if key not in self._specs:
-            if not path.is_file():
-                raise DataError(f"{self.tasks_file}: [{task.index}].spec: spec file {path} not found")
-            self._specs[key] = load_spec(path)
-        return self._specs[key]
+        spec = self._specs.get(key)
+        if spec is None:
+            with self._spec_lock:  # evaluation threads may ask for a spec at the same time
+                if key not in self._specs:
+                    if not path.is_file():
+                        raise DataError(f"{self.tasks_file}: [{task.index}].spec: spec file {path} not found")
+                    self._specs[key] = load_spec(path)
+                spec = self._specs[key]
+        return spec
+
+    def warm_up(self) -> None:
+        """In an evaluation worker: load the specs and start the V8 worker before the first answer."""
+        for task in load_tasks(self.tasks_file):
+            self._spec_for(task)
+        self.sandbox.start()
+
+    def evaluator_factory(self) -> Any:
+        """Unconstrained runs score in worker processes (a constrained sample's statistics live
+        in this process's constraint objects, so constrained runs score here)."""
+        if self.options.constrained:
+            return None
+        return functools.partial(_rebuild, dataclasses.replace(self.options), str(self.tasks_file), str(self.root))
 
     def fingerprint(self) -> dict[str, Any]:
         digest = hashlib.sha256(self.tasks_file.read_bytes()).hexdigest()[:16]
@@ -172,18 +219,24 @@ class WebApiTrack(Track):
         )
 
     def _prompt(self, task: WebApiTask):
-        return build_prompt(task, self.options.setup, version=self.options.prompt_version)  # type: ignore[arg-type]
+        """The task's prompt (built once: build_input and evaluate both need it)."""
+        prompt = self._prompts.get(task.id)  # ids are unique within the track's one task file
+        if prompt is None:
+            prompt = build_prompt(task, self.options.setup, version=self.options.prompt_version)  # type: ignore[arg-type]
+            self._prompts[task.id] = prompt
+        return prompt
 
     # -- evaluation
     @property
     def sandbox(self):
-        if self._sandbox is None:
+        """The calling thread's sandbox (V8 worker process), started on first use."""
+        if self._sandboxes is None:
             from callbench.sandbox.js import JsSandbox
+            from callbench.sandbox.per_thread import PerThread
 
-            self._sandbox = JsSandbox(
-                timeout_s=self.options.sandbox_timeout_s, memory_mb=self.options.sandbox_memory_mb
-            )
-        return self._sandbox
+            opts = self.options
+            self._sandboxes = PerThread(lambda: JsSandbox(timeout_s=opts.sandbox_timeout_s, memory_mb=opts.sandbox_memory_mb))
+        return self._sandboxes.get()
 
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         task: WebApiTask = sample.payload
@@ -236,9 +289,13 @@ class WebApiTrack(Track):
         return out
 
     def close(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+        if self._sandboxes is not None:
+            self._sandboxes.close()
+
+
+def _rebuild(options: WebApiOptions, tasks_file: str, root: str) -> WebApiTrack:
+    """The track of an evaluation worker: same options and data, specs loaded on first use."""
+    return WebApiTrack(dataclasses.replace(options, tasks_file=tasks_file, data=root))
 
 
 def api_display_name(api: str) -> str:

@@ -1,0 +1,192 @@
+"""Evaluation in worker processes: a track rebuilt once per process scores samples there.
+
+Scoring a web API answer is Python work (code extraction, request comparison) around a V8 run;
+in the event loop's process it competes with the HTTP client for one interpreter lock, which
+capped a run near 250 samples/s on 2 cores. A track that can be rebuilt from its options
+(:meth:`Track.evaluator_factory`) is scored by a pool of worker processes instead, one per core
+by default; each owns its sandboxes, exactly as the track in the main process would.
+
+Why not ``multiprocessing``: its spawn and forkserver modes re-import the caller's ``__main__``
+in every worker (a user's script calling ``callbench.run`` without an ``if __name__`` guard
+would start runs recursively), and fork copies a process that runs threads (the store writer, a
+test's in-process server) mid-step. A worker here is a plain ``python -I`` child fed pickled
+requests over its stdin, like the V8 worker: the parent is the only writer of what it reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import struct
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_HEADER = struct.Struct("!Q")
+
+
+class EvaluatorError(RuntimeError):
+    """A worker process died or failed to start (the sandboxes inside it contain sample code)."""
+
+
+class ProcessEvaluator:
+    """``await evaluate(sample, output)`` on a pool of ``workers`` processes.
+
+    A free worker takes every request queued at that moment (up to ``max_batch``) in one message
+    and answers them in one: under load, the cost of waking another process (large on small
+    virtual machines) is paid per batch, not per sample; when idle, a batch is one sample."""
+
+    def __init__(self, factory: Callable[[], Any], workers: int, max_batch: int = 32):
+        self._factory = pickle.dumps(factory)
+        self._size = max(1, workers)
+        self._max_batch = max_batch
+        self._queue: asyncio.Queue[tuple[Any, asyncio.Future[Any]]] | None = None
+        self._all: list[_Worker] = []
+        self._drivers: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Start every worker now: they load the track and its sandboxes while the first requests
+        are in flight, instead of after the first answers arrive."""
+        if self._queue is not None:
+            return
+        self._queue = asyncio.Queue()
+        for _ in range(self._size):
+            worker = _Worker(self._factory)
+            self._all.append(worker)
+            await worker.ensure_started()
+            self._drivers.append(asyncio.create_task(self._drive(worker)))
+
+    async def _drive(self, worker: _Worker) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self._max_batch and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            batch = [(req, fut) for req, fut in batch if not fut.done()]  # a cancelled caller
+            if not batch:
+                continue
+            try:
+                replies = await worker.call([req for req, _ in batch])
+            except EvaluatorError as exc:
+                replies = [(None, exc)] * len(batch)
+            for (_, fut), (ok, value) in zip(batch, replies, strict=True):
+                if fut.done():
+                    continue
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(value if isinstance(value, Exception) else EvaluatorError(f"evaluation failed in a worker process: {value}"))
+
+    async def evaluate(self, sample: Any, output: Any) -> Any:
+        await self.start()
+        assert self._queue is not None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(((sample, output), future))
+        return await future
+
+    async def close(self) -> None:
+        drivers, self._drivers = self._drivers, []
+        for task in drivers:
+            task.cancel()
+        await asyncio.gather(*drivers, return_exceptions=True)
+        workers, self._all = self._all, []
+        self._queue = None
+        await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
+
+
+class _Worker:
+    """One child process; started on its first request, restarted after it dies."""
+
+    def __init__(self, factory: bytes):
+        self._factory = factory
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stderr: Any = None
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        src_root = str(Path(__file__).resolve().parents[2])
+        boot = f"import sys; sys.path.insert(0, {src_root!r}); from callbench.runs.eval_worker import serve; serve()"
+        self._stderr = tempfile.TemporaryFile()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-c", boot, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=self._stderr, limit=1 << 26,
+        )
+        self._proc = proc
+        await self._send(self._factory)
+        return proc
+
+    async def _send(self, data: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(_HEADER.pack(len(data)) + data)
+        await self._proc.stdin.drain()
+
+    async def ensure_started(self) -> None:
+        if self._proc is None or self._proc.returncode is not None:
+            await self._spawn()
+
+    async def call(self, requests: list[Any]) -> list[tuple[bool, Any]]:
+        """Send a batch of ``(sample, output)``; ``(ok, result or error text)`` for each."""
+        try:
+            await self.ensure_started()
+            await self._send(pickle.dumps(requests))
+            assert self._proc is not None and self._proc.stdout is not None
+            (size,) = _HEADER.unpack(await self._proc.stdout.readexactly(_HEADER.size))
+            return pickle.loads(await self._proc.stdout.readexactly(size))
+        except (asyncio.IncompleteReadError, BrokenPipeError, ConnectionResetError) as exc:
+            tail = self._stderr_tail()
+            await self.close()
+            raise EvaluatorError(f"an evaluation worker process died ({type(exc).__name__}){': ' + tail if tail else ''}") from None
+
+    def _stderr_tail(self) -> str:
+        try:
+            self._stderr.seek(max(0, self._stderr.seek(0, os.SEEK_END) - 600))
+            return " ".join(self._stderr.read().decode("utf-8", "replace").split())[-300:]
+        except (OSError, AttributeError, ValueError):
+            return ""
+
+    async def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.close()  # the worker leaves at end of input and closes its sandboxes
+                await asyncio.wait_for(proc.wait(), timeout=10)
+            except (TimeoutError, OSError, AssertionError):
+                proc.kill()
+                await proc.wait()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+def _read(stream: Any) -> bytes | None:
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    return stream.read(size)
+
+
+def serve() -> None:
+    """Worker main: build the track, then answer ``(sample, output)`` requests until EOF."""
+    inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    track = pickle.loads(_read(inp) or b"")()
+    warm_up = getattr(track, "warm_up", None)
+    if warm_up is not None:
+        warm_up()
+    try:
+        while (data := _read(inp)) is not None:
+            replies = []
+            for sample, output in pickle.loads(data):
+                try:
+                    replies.append((True, track.evaluate(sample, output)))
+                except Exception as exc:  # noqa: BLE001 - reported to the parent with the sample's context
+                    replies.append((False, f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"))
+            body = pickle.dumps(replies)
+            out.write(_HEADER.pack(len(body)) + body)
+            out.flush()
+    finally:
+        track.close()
