@@ -1,14 +1,15 @@
 """callbench: measure and improve how well LLMs write API calls.
 
 The public Python API mirrors the CLI: ``callbench.run(...)``, ``callbench.report(...)``,
-``callbench.fetch_data(...)``.
+``callbench.fetch_data(...)``; ``callbench.load_run(dir)`` reads a run's samples as rows (a pandas
+DataFrame when pandas is installed, else a list of dicts; ``as_frame=False``: always the list).
 """
 
 from callbench.errors import CallbenchError
 
 __version__ = "0.1.0"
 
-__all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data"]
+__all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data", "load_run"]
 
 
 def __getattr__(name: str):
@@ -25,4 +26,8 @@ def __getattr__(name: str):
         from callbench.data.fetch import fetch_data
 
         return fetch_data
+    if name == "load_run":
+        from callbench.results import load_run
+
+        return load_run
     raise AttributeError(name)

@@ -83,10 +83,13 @@ def run(
     max_backend_error_rate: float = 0.2,
     count_backend_errors: bool = False,
     eval_workers: int | None = None,
+    force: bool = False,
+    rescore: bool = False,
     **track_options: Any,
 ) -> RunOutcome:
     """Run ``track`` with ``model`` and return the run directory and its summary (the keyword
-    arguments are the ``callbench run`` options of the same names)."""
+    arguments are the ``callbench run`` options of the same names; ``force`` starts the run
+    directory over, ``rescore`` re-scores its stored answers)."""
     tr = make_track(track, **track_options)
     backend = load_backend(
         model, model_options or {}, concurrency=concurrency, track=tr, constrained=bool(track_options.get("constrained"))
@@ -109,6 +112,8 @@ def run(
         max_backend_error_rate=max_backend_error_rate,
         count_backend_errors=count_backend_errors,
         eval_workers=eval_workers,
+        force=force,
+        rescore=rescore,
     )
     return _run(tr, backend, opts, console)
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from callbench.errors import CallbenchError, ConfigError
 
@@ -27,6 +28,23 @@ app.add_typer(run_app, name="run")
 
 err_console = Console(stderr=True)
 out_console = Console()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from callbench import __version__
+
+        out_console.print(f"callbench {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Measure and improve how well LLMs write API calls."""
 
 
 def _fail(exc: Exception) -> None:
@@ -240,10 +258,10 @@ def data_fetch(
             )
     except CallbenchError as exc:
         for note in notes:
-            err_console.print(note, highlight=False, soft_wrap=True)
+            err_console.print(note, highlight=False, soft_wrap=True, markup=False)
         _fail(exc)
     for note in notes:
-        out_console.print(note, highlight=False, soft_wrap=True)
+        out_console.print(note, highlight=False, soft_wrap=True, markup=False)
     if any("trusted on first use" in n for n in notes):
         out_console.print(f"recorded in {lock_path(dest)}", highlight=False, soft_wrap=True)
     out_console.print(f"{name}: ready in {dest}")
@@ -328,6 +346,18 @@ def run_webapi(
     max_backend_error_rate: MaxBackendErrorRate = 0.2,
     count_backend_errors: CountBackendErrors = False,
     eval_workers: EvalWorkers = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
+    ] = False,
+    rescore: Annotated[
+        bool,
+        typer.Option(
+            "--rescore",
+            help="Keep every stored answer and score it again with the current data, specs and code (no model "
+            "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
+        ),
+    ] = False,
 ) -> None:
     """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
 
@@ -360,7 +390,7 @@ def run_webapi(
         gen = track.default_generation(answer_mode(backend, track))
         gen = GenerationConfig(max_tokens=max_tokens, temperature=temperature, stop=gen.stop)
         if backend.identity.startswith("llamacpp") and getattr(backend, "note", None):
-            err_console.print(f"[yellow]{backend.note}[/yellow]")
+            err_console.print(f"[yellow]{escape(backend.note)}[/yellow]")
         outcome = _run_track(
             track,
             backend,
@@ -378,6 +408,8 @@ def run_webapi(
                 max_backend_error_rate=max_backend_error_rate,
                 count_backend_errors=count_backend_errors,
                 eval_workers=eval_workers,
+                force=force,
+                rescore=rescore,
             ),
         )
     except CallbenchError as exc:
@@ -450,7 +482,7 @@ def constrain_webapi(
                 out_console.print(f"[green]allowed[/green]: {res.call}", highlight=False)
             else:
                 where = f" at offset {res.offset}" if res.offset is not None else ""
-                out_console.print(f"[red]not allowed[/red]{where}: {res.reason}", highlight=False)
+                out_console.print(f"[red]not allowed[/red]{where}: {escape(str(res.reason))}", highlight=False)
                 raise typer.Exit(1)
     except CallbenchError as exc:
         _fail(exc)
@@ -510,6 +542,18 @@ def run_nested(
     count_backend_errors: CountBackendErrors = False,
     eval_workers: EvalWorkers = None,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
+    ] = False,
+    rescore: Annotated[
+        bool,
+        typer.Option(
+            "--rescore",
+            help="Keep every stored answer and score it again with the current data, specs and code (no model "
+            "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
+        ),
+    ] = False,
 ) -> None:
     """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
 
@@ -549,7 +593,7 @@ def run_nested(
             sample_timeout_s=sample_timeout,
         )
         if track.data_note:
-            err_console.print(f"[dim]{track.data_note}[/dim]")
+            err_console.print(f"[dim]{escape(track.data_note)}[/dim]")
         backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
         if track.options.mode == "tools":
             from callbench.models.base import require_tools
@@ -571,6 +615,8 @@ def run_nested(
                 max_backend_error_rate=max_backend_error_rate,
                 count_backend_errors=count_backend_errors,
                 eval_workers=eval_workers,
+                force=force,
+                rescore=rescore,
             ),
         )
     except CallbenchError as exc:
@@ -619,24 +665,49 @@ def generate_nested(
 @app.command("report")
 def report_cmd(
     runs: Annotated[list[Path], typer.Argument(help="Run directories; several are compared side by side.")],
-    html: Annotated[Path | None, typer.Option(help="HTML file (default: <first run>/report.html).")] = None,
+    html: Annotated[
+        Path | None, typer.Option(help="HTML file (default: <run>/report.html; for a comparison see --out).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory for report.html (and comparison.json); a comparison's default is "
+            "comparisons/<labelA>-vs-<labelB>/, never a run directory.",
+        ),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="Column label of a run (repeatable, one per run, in order; default: a short model name)."),
+    ] = None,
     scoring: Annotated[Scoring | None, typer.Option(help="Re-score in this mode (default: the run's).")] = None,
     count_backend_errors: CountBackendErrors = False,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = 0,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% intervals.")] = 2000,
 ) -> None:
-    """Print the paper-style table and write a self-contained HTML report with plots."""
+    """Print the track's tables and write a self-contained HTML report (charts, filterable sample list).
+
+    With several runs: a comparison on the samples they share, with 95% bootstrap intervals, paired
+    differences and McNemar's exact test, written to its own directory.
+    """
     from callbench.report.build import build_report
 
     try:
         rep = build_report(
             runs,
             html=html,
+            out=out,
+            labels=label,
             scoring=scoring.value if scoring else None,
             console=out_console,
             count_backend_errors=count_backend_errors,
+            seed=seed,
+            n_boot=bootstrap,
         )
     except CallbenchError as exc:
         _fail(exc)
     out_console.print(f"HTML report: {_shown(rep.html_path)}", highlight=False)
+    if rep.json_path is not None:
+        out_console.print(f"comparison data: {_shown(rep.json_path)}", highlight=False)
 
 
 @app.command("models")
@@ -648,7 +719,7 @@ def models_cmd() -> None:
         out_console.print(name)
 
 
-from callbench import cli_stateful  # noqa: E402, F401 - registers generate/run stateful and coverage
+from callbench import cli_results, cli_stateful  # noqa: E402, F401, I001 - register export/show/list and the stateful commands
 
 
 def _reflow_help(*apps: typer.Typer) -> None:

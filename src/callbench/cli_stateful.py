@@ -136,6 +136,18 @@ def run_stateful(
     count_backend_errors: CountBackendErrors = False,
     eval_workers: EvalWorkers = None,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
+    ] = False,
+    rescore: Annotated[
+        bool,
+        typer.Option(
+            "--rescore",
+            help="Keep every stored answer and score it again with the current data, specs and code (no model "
+            "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
+        ),
+    ] = False,
 ) -> None:
     """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
     service per test case and must match the reference's result and final state. Reports pass@k,
@@ -187,12 +199,18 @@ def run_stateful(
                 max_backend_error_rate=max_backend_error_rate,
                 count_backend_errors=count_backend_errors,
                 eval_workers=eval_workers,
+                force=force,
+                rescore=rescore,
             ),
         )
     except CallbenchError as exc:
         _fail(exc)
     print_stateful_summary(outcome.summary, out_console)
     _backend_error_note(outcome.summary)
+    from callbench.cli import _shown
+
+    shown = _shown(outcome.run_dir)
+    out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
 
 
 @app.command("coverage")
@@ -232,7 +250,7 @@ def coverage_cmd(
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
-                err_console.print("[yellow]no plot: pip install 'callbench[plot]' (matplotlib)[/yellow]")
+                err_console.print("[yellow]no plot: pip install 'callbench\\[plot]' (matplotlib)[/yellow]")
             else:
                 plot = out / f"{stem}.png"
         if plot:

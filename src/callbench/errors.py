@@ -25,9 +25,33 @@ class RunStoreError(CallbenchError):
 
 
 class MissingExtraError(CallbenchError):
-    """An optional dependency is not installed."""
+    """An optional dependency is not installed.
 
-    def __init__(self, package: str, extra: str):
-        super().__init__(f"this needs the '{package}' package: pip install 'callbench[{extra}]'")
+    The message names the package and the exact install command, ``pip install 'callbench[EXTRA]'``
+    (quoted for the shell). ``what`` names what needs it (default "this"); ``alternative`` is a way
+    to go on without it, appended as "; or ...". The brackets are part of the command: a CLI that
+    prints the message through rich must escape it (``rich.markup.escape``), or ``[hf]`` is read as
+    a style tag and vanishes.
+    """
+
+    def __init__(self, package: str, extra: str, *, what: str | None = None, alternative: str | None = None):
+        message = f"{what or 'this'} needs the '{package}' package: pip install 'callbench[{extra}]'"
+        if alternative:
+            message += f"; or {alternative}"
+        super().__init__(message)
         self.package = package
         self.extra = extra
+        self.what = what
+        self.alternative = alternative
+
+    @property
+    def install(self) -> str:
+        """The install command alone: ``pip install 'callbench[EXTRA]'``."""
+        return f"pip install 'callbench[{self.extra}]'"
+
+    def __reduce__(self):  # pickles across process pools (the default would call cls(message))
+        return (_missing_extra, (type(self), self.package, self.extra, self.what, self.alternative))
+
+
+def _missing_extra(cls: type, package: str, extra: str, what: str | None, alternative: str | None) -> MissingExtraError:
+    return cls(package, extra, what=what, alternative=alternative)

@@ -133,6 +133,13 @@ class ModelBackend(abc.ABC):
         """A stable string that names this model and its settings (recorded in each run)."""
         return self.name
 
+    @property
+    def identity_options(self) -> dict[str, Any]:
+        """The backend options that change its answers (JSON-able), beyond :attr:`identity`: part
+        of a run's identity, so a run is not resumed with answers another setting produced.
+        Options that only change how answers are fetched (timeouts, retries, concurrency) stay out."""
+        return {}
+
     @abc.abstractmethod
     async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
         """Answer one input."""

@@ -97,6 +97,7 @@ class HFBackend(ModelBackend):
         self._transformers = transformers
         self.path = path
         self.batch_size = batch_size
+        self.dtype_name = dtype
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         if dtype == "auto":
             torch_dtype: Any = torch.float32 if self.device == "cpu" else "auto"
@@ -136,6 +137,13 @@ class HFBackend(ModelBackend):
     def identity(self) -> str:
         tags = [self.mode] + (["heal"] if self.token_healing else [])
         return f"hf:{self.path.name}[{','.join(tags)}]"
+
+    @property
+    def identity_options(self) -> dict[str, Any]:
+        """What changes the answers besides the directory name and mode: token healing, the device
+        and dtype (other numerics, other greedy ties) and the batch size (rows decoded together
+        are left-padded to one width)."""
+        return {"token_healing": self.token_healing, "device": self.device, "dtype": self.dtype_name, "batch_size": self.batch_size}
 
     # -- building a batch -------------------------------------------------------------------------
 

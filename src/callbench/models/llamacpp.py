@@ -102,6 +102,7 @@ class LlamaCppBackend(ModelBackend):
         self._llama_cpp = llama_cpp
         self.path = path
         self.n_ctx = n_ctx
+        self.n_gpu_layers = n_gpu_layers
         #: One line saying which model was picked and why (set for ``llamacpp:default``).
         self.note = note
         try:
@@ -134,6 +135,18 @@ class LlamaCppBackend(ModelBackend):
     def identity(self) -> str:
         tags = [self.mode] + (["heal"] if self.token_healing else [])
         return f"llamacpp:{self.path.name}[{','.join(tags)}]"
+
+    @property
+    def identity_options(self) -> dict[str, Any]:
+        """What changes the answers besides the file name and mode: the GGUF itself (its size, a
+        cheap stand-in for hashing gigabytes), token healing, the context (a prompt past it fails or
+        is cut) and GPU offload (other kernels, other greedy ties). Threads, seed (each request sends
+        its own) and verbosity do not."""
+        try:
+            size: int | None = self.path.stat().st_size
+        except OSError:
+            size = None
+        return {"gguf_bytes": size, "token_healing": self.token_healing, "n_ctx": self.n_ctx, "n_gpu_layers": self.n_gpu_layers}
 
     @property
     def llama(self) -> Any:

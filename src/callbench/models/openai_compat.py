@@ -30,6 +30,17 @@ vLLM, llama.cpp's server, TGI, SGLang and OpenAI itself all accept ``/chat/compl
   start with the removed text by a server-side constraint: the healed grammar under
   ``--constrained``, else a regex ``<removed text>.*`` (structured outputs, guidance backend).
   Off by default: other servers have no ``/tokenize``.
+* :meth:`OpenAICompatBackend.preflight` (the runner awaits it before the first sample): one cheap
+  request (``GET /models``, else a 1-token completion where a server has no ``/models``) with a
+  short deadline and no retries, so a dead endpoint, a wrong URL or a refused key is one line
+  within seconds instead of a backend error per sample after every retry. With a constraint it
+  also proves that the server applies grammars: it asks for an answer under a grammar that allows
+  one fixed marker (:data:`GRAMMAR_PROBE`), which an unconstrained model does not write, and
+  refuses a server that ignores the grammar (a non-vLLM server, or vLLM without the guidance
+  backend), since its answers would be scored as constrained ones.
+* :attr:`OpenAICompatBackend.identity_options` names the options that change answers (``mode``,
+  ``extra_body``, ``token_healing``) for the run identity; timeouts, retries, backoff,
+  concurrency and the key only change whether and when an answer comes.
 """
 
 from __future__ import annotations
@@ -63,6 +74,16 @@ OPTIONS: dict[str, Opt] = {
 }
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+#: The only text the preflight's probe grammar allows: an unconstrained model does not write it.
+GRAMMAR_PROBE = "callbench grammar probe 7301"
+PROBE_LARK = f'start: "{GRAMMAR_PROBE}"\n'
+# Preflight deadlines, in seconds (capped by the backend's own timeout).
+PREFLIGHT_CONNECT_S = 5.0
+PREFLIGHT_LIST_S = 10.0
+PREFLIGHT_ANSWER_S = 60.0
+# The options that change answers (see OpenAICompatBackend.identity_options).
+IDENTITY_OPTIONS = ("mode", "extra_body", "token_healing")
 _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 
 
@@ -198,6 +219,14 @@ class OpenAICompatBackend(ModelBackend):
     @property
     def identity(self) -> str:
         return f"openai:{self.model}@{self.base_url}" + ("[heal]" if self.token_healing else "")
+
+    @property
+    def identity_options(self) -> dict[str, Any]:
+        """The options that change the answers, for the run identity: ``mode`` (chat or completion
+        prompt), ``extra_body`` (server-side sampling and decoding fields) and ``token_healing``.
+        Not ``timeout``, ``max_retries``, ``backoff*``, ``retry_after_max``, ``concurrency`` or
+        ``api_key``: they change only whether and when an answer comes."""
+        return {"mode": self.mode, "extra_body": self.extra_body or None, "token_healing": self.token_healing}
 
     @property
     def server_root(self) -> str:
@@ -415,6 +444,125 @@ class OpenAICompatBackend(ModelBackend):
             tool_calls=tool_calls,
         )
 
+    # -- preflight ----------------------------------------------------------------------------
+
+    async def preflight(self, constraint: Any = None) -> None:
+        """Check, before the first sample, that the server answers; with ``constraint``, that it
+        applies grammars. Raises a one-line :class:`ConfigError`, never retries.
+
+        One ``GET {base_url}/models`` (a server without it, 404, gets a 1-token completion
+        instead), connecting within :data:`PREFLIGHT_CONNECT_S` and answered within
+        :data:`PREFLIGHT_LIST_S` seconds. A refused connection or unknown host, a timeout, a
+        refused key (401/403), another 4xx, or an answer that is not JSON (a web page: the URL is
+        wrong) is a ConfigError; 429 and 5xx pass (the server is there; the run retries those).
+
+        ``constraint`` (any object with ``vllm_extra_body()``, e.g. the first sample's, or True for
+        the current vLLM form): one request whose body carries those fields with the grammar
+        swapped for one that allows only :data:`GRAMMAR_PROBE`; an answer other than that marker
+        (or a prefix of it cut by the token limit) means the server ignored the grammar.
+        """
+        aiohttp = _aiohttp()
+        proxied = any(os.environ.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"))
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(self.timeout, PREFLIGHT_CONNECT_S))
+        headers = {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"}
+        async with aiohttp.ClientSession(headers=headers, timeout=timeout, trust_env=proxied) as http:
+            status, body = await self._preflight_call(http, "GET", "models", None, PREFLIGHT_LIST_S)
+            if status == 404:  # some proxies and servers have no /models: ask for one token instead
+                path = self._answer_path()
+                status, body = await self._preflight_call(http, "POST", path, self._probe_params(1, None), PREFLIGHT_ANSWER_S)
+                if status == 404:
+                    raise ConfigError(
+                        f"{self.identity}: no OpenAI-compatible API there (HTTP 404 for /models and /{path}); "
+                        "check the URL (it usually ends in /v1)"
+                    )
+            self._preflight_status(status, body, "a test request")
+            if constraint is not None:
+                await self._grammar_probe(http, constraint)
+
+    def _answer_path(self) -> str:
+        return "chat/completions" if self.mode == "chat" else "completions"
+
+    def _probe_params(self, max_tokens: int, fields: dict[str, Any] | None) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": 0.0}
+        if self.mode == "chat":
+            params["messages"] = [{"role": "user", "content": "Reply with one word."}]
+        else:
+            params["prompt"] = "Reply with one word:"
+        extra_body = dict(self.extra_body or {})
+        extra_body.update(fields or {})
+        params.update(extra_body)
+        return params
+
+    async def _preflight_call(self, http: Any, method: str, path: str, params: dict[str, Any] | None, deadline: float) -> tuple[int, Any]:
+        """``(status, decoded body)`` of one request, or a one-line ConfigError (no retries)."""
+        aiohttp = _aiohttp()
+        deadline = min(self.timeout, deadline)
+        url = f"{self.base_url}/{path}"
+
+        async def call() -> tuple[int, Any, str]:
+            data = json.dumps(params).encode() if params is not None else None
+            async with http.request(method, url, data=data) as response:
+                return response.status, await response.read(), response.headers.get("content-type", "?")
+
+        try:
+            status, raw, ctype = await asyncio.wait_for(call(), timeout=deadline)
+        except TimeoutError as exc:
+            raise ConfigError(
+                f"{self.identity}: no answer from {method} /{path} within {deadline:g} s; is the server up and reachable?"
+            ) from exc
+        except aiohttp.ClientConnectorError as exc:  # refused, unknown host, unreachable network
+            raise ConfigError(f"{self.identity}: {self._describe(exc)}; is the server running?") from exc
+        except aiohttp.ClientError as exc:  # dropped, reset, not HTTP
+            raise ConfigError(
+                f"{self.identity}: {method} /{path} failed ({type(exc).__name__}: {_one_line(str(exc), 120)}); "
+                "is this an OpenAI-compatible server?"
+            ) from exc
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            if status < 300:
+                text = _one_line(raw[:400].decode("utf-8", errors="replace"), 80)
+                raise ConfigError(
+                    f"{self.identity}: {method} /{path} answered {ctype.split(';')[0]}, not JSON ({text!r}): "
+                    "not an OpenAI-compatible API; check the URL (it usually ends in /v1)"
+                ) from None
+            body = raw[:2000].decode("utf-8", errors="replace")
+        return status, body
+
+    def _preflight_status(self, status: int, body: Any, what: str) -> None:
+        """ConfigError for an answer that says the run cannot work (401/403, other 4xx)."""
+        if status < 400 or status == 429 or status >= 500:
+            return  # the server is there; a busy or failing one is the run's retries' business
+        detail = self._describe(HTTPStatusError(status, body, {}))
+        if status in (401, 403):
+            raise ConfigError(
+                f"{self.identity}: the server refused the API key ({detail}); "
+                "set OPENAI_API_KEY or --model-arg api_key=..."
+            )
+        raise ConfigError(f"{self.identity}: the server refused {what} ({detail})")
+
+    async def _grammar_probe(self, http: Any, constraint: Any) -> None:
+        hook = getattr(constraint, "vllm_extra_body", None)
+        fields = _probe_fields(hook() if callable(hook) else None)
+        path = self._answer_path()
+        status, body = await self._preflight_call(http, "POST", path, self._probe_params(32, fields), PREFLIGHT_ANSWER_S)
+        hint = "constrained decoding over openai: needs a vLLM server started with --structured-outputs-config.backend guidance"
+        if status >= 300:
+            detail = self._describe(HTTPStatusError(status, body, {}))
+            raise ConfigError(f"{self.identity}: the server refused a request with a grammar ({detail}); {hint}")
+        try:
+            choice = _check_reply(body, self.mode, False)
+        except MalformedResponse as exc:
+            raise ConfigError(f"{self.identity}: the answer to a request with a grammar is malformed ({exc})") from None
+        text = choice["message"].get("content") if self.mode == "chat" else choice.get("text")
+        text = text or ""
+        cut = choice.get("finish_reason") == "length" and text and GRAMMAR_PROBE.startswith(text)
+        if text != GRAMMAR_PROBE and not cut:
+            raise ConfigError(
+                f"{self.identity}: the server ignored the grammar: asked for exactly {GRAMMAR_PROBE!r}, "
+                f"it answered {_one_line(text, 80)!r}; {hint}"
+            )
+
     async def aclose(self) -> None:
         client, self._client = self._client, None
         if client is not None:
@@ -432,6 +580,26 @@ def _server_constraint(constraint: Any, heal: str) -> dict[str, Any]:
 
     target, kwargs = for_healed_prompt(constraint, heal)
     return target.vllm_extra_body(**kwargs)
+
+
+def _probe_fields(body: Any) -> dict[str, Any]:
+    """The constraint's request fields with every grammar swapped for :data:`PROBE_LARK` (the
+    current vLLM form when there is no constraint body or it carries no grammar)."""
+    from callbench.constrain.vllm import vllm_extra_body, vllm_grammar_text
+
+    found = False
+
+    def swap(value: Any, key: str | None = None) -> Any:
+        nonlocal found
+        if key in ("grammar", "guided_grammar") and isinstance(value, str):
+            found = True
+            return vllm_grammar_text(PROBE_LARK)
+        if isinstance(value, dict):
+            return {k: swap(v, k) for k, v in value.items()}
+        return value
+
+    out = swap(body) if isinstance(body, dict) else None
+    return out if found and isinstance(out, dict) else vllm_extra_body(PROBE_LARK)
 
 
 def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]] | None:

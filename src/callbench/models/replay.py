@@ -9,6 +9,7 @@ error, so a partial file cannot silently score as a smaller benchmark.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ class ReplayModel(ModelBackend):
         self.path = path
         self.outputs: dict[str, tuple[str, str]] = {}
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            raw = path.read_bytes()
+            lines = raw.decode("utf-8").splitlines()
         except OSError as exc:
             raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
         except UnicodeDecodeError as exc:
@@ -56,10 +58,16 @@ class ReplayModel(ModelBackend):
             if mode not in ("completion", "chat"):
                 raise DataError(f"{path}:{lineno}.mode: '{mode}' is not 'completion' or 'chat'")
             self.outputs[str(sid)] = (text, mode)
+        #: The predictions file's content hash: an edited file is another run, not a resume.
+        self.predictions_sha256 = hashlib.sha256(raw).hexdigest()[:16]
 
     @property
     def identity(self) -> str:
         return f"replay:{self.path.name}"
+
+    @property
+    def identity_options(self) -> dict[str, Any]:
+        return {"predictions_sha256": self.predictions_sha256}
 
     async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
         if inp.sample_id not in self.outputs:

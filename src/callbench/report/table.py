@@ -1,100 +1,77 @@
-"""Paper-style terminal tables (rich)."""
+"""Terminal output of the report model (rich): the same tables the HTML shows.
+
+The ``print_*_summary`` functions print one run's tables right after ``callbench run``; they
+build the same tables as ``callbench report`` through the track's view.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+from rich.table import Table as RichTable
 
-from callbench.tracks.webapi.metrics import COUNT_ROWS, TABLE_ROWS
+from callbench.report.model import (
+    Cell,
+    Column,
+    ReportModel,
+    RunInfo,
+    Table,
+    fmt,
+    fmt_ci,
+    fmt_diff,
+    fmt_p,
+)
+from callbench.report.nested import NESTED_KEYS, group_table
+from callbench.report.stateful import scenario_table
+from callbench.report.webapi import by_api_table as _by_api_model
+from callbench.report.webapi import constraint_line, paper_table, relative_gain
 
-
-def fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{100 * value:.1f}"
-    return str(value)
-
-
-def relative_gain(base: float | None, new: float | None) -> str:
-    if base is None or new is None:
-        return "–"
-    if base == 0:
-        return "+∞" if new > 0 else "0%"
-    return f"{100 * (new - base) / base:+.0f}%"
-
-
-def summary_table(summaries: list[dict[str, Any]], labels: list[str]) -> Table:
-    """Metrics (rows) × runs (columns, t and e). Rates in %, counts as numbers.
-    With two runs, a relative-gain column compares the second with the first (on ``_t``)."""
-    first = summaries[0]
-    title = f"{first['track']} · scoring={first['scoring']}"
-    table = Table(title=title, show_lines=False)
-    table.add_column("metric (%)", style="bold")
-    for label in labels:
-        table.add_column(f"{label}\n_t", justify="right")
-        table.add_column(f"{label}\n_e", justify="right")
-    if len(summaries) == 2:
-        table.add_column("rel. gain\n(_t)", justify="right")
-    for name, key in TABLE_ROWS:
-        row = [name]
-        for s in summaries:
-            row += [fmt(s["metrics"].get(f"{key}_t")), fmt(s["metrics"].get(f"{key}_e"))]
-        if len(summaries) == 2:
-            row.append(relative_gain(summaries[0]["metrics"].get(f"{key}_t"), summaries[1]["metrics"].get(f"{key}_t")))
-        table.add_row(*row)
-    table.add_section()
-    for name, key in (("Samples", "n"), *COUNT_ROWS):
-        row = [name]
-        for s in summaries:
-            row += [fmt(s["metrics"].get(key)), ""]
-        if len(summaries) == 2:
-            row.append("")
-        table.add_row(*row)
-    return table
+__all__ = [
+    "NESTED_KEYS",
+    "by_api_table",
+    "constraint_line",
+    "fmt",
+    "print_model",
+    "print_nested_summary",
+    "print_stateful_summary",
+    "print_summary",
+    "relative_gain",
+    "stats_table",
+    "summary_table",
+    "to_rich",
+]
 
 
-def by_api_table(summary: dict[str, Any]) -> Table:
-    """Headline metrics per API for one run."""
-    table = Table(
-        title=f"by API · {summary.get('model')} · setup={summary.get('setup')}",
-        caption="rates in %, over all samples (_t); w/o cred. = correct except credentials",
-    )
-    table.add_column("API", style="bold", no_wrap=True)
-    cols = [
-        ("n", "n"),
-        ("correct", "correct_implementations_t"),
-        ("w/o cred.", "correct_except_credentials_t"),
-        ("exec.", "executable_implementations_t"),
-        ("illegal", "illegal_implementations_t"),
-        ("URL", "correct_urls_t"),
-        ("method", "correct_methods_t"),
-        ("names", "correct_argument_names_t"),
-        ("values", "correct_argument_values_t"),
-    ]
-    for label, _ in cols:
-        table.add_column(label, justify="right", no_wrap=True)
-    for api, m in summary.get("by_api", {}).items():
-        table.add_row(api, *[fmt(m.get(key)) for _, key in cols])
-    return table
+def to_rich(table: Table) -> RichTable:
+    """A model table as a rich table (tooltips are HTML-only)."""
+    out = RichTable(title=escape(table.title), caption=escape(table.caption) if table.caption else None)
+    for i, col in enumerate(table.columns):
+        out.add_column(
+            escape(col.text),
+            justify="left" if col.align == "left" else "right",
+            style="bold" if i == 0 else None,
+            no_wrap=i == 0,
+        )
+    for i, row in enumerate(table.rows):
+        if i in table.sections and i > 0:
+            out.add_section()
+        out.add_row(*[escape(c.text) for c in row])
+    return out
 
 
-def constraint_line(summary: dict[str, Any]) -> str | None:
-    """One line on what constrained decoding did in a run, or None for unconstrained runs."""
-    cd = summary.get("constrained_decoding")
-    if not cd:
-        return None
-    return (
-        f"constrained decoding: {cd['samples']} samples, {cd['steps']} steps; the mask changed the model's "
-        f"top choice {cd['changed_top']} times ({cd['changed_top_per_sample_mean']:.1f}/sample); mask time "
-        f"median {cd['mask_ms_median_of_samples']:.3f} ms (median over samples), worst p99 {cd['mask_ms_p99_max']:.2f} ms; "
-        f"unsatisfiable: {cd['unsatisfiable']}"
-    )
+def summary_table(summaries: list[dict[str, Any]], labels: list[str]) -> RichTable:
+    """The paper-style webapi table (metrics × runs, _t and _e; relative gain for two runs)."""
+    return to_rich(paper_table(summaries, labels))
+
+
+def by_api_table(summary: dict[str, Any]) -> RichTable:
+    return to_rich(_by_api_model(summary))
 
 
 def print_summary(summary: dict[str, Any], console: Console) -> None:
+    """A webapi run's tables (after ``callbench run webapi``)."""
     console.print(summary_table([summary], [str(summary.get("model"))]))
     if summary.get("by_api"):
         console.print(by_api_table(summary))
@@ -105,41 +82,120 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         console.print(f"[yellow]partial: {summary['n']} of {summary['n_selected']} samples done[/yellow]")
 
 
-NESTED_KEYS = (
-    ("F1 function", "f1_function"),
-    ("F1 parameter", "f1_parameter"),
-    ("Partial sequence accuracy", "partial_sequence_accuracy"),
-    ("Full sequence accuracy", "full_sequence_accuracy"),
-    ("Win rate", "win_rate"),
-    ("Parse error rate", "parse_error_rate"),
-)
-
-
 def print_nested_summary(summary: dict[str, Any], console: Console) -> None:
     """Overall metrics plus the by-domain and by-length breakdowns of a nested run."""
-    groups = [("all", summary["metrics"])]
-    groups += [(f"domain={k}", v) for k, v in summary.get("by_domain", {}).items()]
-    groups += [(f"length={k}", v) for k, v in sorted(summary.get("by_length", {}).items(), key=lambda kv: int(kv[0]))]
-    table = Table(title=f"nested · {summary.get('model')} · scoring={summary.get('scoring')}", caption="in %")
-    table.add_column("metric", style="bold")
-    for name, m in groups:
-        table.add_column(f"{name}\n(n={m.get('n')})", justify="right")
-    for label, key in NESTED_KEYS:
-        table.add_row(label, *[fmt(m.get(key)) for _, m in groups])
-    console.print(table)
+    console.print(to_rich(group_table(summary)))
 
 
 def print_stateful_summary(summary: dict[str, Any], console: Console) -> None:
     """pass@k, error rates and complexity means, overall and per scenario."""
-    groups = [("all", summary["metrics"])] + list(summary.get("by_scenario", {}).items())
-    table = Table(title=f"stateful · {summary.get('model')}", caption="pass@k and error rates in %")
-    table.add_column("metric", style="bold")
-    for name, m in groups:
-        table.add_column(f"{name}\n(tasks={m.get('n_tasks')})", justify="right")
-    keys = [k for k in summary["metrics"] if k.startswith("pass@")]
-    keys += [k for k in summary["metrics"] if k.startswith("error_")]
-    for key in keys:
-        table.add_row(key, *[fmt(m.get(key)) for _, m in groups])
-    for key in [k for k in summary["metrics"] if k.startswith("mean_")]:
-        table.add_row(key, *[f"{m[key]:.1f}" if m.get(key) is not None else "-" for _, m in groups])
-    console.print(table)
+    console.print(to_rich(scenario_table(summary)))
+
+
+def stats_table(model: ReportModel) -> Table | None:
+    """Each interval metric: every run's value with its 95% bootstrap interval; for a comparison,
+    the paired difference against the first run and McNemar's exact test where pass/fail."""
+    if not model.stats:
+        return None
+    runs = model.runs
+    first = runs[0].label
+    cols = [Column("metric (%)", align="left")] + [Column(f"{r.label}\n[95% CI]", r.model) for r in runs]
+    for r in runs[1:]:
+        cols.append(Column(f"{r.label} − {first}\n[95% CI]", "paired bootstrap over the shared samples"))
+        cols.append(Column(f"McNemar p\n({r.label} vs {first})", "exact, two-sided; n01/n10 = discordant pairs"))
+    where = f"on the {model.comparison.n_shared} shared samples" if model.comparison else "over the run's samples"
+    title = "comparison" if model.comparison else "95% bootstrap intervals"
+    table = Table(
+        title=f"{model.track} · {title} · {where}",
+        columns=cols,
+        caption=f"percentile bootstrap, {model.n_boot} resamples, seed {model.seed}; pp = percentage points",
+        id="stats",
+    )
+    for s in model.stats:
+        cells: list[Cell | str] = [s.metric.label]
+        for iv in s.per_run:
+            if iv is None or iv.point is None:
+                cells.append("–")
+            else:
+                value = fmt(iv.point) if s.metric.unit == "%" else f"{iv.point:.2f}"
+                cells.append(Cell(f"{value}\n{fmt_ci(iv, s.metric.unit)}"))
+        for diff, test in zip(s.diffs[1:], s.tests[1:], strict=True):
+            cls = None
+            if diff is not None and diff.lo is not None and diff.hi is not None and (diff.lo > 0 or diff.hi < 0):
+                better = (diff.point or 0) > 0
+                if s.metric.higher_is_better is False:
+                    better = not better
+                cls = "better" if better else "worse"
+            cells.append(Cell(fmt_diff(diff, s.metric.unit).replace(" [", "\n[", 1), cls=cls))
+            cells.append(
+                Cell(
+                    "–" if test is None else f"{fmt_p(test.p)}\n({test.b}/{test.c})",
+                    title=None if test is None else f"{test.b} pass only in {first}, {test.c} pass only in the other; {test.n} pairs",
+                )
+            )
+        table.add(*cells)
+    return table
+
+
+def print_model(model: ReportModel, console: Console) -> None:
+    """The report on the terminal: tables, notes, warnings, intervals and the failing samples."""
+    for t in model.tables:
+        console.print(to_rich(t))
+    for r in model.runs:
+        for line in r.notes:
+            console.print(f"{escape(r.label)}: {escape(line)}", highlight=False)
+    if model.comparison is not None:
+        comp = model.comparison
+        parts = ", ".join(f"{r.label} {r.n_total}" for r in model.runs)
+        console.print(f"shared samples: {comp.n_shared} (samples per run: {escape(parts)})", highlight=False)
+    for w in model.warnings:
+        console.print(f"[yellow]warning: {escape(w)}[/yellow]", highlight=False, soft_wrap=True)
+    if model.stats_table is not None and model.comparison is not None:
+        console.print(to_rich(model.stats_table))
+    for note in model.notes:
+        console.print(f"[dim]note: {escape(note)}[/dim]", highlight=False, soft_wrap=True)
+    for i, r in enumerate(model.runs):
+        console.print(f"{escape(r.label)}: {_sample_line(model, i, r)}", highlight=False, soft_wrap=True)
+    _print_failing(model, console)
+
+
+FAILING_SHOWN = 10
+
+
+def _print_failing(model: ReportModel, console: Console) -> None:
+    """The first failing samples (one run) or the first samples the runs disagree on (a
+    comparison), one line each; the HTML lists them all."""
+    if model.comparison is None:
+        picked = [e for e in model.samples if e.outcomes[0] is not None and not e.outcomes[0].passed]
+        what = "failing samples"
+    else:
+        picked = [e for e in model.samples if len({o.passed for o in e.outcomes if o is not None}) > 1]
+        what = "samples the runs disagree on"
+    if not picked:
+        return
+    more = f" (first {FAILING_SHOWN}; all in the HTML report)" if len(picked) > FAILING_SHOWN else ""
+    console.print(f"{len(picked)} {what}{more}:", highlight=False)
+    for e in picked[:FAILING_SHOWN]:
+        parts = []
+        for r, o in zip(model.runs, e.outcomes, strict=True):
+            if o is None:
+                continue
+            state = "pass" if o.passed else o.error_class or "fail"
+            text = f"{state}" + (f" ({o.headline})" if o.headline and not o.passed else "")
+            parts.append(f"{r.label}: {text}" if model.comparison else text)
+        line = f"  {e.id} [{e.group}] " + "; ".join(parts)
+        console.print(escape(line[:300]), highlight=False, soft_wrap=True)
+
+
+def _sample_line(model: ReportModel, i: int, run: RunInfo) -> str:
+    classes: dict[str, int] = {}
+    for e in model.samples:
+        o = e.outcomes[i]
+        if o is not None and not o.passed:
+            classes[o.error_class or "failed"] = classes.get(o.error_class or "failed", 0) + 1
+    total = run.n_passed + run.n_failed
+    text = f"{run.n_passed} of {total} samples pass, {run.n_failed} fail"
+    if classes:
+        text += " (" + ", ".join(f"{k} {v}" for k, v in sorted(classes.items(), key=lambda kv: -kv[1])) + ")"
+    return escape(text)
+

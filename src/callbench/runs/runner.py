@@ -8,25 +8,40 @@ answer (SQLite, before the request's slot frees), score it beside the event loop
 processes or threads, see :class:`_Evaluation`), store the scored row (the persisted answer is
 dropped in the same transaction). A kill therefore loses at most the requests in flight, and a
 resume scores persisted answers without asking again.
+
+Resuming. A run directory is resumed only when the run's identity matches the one it was created
+with: the model and every backend option that changes answers, the decoding settings, the prompts,
+and the content hashes of the data, API specs, replay files and user tools it reads (split into a
+generation and a scoring part, see :mod:`callbench.runs.identity`). A changed identity is refused
+with one line naming what changed; ``--force`` starts over, ``--rescore`` keeps every stored answer
+and scores it again with the current data, specs and code (only when the generation part matches:
+answers to other prompts are never re-scored as if they answered these).
+
+Selection. ``--limit``/``--ids``/``--api`` are not part of the identity: one directory may hold
+more samples than the current command selects (``--limit 80`` then ``--limit 10`` keeps the 80).
+Each session records its selection (the options and the selected ids) in ``config.json`` and
+removes ``summary.json`` while it runs; at its end ``summary.json`` describes exactly the stored
+samples of that selection (``n``, ``n_selected``, ``selection``, ``complete``; ``n_stored`` counts
+the whole store), and ``callbench report`` re-aggregates exactly the samples of the selection
+``config.json`` records. The three agree whatever was run into the directory before.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
-import json
 import math
 import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -39,6 +54,7 @@ from rich.progress import (
 from callbench import __version__
 from callbench.errors import CallbenchError, ConfigError, DataError, RunStoreError
 from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelOutput
+from callbench.runs.identity import build_identity, generation_digest
 from callbench.runs.store import START_OVER, RunStore, encodable, write_json_atomic
 from callbench.tracks.base import Sample, SampleResult, Track
 
@@ -58,6 +74,8 @@ class RunOptions:
     max_backend_error_rate: float = 0.2  # stop early when more of this session's samples fail
     count_backend_errors: bool = False  # score backend errors as failed samples (off: left out)
     eval_workers: int | None = None  # scoring processes or threads (None: the track's default, Track.evaluation_pool)
+    force: bool = False  # delete what the run directory holds and start over
+    rescore: bool = False  # re-score every stored answer (a changed scoring identity is then accepted)
 
 
 BACKEND_ERROR = "backend_error"
@@ -80,6 +98,7 @@ class RunOutcome:
     resumed: bool
     generated: int  # samples asked of the model in this session
     reused: int = 0  # answers persisted by an earlier session and scored in this one
+    rescored: int = 0  # stored samples scored again (--rescore)
 
 
 def _slug(text: str) -> str:
@@ -153,10 +172,12 @@ def _aggregates(track: Track | type[Track], sample: Sample, result: SampleResult
 
 
 def run_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> tuple[str, dict[str, Any]]:
-    ident = {"track": track.name, "model": model.identity, "mode": model.mode, **track.fingerprint(), "generation": asdict(gen)}
-    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:8]
-    setup = track.fingerprint().get("setup", "")
-    name = "-".join(p for p in (track.name, _slug(model.identity), setup, digest) if p)
+    """The run's default directory name and its identity (:mod:`callbench.runs.identity`). The
+    name hashes the generation part only: a run whose scoring inputs changed is found again, and
+    the refusal says what changed."""
+    ident = build_identity(track, model, gen)
+    setup = ident.get("setup") if isinstance(ident.get("setup"), str) else ""
+    name = "-".join(p for p in (track.name, _slug(model.identity), setup, generation_digest(ident)) if p)
     return name, ident
 
 
@@ -171,6 +192,7 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
     agg = aggregate_stored(track, store, scored, results, scoring)
     cfg = store.config()
     ident = cfg.get("identity", {})
+    selection = cfg.get("selection") if isinstance(cfg.get("selection"), dict) else {}
     summary = {
         "track": track.name,
         "model": ident.get("model"),
@@ -182,6 +204,8 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
         "n_backend_errors": len(failed),
         "backend_errors_counted": count_backend_errors,
         "complete": len(done) == len(samples),
+        "selection": {k: v for k, v in selection.items() if k != "sample_ids"},
+        "n_stored": len(results),  # the whole store: earlier sessions may have selected more
         **agg,
         "run_id": store.dir.name,
         "prompt_version": ident.get("prompt_version"),
@@ -193,7 +217,17 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
     return summary
 
 
-def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> tuple[list[Sample], Path, RunStore, bool]:
+@dataclass
+class _Prepared:
+    samples: list[Sample]  # the selection
+    data: list[Sample]  # every sample of the data
+    run_dir: Path
+    store: RunStore
+    resumed: bool
+    config: dict[str, Any]
+
+
+def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
     """Check the options, load and select the samples, open (or resume) the run directory."""
     if opts.scoring not in track.scoring_modes:
         raise ConfigError(f"--scoring '{opts.scoring}': choose from {', '.join(track.scoring_modes)}")
@@ -203,6 +237,8 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> tuple[list[
         raise ConfigError(f"--eval-workers {opts.eval_workers}: must be >= 1")
     if not 0 <= opts.max_backend_error_rate <= 1:
         raise ConfigError(f"--max-backend-error-rate {opts.max_backend_error_rate:g}: must be a share between 0 and 1")
+    if opts.force and opts.rescore:
+        raise ConfigError("--force and --rescore: choose one (--force starts over, --rescore keeps the answers)")
     check_generation(opts.generation)
     if opts.run_id is not None and (opts.run_id in ("", ".", "..") or "/" in opts.run_id or os.sep in opts.run_id):
         raise ConfigError(f"--run-id {opts.run_id!r}: must be a plain directory name (it is created under --out)")
@@ -215,35 +251,114 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> tuple[list[
     run_dir = opts.out_dir / (opts.run_id or name)
     config = {
         "identity": ident,
-        "selection": {"limit": opts.limit, "ids": list(opts.ids or []), "groups": list(opts.groups or [])},
+        "selection": {
+            "limit": opts.limit,
+            "ids": list(opts.ids or []),
+            "groups": list(opts.groups or []),
+            "sample_ids": [s.id for s in samples],  # what summary.json and report describe
+        },
         "callbench_version": __version__,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    store, resumed = RunStore.create_or_resume(run_dir, config)
-    if resumed:  # stored rows the track cannot read fail now, before any new sample runs
-        try:
+    store, resumed = RunStore.create_or_resume(run_dir, config, force=opts.force, rescore=opts.rescore)
+    try:
+        if resumed and not opts.rescore:  # stored rows the track cannot read fail now, before any new sample runs
             results = store.results()
             answered = [s for s in samples if s.id in results and results[s.id].status != BACKEND_ERROR]
             aggregate_stored(track, store, answered, results, opts.scoring)
-        except BaseException:
-            store.close()
-            raise
-    return samples, run_dir, store, resumed
+        if resumed:
+            store.drop_summary()  # written again when this session ends, for its selection
+            if not opts.rescore:  # a re-score records the new identity once every answer is re-scored
+                store.update_config(config)
+    except BaseException:
+        store.close()
+        raise
+    return _Prepared(samples, data, run_dir, store, resumed, config)
+
+
+def _stored_output(row: dict[str, Any]) -> tuple[ModelOutput, dict[str, Any]]:
+    """A stored sample's answer as the model gave it, and the statistics stored with its result."""
+    extra = dict(row.get("extra") or {})
+    stats = extra.pop("stats", None)
+    out = ModelOutput(
+        text=row.get("raw_output") or "",
+        mode=row.get("mode") or "completion",
+        prompt_tokens=row.get("prompt_tokens"),
+        completion_tokens=row.get("completion_tokens"),
+        latency_s=row.get("latency_s"),
+        extra=extra,
+    )
+    return out, stats if isinstance(stats, dict) else {}
+
+
+async def _rescore(
+    track: Track, store: RunStore, data: list[Sample], evaluate: _Evaluation, width: int, console: Console
+) -> int:
+    """``--rescore``: score every stored answer again with the current data, specs and code and
+    rewrite its verdicts (one transaction, so a stop keeps the old rows and the old identity).
+    Stored answers of samples no longer in the data cannot be scored: they are dropped."""
+    by_id = {s.id: s for s in data}
+    rows = list(store.rows())
+    gone = [r["id"] for r in rows if r["id"] not in by_id]
+    if gone:
+        store.delete_ids(gone)
+        console.print(f"[dim]--rescore: dropped {len(gone)} stored answer(s) of samples no longer in the data[/dim]")
+    rows = [r for r in rows if r["id"] in by_id]
+    if rows:
+        console.print(f"[dim]--rescore: scoring {len(rows)} stored answer(s) again (the model is not asked)[/dim]")
+    slots = asyncio.Semaphore(max(1, width))
+
+    async def one(row: dict[str, Any]) -> tuple[str, SampleResult, dict[str, Any]]:
+        sample = by_id[row["id"]]
+        out, old_stats = _stored_output(row)
+        async with slots:
+            try:
+                res = await evaluate(sample, out)
+            except CallbenchError:
+                raise
+            except Exception as exc:
+                raise EvaluationFailed(
+                    f"sample {encodable(sample.id)!r}: evaluation failed ({type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())[:300]}); the stored verdicts are unchanged"
+                ) from exc
+        if row["status"] == BACKEND_ERROR:  # still no answer: re-scored as the empty answer it stands for
+            res = SampleResult(status=BACKEND_ERROR, error=row.get("error"), verdicts=res.verdicts)
+        # statistics of the generation (e.g. constrained decoding) exist only from when it ran
+        stats = {**old_stats, **(res.stats or {})}
+        return row["id"], res, {**out.extra, **({"stats": stats} if stats else {})}
+
+    jobs = [asyncio.create_task(one(r)) for r in rows]
+    try:
+        updates = await asyncio.gather(*jobs)
+    except BaseException:
+        for j in jobs:
+            j.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+        raise
+    if updates:
+        await asyncio.get_running_loop().run_in_executor(None, store.rescored, list(updates))
+    return len(updates)
 
 
 async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:
     console = console or Console(stderr=True)
     try:
-        samples, run_dir, store, resumed = _prepare(track, model, opts)
+        prep = _prepare(track, model, opts)
     except BaseException:
         track.close()
         await model.aclose()
         raise
+    samples, run_dir, store, resumed = prep.samples, prep.run_dir, prep.store, prep.resumed
     try:
         if opts.retry_errors:
             retried = store.delete_status(BACKEND_ERROR)
             if retried:
                 console.print(f"[dim]--retry-errors: asking again for {retried} sample(s) stored as backend errors[/dim]")
+        if store.changes:  # only a --rescore gets here with a changed (scoring) identity
+            what = ", ".join(str(c) for c in store.changes[:4])
+            more = f" and {len(store.changes) - 4} more" if len(store.changes) > 4 else ""
+            console.print(f"[dim]--rescore: changed since the answers were scored: {escape(encodable(what))}{more}[/dim]")
+        to_rescore = store.count() if opts.rescore and resumed else 0
         done = store.done_ids()
         pending = [s for s in samples if s.id not in done]
         tally = {"finished": 0, "failed": 0}
@@ -253,13 +368,24 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
             )
         in_flight = max(1, min(opts.concurrency, model.max_concurrency))
         sem = asyncio.Semaphore(in_flight)
-        evaluate = _Evaluation(track, opts, in_flight, len(pending))
+        evaluate = _Evaluation(track, opts, in_flight, len(pending) + to_rescore)
         writer = _Writer(store)
         stored = store.generations()
         unscored = {s.id: stored[s.id] for s in pending if s.id in stored}
         if unscored:
             console.print(f"[dim]scoring {len(unscored)} answer(s) received before the run stopped (not asked again)[/dim]")
         backlog = asyncio.Semaphore(2 * in_flight + 32)  # answers waiting to be scored
+        rescored = 0
+        if to_rescore:
+            try:
+                await evaluate.start()
+                rescored = await _rescore(track, store, prep.data, evaluate, evaluate.width, console)
+            except BaseException:
+                await evaluate.close()
+                await writer.close()
+                raise
+        if resumed and opts.rescore:
+            store.update_config(prep.config)  # every stored verdict now follows this identity
 
         progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -328,6 +454,11 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
 
         with progress:
             task_id = progress.add_task(f"{track.name} · {encodable(model.identity)}", total=len(samples), completed=len(samples) - len(pending))
+            preflight = getattr(model, "preflight", None)
+            if pending and unscored.keys() != {s.id for s in pending} and preflight is not None:
+                # a dead endpoint, or a server that ignores grammars, is one line now, not a run of errors
+                constrained = bool(getattr(getattr(track, "options", None), "constrained", False))
+                await preflight(True if constrained else None)
             if pending:
                 await evaluate.start()  # worker processes load while the first requests are in flight
             jobs = [asyncio.create_task(one(s, task_id)) for s in pending]
@@ -342,7 +473,14 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
                 await evaluate.close()
                 await writer.close()  # rows already handed over are written before the store closes
         summary = summarize(track, store, samples, opts.scoring, opts.count_backend_errors)
-        return RunOutcome(run_dir=run_dir, summary=summary, resumed=resumed, generated=len(pending) - len(unscored), reused=len(unscored))
+        return RunOutcome(
+            run_dir=run_dir,
+            summary=summary,
+            resumed=resumed,
+            generated=len(pending) - len(unscored),
+            reused=len(unscored),
+            rescored=rescored,
+        )
     finally:
         store.close()
         track.close()
@@ -413,10 +551,12 @@ class _Evaluation:
         self.track = track
         self.threads: concurrent.futures.ThreadPoolExecutor | None = None
         self.processes: Any = None
+        self.width = 1  # samples scored at once
         if not track.evaluate_in_thread:
             return
         cores = os.cpu_count() or 1
         workers = min(opts.eval_workers or (in_flight if track.evaluation_pool == "concurrency" else cores), in_flight)
+        self.width = 2 * workers  # a queued sample each, so no worker waits for the next
         # Worker processes cost ~1 s of CPU each to start (imports, specs, V8): worth it for a
         # long run, not for a few samples, which threads score as well.
         factory = track.evaluator_factory() if pending >= _PROCESS_POOL_FROM else None

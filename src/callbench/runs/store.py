@@ -196,6 +196,18 @@ def read_config(path: Path) -> dict[str, Any]:
     return encodable(doc)
 
 
+def _start_over(directory: Path) -> None:
+    """``--force``: remove a run directory's store, config and summary (only files SQLite or
+    callbench wrote there; anything else in the way is reported when the run opens)."""
+    for name in ("run.sqlite", "run.sqlite-wal", "run.sqlite-shm", "run.sqlite-journal", "config.json", "summary.json"):
+        path = directory / name
+        try:
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+        except OSError as exc:
+            raise RunStoreError(f"{path}: cannot remove ({exc.strerror}); remove it by hand, or pass another --run-id") from None
+
+
 def _sql_quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -236,6 +248,8 @@ class RunStore:
         self.dir = directory
         self.db_path = directory / "run.sqlite"
         self._config: dict[str, Any] | None = None
+        #: On a resume: how the stored identity differs from the run's (see create_or_resume).
+        self.changes: list[Any] = []
         self.conn = self._connect(create)
 
     # -- opening
@@ -287,8 +301,17 @@ class RunStore:
             conn.execute(_GENERATIONS)
 
     @classmethod
-    def create_or_resume(cls, directory: Path, config: dict[str, Any]) -> tuple[RunStore, bool]:
-        """Open ``directory``; if it holds a run with a different config, refuse (no mixed runs).
+    def create_or_resume(
+        cls, directory: Path, config: dict[str, Any], *, force: bool = False, rescore: bool = False
+    ) -> tuple[RunStore, bool]:
+        """Open ``directory``; if it holds a run of another identity, refuse (no mixed runs) with
+        one line naming what changed (:mod:`callbench.runs.identity`).
+
+        ``force`` deletes what the directory holds (samples, unscored answers, ``config.json``,
+        ``summary.json``) and starts over. ``rescore`` accepts a changed *scoring* part of the
+        identity (the caller re-scores every stored answer, then :meth:`update_config`); a changed
+        generation part is refused all the same. On a resume ``config.json`` is left as it was
+        until the caller calls :meth:`update_config`; :attr:`changes` lists what differs.
 
         Samples stored without a ``config.json`` belong to a run nothing describes any more, so
         they are not silently adopted; a store with no samples in it is (a kill can leave one).
@@ -301,7 +324,9 @@ class RunStore:
             raise RunStoreError(f"{directory}: cannot create the run directory ({exc.strerror}); pass another --out") from None
         lock = _lock(directory)  # before the identity check: check and lock are one step
         try:
-            store, resumed = cls._create_or_resume_locked(directory, config)
+            if force:
+                _start_over(directory)
+            store, resumed = cls._create_or_resume_locked(directory, config, rescore)
         except BaseException:
             os.close(lock)
             raise
@@ -309,21 +334,24 @@ class RunStore:
         return store, resumed
 
     @classmethod
-    def _create_or_resume_locked(cls, directory: Path, config: dict[str, Any]) -> tuple[RunStore, bool]:
+    def _create_or_resume_locked(
+        cls, directory: Path, config: dict[str, Any], rescore: bool = False
+    ) -> tuple[RunStore, bool]:
+        from callbench.runs.identity import diff, refusal
+
         config = encodable(config)
         cfg_path = directory / "config.json"
         resumed = os.path.lexists(cfg_path)
+        changes = []
         if resumed:
             old = read_config(cfg_path)
-            # Compare through JSON so tuples and lists (and other encodings) compare equal.
-            if json.dumps(old.get("identity"), sort_keys=True) != json.dumps(config.get("identity"), sort_keys=True, default=_default):
-                raise ConfigError(
-                    f"{cfg_path}: run directory holds a different run (model/setup/data differ); "
-                    "choose another --run-id or delete it"
-                )
+            changes = diff(old.get("identity"), config.get("identity") or {})
+            if changes and not (rescore and all(c.scoring for c in changes)):
+                raise ConfigError(refusal(cfg_path, changes, rescore=rescore))
         summary = directory / "summary.json"
         _require_file(summary, "remove it (it is rewritten from run.sqlite at the end of the run)")
         store = cls(directory, create=True)
+        store.changes = changes
         try:
             if resumed:
                 store._config = old
@@ -373,6 +401,24 @@ class RunStore:
             self._config = read_config(self.dir / "config.json")
         return self._config
 
+    def update_config(self, config: dict[str, Any]) -> None:
+        """Record ``config`` (this session's identity and selection) as the run's, keeping when the
+        run was created."""
+        created = (self._config or {}).get("created_at")
+        config = encodable({**config, **({"created_at": created} if created else {})})
+        write_json_atomic(self.dir / "config.json", config)
+        self._config = config
+
+    def drop_summary(self) -> None:
+        """Remove ``summary.json`` while a session runs: it describes a run as its last session
+        ended (and is written again when this one ends), never a mix of two selections."""
+        path = self.dir / "summary.json"
+        try:
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+        except OSError as exc:
+            raise RunStoreError(f"{path}: cannot remove ({exc.strerror}); remove it by hand") from None
+
     def count(self) -> int:
         with self._sql("counting samples"):
             return self.conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
@@ -390,6 +436,31 @@ class RunStore:
             f"{self.db_path}: a row's id is {type(value).__name__} {value!r}, not text; drop such rows with: "
             f"sqlite3 {self.db_path} \"DELETE FROM samples WHERE typeof(id) != 'text'\" and re-run to redo them, or {START_OVER}"
         )
+
+    def delete_ids(self, ids: list[str]) -> int:
+        """Forget the stored samples with these ids; how many."""
+        with self._sql("deleting samples"), self.conn:
+            return self.conn.executemany("DELETE FROM samples WHERE id = ?", [(i,) for i in ids]).rowcount
+
+    def rescored(self, updates: list[tuple[str, SampleResult, dict[str, Any]]]) -> None:
+        """Rewrite the verdict columns of stored samples (id, new result, the row's new ``extra``)
+        in one transaction; the prompt, answer and its costs stay as they were."""
+        text = encodable
+        values = [
+            (text(res.status), text(res.parsed), _dumps(res.execution), _dumps(res.verdicts), text(res.error),
+             _dumps(extra), text(sample_id))
+            for sample_id, res, extra in updates
+        ]
+        with self._sql(f"re-scoring {len(values)} samples"):
+            self.conn.execute("BEGIN")
+            try:
+                self.conn.executemany(
+                    "UPDATE samples SET status=?, parsed=?, execution=?, verdicts=?, error=?, extra=? WHERE id=?", values
+                )
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
 
     def delete_status(self, status: str) -> int:
         """Forget the samples stored with ``status`` (so a resume runs them again); how many."""

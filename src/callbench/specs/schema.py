@@ -6,6 +6,7 @@ so every walker here is bounded: either by ``max_depth`` or by the ids already o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -224,6 +225,135 @@ def allows_additional_properties(schema: Any, max_depth: int = 16) -> bool:
     return any(allows_additional_properties(s, max_depth - 1) for s in schema.get("allOf") or ())
 
 
+
+# -- value bounds ---------------------------------------------------------------------------
+_PATTERNS: dict[str, re.Pattern[str] | None] = {}
+#: Strings longer than this are not matched against a ``pattern`` (a spec's regex on a model's
+#: text: bounded, so a backtracking pattern cannot stall scoring).
+MAX_PATTERN_SUBJECT = 10_000
+
+
+def _pattern(text: str) -> re.Pattern[str] | None:
+    """The compiled ``pattern`` (ECMA 262 read as Python ``re``), or None if Python cannot read it."""
+    if text not in _PATTERNS:
+        try:
+            _PATTERNS[text] = re.compile(text)
+        except (re.error, TypeError, ValueError, OverflowError, RecursionError):
+            _PATTERNS[text] = None
+    return _PATTERNS[text]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: booleans are not numbers, ``1 == 1.0``, containers compared deeply."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _admits(types: set[str], value: Any) -> bool:
+    kind = _json_type(value)
+    return not types or kind in types or (kind == "integer" and "number" in types)
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def bounds_violation(value: Any, schema: Any, max_depth: int = 16) -> str | None:
+    """Why ``value`` breaks the bounds ``schema`` sets, in one line, or None when it keeps them.
+
+    The bounds: ``enum``/``const``; ``minimum``/``maximum`` and ``exclusiveMinimum``/
+    ``exclusiveMaximum`` (numeric, 3.1; boolean, 3.0) on numbers; ``minLength``/``maxLength``
+    and ``pattern`` (a search, as in JSON Schema) on strings; ``minItems``/``maxItems`` on arrays.
+    Array ``items`` and object ``properties`` are checked inside, ``allOf`` members all apply,
+    and ``anyOf``/``oneOf`` are broken only when every branch that admits the value's type breaks
+    its bounds. Types themselves are not judged (a string where the spec says integer is a
+    matter of value comparison, not of bounds): a schema whose type does not admit the value
+    sets it no bounds (not even ``enum``), a keyword applies only to values of its type, and
+    ``null`` is never out of bounds. Read the value the way the spec types it first
+    (query strings are strings). Bounded by ``max_depth`` nested schemas (cyclic schemas stop).
+    """
+    return _violation(value, schema, max_depth, "")
+
+
+def _violation(value: Any, schema: Any, depth: int, where: str) -> str | None:
+    if not isinstance(schema, Mapping) or depth < 0 or value is None:
+        return None
+    if not _admits(schema_type(schema), value):
+        return None  # a value of another type than the schema's: not a matter of bounds
+    at = f"{where}: " if where else ""
+    enum = schema.get("enum")
+    if isinstance(enum, tuple | list) and enum and not any(_same(value, e) for e in enum):
+        shown = ", ".join(_short(e, 20) for e in list(enum)[:8]) + (", ..." if len(enum) > 8 else "")
+        return f"{at}{_short(value)} is not one of the allowed values [{shown}]"
+    if "const" in schema and not _same(value, schema["const"]):
+        return f"{at}{_short(value)} is not the only allowed value {_short(schema['const'])}"
+    if _number(value):
+        excl_min, excl_max = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if _number(lo) and (value < lo or (excl_min is True and value == lo)):
+            return f"{at}{_short(value)} is below the {'exclusive ' if excl_min is True else ''}minimum {lo}"
+        if _number(hi) and (value > hi or (excl_max is True and value == hi)):
+            return f"{at}{_short(value)} is above the {'exclusive ' if excl_max is True else ''}maximum {hi}"
+        if _number(excl_min) and value <= excl_min:
+            return f"{at}{_short(value)} is not above the exclusive minimum {excl_min}"
+        if _number(excl_max) and value >= excl_max:
+            return f"{at}{_short(value)} is not below the exclusive maximum {excl_max}"
+    elif isinstance(value, str):
+        lo, hi = schema.get("minLength"), schema.get("maxLength")
+        if _number(lo) and len(value) < lo:
+            return f"{at}{_short(value)} is shorter than minLength {lo}"
+        if _number(hi) and len(value) > hi:
+            return f"{at}{len(value)} characters, longer than maxLength {hi}"
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and len(value) <= MAX_PATTERN_SUBJECT:
+            compiled = _pattern(pattern)
+            if compiled is not None and compiled.search(value) is None:
+                return f"{at}{_short(value)} does not match the pattern {_short(pattern, 60)}"
+    elif isinstance(value, list | tuple):
+        lo, hi = schema.get("minItems"), schema.get("maxItems")
+        if _number(lo) and len(value) < lo:
+            return f"{at}{len(value)} items, fewer than minItems {lo}"
+        if _number(hi) and len(value) > hi:
+            return f"{at}{len(value)} items, more than maxItems {hi}"
+        items = schema.get("items")
+        for i, item in enumerate(value):
+            sub = items if isinstance(items, Mapping) else (
+                items[i] if isinstance(items, tuple | list) and i < len(items) else None
+            )
+            problem = _violation(item, sub, depth - 1, f"{where}[{i}]")
+            if problem:
+                return problem
+    elif isinstance(value, Mapping):
+        props = schema.get("properties")
+        if isinstance(props, Mapping):
+            for key, item in value.items():
+                problem = _violation(item, props.get(key), depth - 1, f"{where}.{key}" if where else str(key))
+                if problem:
+                    return problem
+    for sub in schema.get("allOf") or ():
+        problem = _violation(value, sub, depth - 1, where)
+        if problem:
+            return problem
+    for kw in ("anyOf", "oneOf"):
+        subs = [s for s in schema.get(kw) or () if isinstance(s, Mapping) and _admits(schema_type(s), value)]
+        if subs:
+            problems = [_violation(value, s, depth - 1, where) for s in subs]
+            if all(problems):
+                return problems[0]
+    return None
+
 # -- conversion to plain JSON Schema --------------------------------------------------------
 def _graph_info(root: Mapping[str, Any]) -> tuple[set[int], set[int]]:
     """(cut points, ids from which a cycle is reachable) for the schema graph under ``root``.
@@ -367,6 +497,7 @@ def to_json_schema(schema: Any, max_depth: int = 8) -> dict[str, Any] | bool:
 
 __all__ = [
     "allows_additional_properties",
+    "bounds_violation",
     "object_properties",
     "required_properties",
     "schema_type",

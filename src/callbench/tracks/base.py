@@ -8,12 +8,23 @@ concurrency, storage or resume: that keeps three tracks on one harness.
 from __future__ import annotations
 
 import abc
+import hashlib
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from callbench.errors import ConfigError
+from callbench.errors import ConfigError, DataError
 from callbench.models.base import ModelInput, ModelOutput
+
+
+def file_sha256(path: Path) -> str:
+    """The first 16 hex digits of the SHA-256 of a file's bytes (its content, not its path or
+    mtime): how run identities name the data, specs and tools a run read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,17 @@ class Track(abc.ABC):
         return None
 
     def fingerprint(self) -> dict[str, Any]:
-        """Settings that change generations (prompt version, setup, data hash): part of the run id."""
+        """What changes the model's answers (setup, prompt version and a digest of the prompts, and
+        any data the model sees or its episode runs against): the *generation* part of a run's
+        identity, and of its default directory name. Stored answers are kept only while it matches
+        (``--rescore`` included). Called once per run, after :meth:`load_samples`."""
+        return {}
+
+    def scoring_fingerprint(self) -> dict[str, Any]:
+        """What changes the verdicts of the same answers (content hashes of the data the scorer
+        reads, of API specs, of user tools; sandbox limits): the *scoring* part of a run's identity.
+        A change refuses a resume unless ``--rescore`` re-scores the stored answers with it. Called
+        once per run, after :meth:`load_samples`."""
         return {}
 
     def close(self) -> None:  # noqa: B027 - optional hook

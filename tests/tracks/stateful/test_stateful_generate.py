@@ -179,3 +179,50 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path):
     refs = [t["reference"] for t in read_tasks(out / "tasks.jsonl")]
     seeds = [t["seed"] for t in read_tasks(out / "tasks.jsonl")]
     assert len(set(seeds)) == 3 and len(refs) == 3
+
+
+def _readability_problems(text: str, reference: str) -> list[str]:
+    """What a developer reading the task would object to (issue 12, part 7)."""
+    import re
+
+    problems = []
+    if "call the result" in text:
+        problems.append("dictates variable names at every step ('call the result')")
+    if re.search(r"\bNone\b|\bnull\b", text):
+        problems.append("a None placeholder in prose")
+    for name in re.findall(r"keep the result as `(\w+)`", text):
+        after = text.split(f"keep the result as `{name}`", 1)[1]
+        if not re.search(rf"`{name}(\[\d+\])?`", after):
+            problems.append(f"names `{name}` but never uses it")
+    lines = [ln.strip() for ln in reference.splitlines()]
+    for i, line in enumerate(lines):  # a call whose result nothing uses (and that changes nothing)
+        m = re.match(r"(\w+) = (?:api\.(?:search_voices|list_audio)|requests\.get)\(", line)
+        if m and not any(re.search(rf"\b{m.group(1)}\b", later) for later in lines[i + 1 :]):
+            problems.append(f"dead read: {line[:60]}")
+    if "status_code" in reference.splitlines()[-1] or re.search(r"result = (\w+)\n?$", reference):
+        last_var = re.search(r"(\w+) = requests\.delete\(.*\.status_code$", reference, re.M)
+        if last_var and re.search(rf"^\s*result = {last_var.group(1)}$", reference, re.M) and "status code" not in text:
+            problems.append("the result is a status code but the text does not say so")
+    return problems
+
+
+@pytest.mark.parametrize("name", ["session", "voice"])
+def test_template_text_reads_like_a_task(tmp_path: Path, name: str):
+    scen = get_scenario(name)
+    generate(scen, tmp_path / name, GenerateOptions(n=8, seed=11))
+    tasks = read_tasks(tmp_path / name / "tasks.jsonl")
+    for t in tasks:
+        assert _readability_problems(t["text"], t["reference"]) == [], (t["id"], t["text"], t["reference"])
+
+
+def test_readability_check_rejects_dictated_text():
+    """The check itself fails on the text style of the first generator (so it can fail)."""
+    old = (
+        "Search the voice catalog for `query_1` (the search words) (gender filter: None); call the result "
+        "`voices_1`. Synthesize `text_1` with the voice `voices_1[0]`; call the result `speech_1`. "
+        "Finally set `result` to `speech_1`."
+    )
+    ref = "voices_1 = api.search_voices(query_1, gender=None)\nvoices_2 = api.search_voices(query_1, gender=None)\n"
+    problems = _readability_problems(old, ref + "speech_1 = api.text_to_speech(text_1, voices_1[0]['id'])\nresult = speech_1\n")
+    assert any("call the result" in p for p in problems) and any("None" in p for p in problems)
+    assert any("dead read" in p for p in problems)

@@ -28,7 +28,7 @@ from callbench.constrain.per_sample import summarize_constraint_stats
 from callbench.data.paths import data_dir
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
-from callbench.tracks.base import Sample, SampleResult, Track
+from callbench.tracks.base import Sample, SampleResult, Track, file_sha256
 from callbench.tracks.nested.dataset import default_task_file, load_nested
 from callbench.tracks.nested.metrics import NO_ANSWER, score_sample, summarize
 from callbench.tracks.nested.parsing import call_problem, read_calls, scrub, scrub_value
@@ -99,32 +99,73 @@ class NestedTrack(Track):
     # -- data
     def load_samples(self) -> list[Sample]:
         tasks = load_nested(self.task_file)
-        if self.options.shots:
-            if self.options.icl_file:
-                icl = Path(self.options.icl_file)
-            else:
-                icl = next((data_dir() / f for f in ICL_FILES if (data_dir() / f).is_file()), data_dir() / ICL_FILES[0])
-            if not icl.is_file():
-                raise DataError(f"{icl}: in-context examples not found (give --icl FILE or fetch the NESTFUL data)")
-            self._examples = load_nested(icl)[: self.options.shots]
+        self._load_examples()
+        from callbench.tracks.nested.tools import check_tool_outputs
+
+        # own tools whose outputs the gold calls cannot reference: one clear line, not a low win rate
+        check_tool_outputs(tasks, self._tool_modules(), data_file=self.task_file)
         out = []
         for t in tasks:
             self._tasks[t.id] = t
             out.append(Sample(id=t.id, group=t.domain or "unknown", payload=t))
         return out
 
+    def _icl_file(self) -> Path:
+        if self.options.icl_file:
+            return Path(self.options.icl_file)
+        return next((data_dir() / f for f in ICL_FILES if (data_dir() / f).is_file()), data_dir() / ICL_FILES[0])
+
+    def _load_examples(self) -> None:
+        if self.options.shots and not self._examples:
+            icl = self._icl_file()
+            if not icl.is_file():
+                raise DataError(f"{icl}: in-context examples not found (give --icl FILE or fetch the NESTFUL data)")
+            self._examples = load_nested(icl)[: self.options.shots]
+
     def fingerprint(self) -> dict[str, Any]:
-        return {
-            "setup": f"{self.options.mode}-{self.options.shots}shot",
+        """Generation. A direct answer depends on its prompt only, so the prompts' digest stands
+        for the data (whose gold calls and answers are then scoring inputs). A react or tools
+        episode, and a constrained answer, also depend on the task data and the tools it executes:
+        those are generation inputs there."""
+        mode = self.options.mode
+        fp: dict[str, Any] = {
+            "setup": f"{mode}-{self.options.shots}shot",
             "prompt_version": PROMPT_VERSION,
             "prompt_hash": templates_hash(),
-            "data_file": str(self.task_file),
-            "data_sha256": hashlib.sha256(self.task_file.read_bytes()).hexdigest()[:16],
-            "functions": self.options.functions,
             "constrained": self.options.constrained,
-            **({"max_steps": self.options.max_steps, "react_prompt_hash": _react_hash()} if self.options.mode == "react" else {}),
-            **({"max_steps": self.options.max_steps, "tools_prompt_hash": _tools_hash()} if self.options.mode == "tools" else {}),
+            **({"max_steps": self.options.max_steps, "react_prompt_hash": _react_hash()} if mode == "react" else {}),
+            **({"max_steps": self.options.max_steps, "tools_prompt_hash": _tools_hash()} if mode == "tools" else {}),
         }
+        if self._episodes_read_data():
+            fp.update(self._inputs_digest())
+            if self.options.shots:
+                fp["icl_sha256"] = file_sha256(self._icl_file())
+        else:
+            fp["prompts_sha256"] = self._prompts_digest()
+        return fp
+
+    def scoring_fingerprint(self) -> dict[str, Any]:
+        return {} if self._episodes_read_data() else self._inputs_digest()
+
+    def _episodes_read_data(self) -> bool:
+        return self.options.mode != "direct" or self.options.constrained
+
+    def _inputs_digest(self) -> dict[str, Any]:
+        """Content hashes of the task file and of the user tool files (``--functions``)."""
+        out: dict[str, Any] = {"data_sha256": file_sha256(self.task_file)}
+        if self.options.functions:
+            files = sorted(Path(self.options.functions).glob("*.py"))
+            out["functions_sha256"] = {f.name: file_sha256(f) for f in files}
+        return out
+
+    def _prompts_digest(self) -> str:
+        """Digest of every direct prompt (completion and chat form) of the data."""
+        self._load_examples()
+        tasks = list(self._tasks.values()) or load_nested(self.task_file)
+        h = hashlib.sha256()
+        for task in tasks:
+            h.update(json.dumps(build_prompt(task, self._examples), sort_keys=True, ensure_ascii=False).encode())
+        return h.hexdigest()[:16]
 
     def default_generation(self, mode: str) -> GenerationConfig:
         return GenerationConfig(max_tokens=512)

@@ -10,6 +10,12 @@ back through ``Runtime.finalize``.
 Comparison: the result variable, the final state (through ``Runtime.state_view``) and, for
 HTTP services, the number of successful writes. Floats compare with ``math.isclose`` under the
 scenario's (rtol, atol) when it declares a tolerance, exactly otherwise.
+
+A scenario whose packages are not installed (``Runtime.requires``: torch for *tensor*) is never
+run: :func:`execute` raises :class:`~callbench.errors.MissingExtraError` instead of returning a
+runtime error, so a missing extra is never scored as the model's failure (nor a reference
+dropped as failing on its own inputs). The CLI checks the same before the first sample
+(:func:`callbench.tracks.stateful.scenarios.check_extras`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from callbench.sandbox.program import ProgramLimits, ProgramResult, run_program
-from callbench.tracks.stateful.scenario import Scenario
+from callbench.tracks.stateful.scenario import Scenario, check_extras
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -66,7 +72,9 @@ def default_limits(scenario: Scenario, timeout_s: float = 20.0, memory_mb: int =
 
 
 def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | None = None) -> Outcome:
-    """Run ``code`` for ``case`` against a fresh service state."""
+    """Run ``code`` for ``case`` against a fresh service state (MissingExtraError: the scenario's
+    packages are not installed)."""
+    check_extras(scenario)
     rt = scenario.runtime
     limits = limits or default_limits(scenario)
     preload = dict(case.preload)

@@ -93,6 +93,49 @@ def _check_resume(tasks_path: Path, done: list[dict[str, Any]], manifest: dict[s
             raise ConfigError(f"{tasks_path.parent / 'manifest.json'}: {key} was {manifest[key]!r}, now {value!r}; resume with the same settings or use another --out")
 
 
+def _prune_dead_reads(program, scenario, counts: Counter) -> str | None:
+    """Remove reads whose result nothing uses (a task would ask for a call no check can see).
+
+    A read with no target object changes nothing later pairs depend on, so it is removed (and
+    its pair uncounted); a read applied to an object whose result is unused would change the
+    recorded transition pairs if removed, so such a program is rejected instead. Returns the
+    reason to drop the program, or None."""
+    from callbench.tracks.stateful.program import Branch, Call, Loop, iter_calls
+    from callbench.tracks.stateful.writer import _referenced, _step_code
+
+    def prune(steps: list) -> str | None:
+        i = 0
+        while i < len(steps):
+            step = steps[i]
+            if isinstance(step, Branch):
+                for arm in (step.then, step.orelse):
+                    reason = prune(arm)
+                    if reason:
+                        return reason
+                i += 1
+                continue
+            is_last = i == len(steps) - 1
+            later = " ".join(_step_code(x) for x in steps[i + 1 :])
+            call = step.call if isinstance(step, Loop) else step
+            api = scenario.api(call.api)
+            if is_last or api.writes or _referenced(step.out, later):
+                i += 1
+                continue
+            if isinstance(step, Loop) or api.target is not None:
+                return "dead call"
+            for pair in call.pairs:
+                counts[tuple(pair)] -= 1
+            del steps[i]
+        return None
+
+    reason = prune(program.steps)
+    if reason is None:
+        program.pairs = [p for c in iter_calls(program.steps) for p in c.pairs]
+        if not program.steps or not isinstance(program.steps[-1], (Call, Loop, Branch)):
+            return "dead call"
+    return reason
+
+
 def _drop_unused_inputs(program, code: str) -> None:
     """Inputs the program never reads (e.g. a second input tensor) are not part of the task."""
     unused = [v for v in program.inputs if not re.search(rf"\b{re.escape(v)}\b", code)]
@@ -161,6 +204,10 @@ def generate(
         )
         if program is None:
             dropped["no valid first call"] += 1
+            continue
+        dead = _prune_dead_reads(program, scenario, trial)
+        if dead is not None:
+            dropped[dead] += 1
             continue
         code = render(program, scenario)
         _drop_unused_inputs(program, code)

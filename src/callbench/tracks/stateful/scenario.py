@@ -20,13 +20,15 @@ Object parameters render as ``ObjectType.ref`` applied to the variable holding t
 from __future__ import annotations
 
 import copy
+import importlib.util
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any, Literal
 
-from callbench.errors import ConfigError
+from callbench.errors import ConfigError, MissingExtraError
 
 START = "<new>"  # "last API" of an object that no call has touched yet (seeded by the initial state)
 
@@ -155,6 +157,10 @@ class Runtime:
     ``setup`` is trusted code run in the sandbox before the program (imports, object
     construction from ``__initial__``); ``finalize`` a trusted expression giving the final state.
     ``call_roots`` are the names whose calls count as API calls in static analysis.
+    ``requires`` lists ``(module, extra)`` pairs: packages the setup or the programs import, and
+    the callbench extra that installs each. Without them every program, the reference included,
+    would fail at its first line, so a run or a generation checks them before any sample
+    (:func:`missing_extra`) instead of scoring the failures as the model's.
     """
 
     setup: str
@@ -165,6 +171,7 @@ class Runtime:
     memory_limit: str = "as"
     tolerance: tuple[float, float] | None = None  # (rtol, atol) for float results; None = exact
     state_view: Callable[[Any], Any] | None = None  # the part of the final state that is compared
+    requires: tuple[tuple[str, str], ...] = ()  # (module, extra): see above
 
 
 @dataclass
@@ -250,6 +257,38 @@ def validate(s: Scenario) -> None:
         phrase_refs = set(re.findall(r"\{(\w+)\}", api.phrase))
         if not phrase_refs <= set(names):
             raise ConfigError(f"{at}: phrase: unknown fields {sorted(phrase_refs - set(names))}")
+
+
+_FOUND: dict[str, bool] = {}
+
+
+def _installed(module: str) -> bool:
+    """Is ``module`` importable here? (found, not imported: ``torch`` takes seconds to import;
+    checked before every execution, so the search is remembered)"""
+    if module in sys.modules:
+        return sys.modules[module] is not None  # None: blocked (how tests hide a package)
+    if module not in _FOUND:
+        try:
+            _FOUND[module] = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            _FOUND[module] = False
+    return _FOUND[module]
+
+
+def missing_extra(scenario: Scenario, alternative: str | None = None) -> MissingExtraError | None:
+    """The error to raise when a package ``scenario`` needs is not installed, else None; the
+    message names the scenario and the exact ``pip install 'callbench[EXTRA]'``."""
+    for module, extra in scenario.runtime.requires:
+        if not _installed(module):
+            return MissingExtraError(module, extra, what=f"the '{scenario.name}' scenario", alternative=alternative)
+    return None
+
+
+def check_extras(scenario: Scenario) -> None:
+    """Raise :class:`MissingExtraError` when a package ``scenario`` needs is not installed."""
+    error = missing_extra(scenario)
+    if error is not None:
+        raise error
 
 
 def render_template(template: str, values: dict[str, str]) -> str:

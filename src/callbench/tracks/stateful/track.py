@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -146,12 +147,17 @@ class StatefulTrack(Track):
                 check_scenario(s)
         self.path = Path(self.options.bench) if self.options.bench else builtin_bench()
         self.templates = load_templates("callbench.tracks.stateful.prompts", PROMPT_VERSION, _FILES)
+        self._samples: list[Sample] = []
 
     # -- data
     def load_samples(self) -> list[Sample]:
         tasks = load_bench(self.path)
         if self.options.scenarios:
             tasks = [t for t in tasks if t["scenario"] in self.options.scenarios]
+        from callbench.tracks.stateful.scenarios import check_extras
+
+        # a scenario whose extra is missing fails here, before any sample is scored against the model
+        check_extras({t["scenario"] for t in tasks})
         if self.options.mode == "mcp":
             from callbench.tracks.stateful.mcp_mode import check_scenario
 
@@ -162,24 +168,46 @@ class StatefulTrack(Track):
         for t in tasks:
             for i in range(n):
                 out.append(Sample(id=t["id"] if n == 1 else f"{t['id']}#{i}", group=t["scenario"], payload=(t, i)))
+        self._samples = out
         return out
 
     def fingerprint(self) -> dict[str, Any]:
-        h = hashlib.sha256()
-        for f in bench_files(self.path):
-            h.update(f.read_bytes())
-        return {
+        """Generation. A program depends on its prompt only, so the prompts' digest stands for the
+        benchmark (whose cases and references are then scoring inputs); an MCP episode runs against
+        the scenario's service, so there the benchmark and its limits are generation inputs."""
+        fp: dict[str, Any] = {
             "prompt_version": PROMPT_VERSION,
             "prompt_hash": templates_digest(self.templates),
-            "bench": str(self.path),
-            "bench_sha256": h.hexdigest()[:16],
             "samples": self.options.samples,
             "scenarios": list(self.options.scenarios),
+        }
+        if self.options.mode == "mcp":
+            return {**fp, **self._judging(), **self._mcp_fingerprint()}
+        return {**fp, "prompts_sha256": self._prompts_digest()}
+
+    def scoring_fingerprint(self) -> dict[str, Any]:
+        return {} if self.options.mode == "mcp" else self._judging()
+
+    def _judging(self) -> dict[str, Any]:
+        h = hashlib.sha256()
+        for f in bench_files(self.path):  # the content of every tasks.jsonl (cases, references)
+            h.update(f.read_bytes())
+        return {
+            "bench_sha256": h.hexdigest()[:16],
             "timeout_s": self.options.timeout_s,  # a longer limit can turn a timeout into a pass
             # programs judged without the OS sandbox are not comparable with sandboxed ones
             "sandbox": boundary.isolation(),
-            **(self._mcp_fingerprint() if self.options.mode == "mcp" else {}),
         }
+
+    def _prompts_digest(self) -> str:
+        """Digest of every program prompt (completion and chat form) of the selected scenarios."""
+        h = hashlib.sha256()
+        for sample in self._samples or self.load_samples():
+            if sample.payload[1]:
+                continue  # the other draws of a task have its prompt
+            inp = self.build_input(sample)
+            h.update(json.dumps([inp.prompt, inp.messages], sort_keys=True, ensure_ascii=False).encode())
+        return h.hexdigest()[:16]
 
     def _mcp_fingerprint(self) -> dict[str, Any]:
         from callbench.tracks.stateful.mcp_mode import mcp_prompt_hash

@@ -34,32 +34,70 @@ def _phrase(call: Call, scenario: Scenario, program: Program) -> str:
         if p.is_object:
             words[p.name] = f"`{text}`"
         elif p.literal:
-            words[p.name] = text
+            # a literal None means "no filter": prose says "any", never "None"
+            words[p.name] = "any" if text in ("None", "null", "") else text
         else:
             words[p.name] = f"`{text}` ({program.input_words.get(text, p.describe or p.name)})"
     return api.phrase.format(**words)
 
 
+def _referenced(name: str, later: str) -> bool:
+    """Does code or text after this step use the variable ``name`` (``name`` or ``name[i]``)?"""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", later) is not None
+
+
+def _step_code(step: Step) -> str:
+    """Every name a step reads (its arguments, loop collection, branch probe), as text."""
+    if isinstance(step, Call):
+        return " ".join(step.args.values())
+    if isinstance(step, Loop):
+        return f"{step.collection} {_step_code(step.call)}"
+    return " ".join([step.probe_code, *(_step_code(x) for x in (*step.then, *step.orelse))])
+
+
+def _result_words(step: Call | Loop, scenario: Scenario) -> str:
+    """What the result holds when it is not the API's object (e.g. a DELETE's status code)."""
+    if isinstance(step, Loop):
+        return ""
+    api = scenario.api(step.api)
+    if api.returns != "value":
+        return ""
+    if api.template.rstrip().endswith(".status_code"):
+        return " (the HTTP status code of that request)"
+    return " (the value that call returns)"
+
+
 def _steps_text(steps: list[Step], scenario: Scenario, program: Program, result: str) -> list[str]:
+    """One sentence per step. A step's result gets a name only when a later step (or the final
+    assignment) uses it, so the text reads as instructions rather than dictated code."""
     out: list[str] = []
-    last: str | None = None
-    for s in steps:
+    last: Call | Loop | None = None
+    for i, s in enumerate(steps):
+        later = " ".join(_step_code(x) for x in steps[i + 1 :])
         if isinstance(s, Call):
-            out.append(_cap(f"{_phrase(s, scenario, program)}; call the result `{s.out}`."))
-            last = s.out
+            phrase = _phrase(s, scenario, program)
+            if _referenced(s.out, later):
+                out.append(_cap(f"{phrase} and keep the result as `{s.out}`."))
+                last = s
+            elif i == len(steps) - 1:  # the result itself: say so in the same sentence
+                out.append(_cap(f"{phrase}, and set `{result}` to what it returns{_result_words(s, scenario)}."))
+                last = None
+            else:
+                out.append(_cap(f"{phrase}."))
+                last = s
         elif isinstance(s, Loop):
             out.append(
                 f"For each item `{s.item}` of `{s.collection}`, {_phrase(s.call, scenario, program)}; "
                 f"collect the results, in order, in a list `{s.out}`."
             )
-            last = s.out
+            last = s
         else:
             then = " ".join(_steps_text(s.then, scenario, program, result))
             orelse = " ".join(_steps_text(s.orelse, scenario, program, result))
             out.append(f"If {s.probe_words} is greater than `{s.threshold}`: {then} Otherwise: {orelse}")
             last = None
     if last is not None:
-        out.append(f"Finally set `{result}` to `{last}`.")
+        out.append(f"Finally set `{result}` to `{last.out}`{_result_words(last, scenario)}.")
     return out
 
 

@@ -24,7 +24,16 @@ Two modes:
   * extra arguments are judged legal or illegal against the spec of the **generated** endpoint
     (falling back to the expected one when the generated endpoint does not exist);
   * an extra query parameter or header written as ``key: null`` is ignored (axios sends nothing);
-    in a body it is counted, since JSON bodies carry the null.
+    in a body it is counted, since JSON bodies carry the null;
+  * a value must keep the bounds the spec's schema sets for it (``enum``/``const``, ``minimum``/
+    ``maximum``/``exclusive*``, ``minLength``/``maxLength``, ``pattern``, ``minItems``/``maxItems``,
+    also inside arrays and objects: :func:`callbench.specs.schema.bounds_violation`), read as the
+    spec types it (in query, path and headers: the string sent on the wire). An extra argument
+    the spec allows but whose value breaks its bounds is *illegal*, not *unnecessary*; an expected
+    argument with such a value stays *incorrect_value* (it is still the argument the task asked
+    for) and is marked ``out_of_bounds``, which makes the sample *illegal*. Bounds are judged
+    against the generated endpoint's spec, like legality; a correct value is never re-judged
+    (gold against gold stays correct).
 
 Both modes mark each header/query argument that is a *credential* (where one of the spec's
 security schemes puts one: the ``Authorization`` header for http/oauth2/openIdConnect, an apiKey's
@@ -34,10 +43,12 @@ that :func:`correct_except_credentials` can tell samples that fail only on crede
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from callbench.specs import ApiSpec, schema_type
+from callbench.specs.schema import bounds_violation
 
 Scoring = Literal["strict", "compat"]
 SCORING_MODES: tuple[str, ...] = ("strict", "compat")
@@ -57,9 +68,11 @@ class ArgumentVerdict:
     expected: Any = None
     actual: Any = None
     credential: bool | None = None  # a security scheme's credential? None: scored before this was kept
+    # strict: why the actual value breaks the spec's schema bounds (one line), else None
+    out_of_bounds: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "location": self.location,
             "name": self.name,
             "verdict": self.verdict,
@@ -67,6 +80,9 @@ class ArgumentVerdict:
             "actual": self.actual,
             "credential": self.credential,
         }
+        if self.out_of_bounds is not None:  # stored rows without bounds problems stay as they were
+            out["out_of_bounds"] = self.out_of_bounds
+        return out
 
 
 @dataclass
@@ -284,6 +300,20 @@ def _strict_legal(spec: ApiSpec, op: Any, location: str, name: str) -> bool:
     return spec.is_legal_argument(op, _SPEC_LOCATION[location], name)
 
 
+def out_of_bounds(spec: ApiSpec, op: Any, location: str, name: str, value: Any) -> str | None:
+    """Why ``value`` of argument ``name`` breaks the bounds of its schema in ``op`` (one line,
+    prefixed with the argument), or None: no schema, no bounds, or kept. The value is read as the
+    spec types it; a query, path or header value as it goes on the wire (a string: ``12`` is
+    ``"12"``), then read as the spec types it."""
+    schema = _param_schema(spec, op, location, name)
+    if not isinstance(schema, Mapping) or not schema:
+        return None
+    if location in ("params", "path_params", "headers"):
+        value = _wire(value)
+    problem = bounds_violation(_coerce(value, schema), schema)
+    return None if problem is None else f"{name}: {problem}"
+
+
 # ---------------------------------------------------------------- comparison
 
 
@@ -364,7 +394,10 @@ def compare_requests(
             schema = _param_schema(spec, exp_op, loc, name)
             ok = values_equal(exp_value, act_values[key], schema, mode, loc)
             verdict = "correct" if ok else "incorrect_value"
-            args.append(ArgumentVerdict(loc, name, verdict, exp_value, act_values[key], cred))
+            bounds = None
+            if not ok and mode == "strict" and name != "(body)":
+                bounds = out_of_bounds(spec, judge_op, loc, name, act_values[key])
+            args.append(ArgumentVerdict(loc, name, verdict, exp_value, act_values[key], cred, bounds))
         for name, act_value in act_values.items():
             if name in matched or (loc == "headers" and _is_special(name, mode)):
                 continue
@@ -372,19 +405,23 @@ def compare_requests(
                 continue
             if act_value is None and mode == "strict" and loc in ("params", "headers"):
                 continue  # axios sends no `key: null` query parameter or header; compat counts it
+            bounds = None
             if mode == "compat":
                 legal = _compat_legal(spec, judge_op, loc, name, exp_method)
             else:
                 legal = _strict_legal(spec, judge_op, loc, name)
+                if legal and name != "(body)":
+                    bounds = out_of_bounds(spec, judge_op, loc, name, act_value)
+                    legal = bounds is None
             cred = _is_credential(spec, loc, name, mode)
             verdict = "unnecessary" if legal else "illegal"
-            args.append(ArgumentVerdict(loc, name, verdict, None, act_value, cred))
+            args.append(ArgumentVerdict(loc, name, verdict, None, act_value, cred, bounds))
 
     n_counted = len(args)
     n_correct = sum(1 for a in args if a.verdict == "correct")
     if endpoint == "correct" and n_correct == n_counted:
         sample = "correct"
-    elif endpoint == "illegal" or any(a.verdict == "illegal" for a in args):
+    elif endpoint == "illegal" or any(a.verdict == "illegal" or a.out_of_bounds for a in args):
         sample = "illegal"
     else:
         sample = "wrong"

@@ -15,7 +15,7 @@ from callbench.data.paths import data_dir
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
 from callbench.specs import ApiSpec, load_spec
-from callbench.tracks.base import Sample, SampleResult, Track
+from callbench.tracks.base import Sample, SampleResult, Track, file_sha256
 from callbench.tracks.webapi.constraints import summarize_constraint_stats
 from callbench.tracks.webapi.dataset import (
     DEFAULT_DATA_FILE,
@@ -93,6 +93,7 @@ class WebApiTrack(Track):
         self._spec_lock = threading.Lock()
         self._constraints = None
         self._active: dict[str, Any] = {}
+        self._digests: dict[str, str] = {}
         if self.options.constrained:
             from callbench.tracks.webapi.constraints import ConstraintFactory
 
@@ -128,12 +129,19 @@ class WebApiTrack(Track):
         from callbench.specs import openapi
 
         # the checking code is part of the key: a changed matcher validates again
-        h = hashlib.sha256(Path(openapi.__file__).read_bytes() + self.tasks_file.read_bytes())
+        h = hashlib.sha256(Path(openapi.__file__).read_bytes() + self._digest(self.tasks_file).encode())
         for path in sorted({spec_path_for(t, self.tasks_file, self.root) for t in tasks}):
             if not path.is_file():
                 return None
-            h.update(str(path).encode() + b"\0" + path.read_bytes())
+            h.update(str(path).encode() + b"\0" + self._digest(path).encode())
         return cache_dir() / "validated" / f"webapi-{h.hexdigest()[:32]}"
+
+    def _digest(self, path: Path) -> str:
+        """A file's content hash, read once per track (one track serves one run)."""
+        key = str(path)
+        if key not in self._digests:
+            self._digests[key] = file_sha256(path)
+        return self._digests[key]
 
     def _spec_for(self, task: WebApiTask) -> ApiSpec:
         path = spec_path_for(task, self.tasks_file, self.root)
@@ -162,23 +170,50 @@ class WebApiTrack(Track):
         return functools.partial(_rebuild, dataclasses.replace(self.options), str(self.tasks_file), str(self.root))
 
     def fingerprint(self) -> dict[str, Any]:
-        digest = hashlib.sha256(self.tasks_file.read_bytes()).hexdigest()[:16]
+        """Generation: the prompts (every one, as sent) and, for constrained runs, the task file and
+        specs the grammars are built from. The task file's expected requests and the specs are
+        otherwise scoring inputs (:meth:`scoring_fingerprint`): an edited spec is re-scored with
+        ``--rescore``, the answers kept."""
         return {
             "setup": self.options.setup,
             "prompt_version": self.options.prompt_version,
             "prompt_hash": templates_hash(self.options.prompt_version),
             "prompts_sha256": self._prompts_digest(),
-            "data_file": str(self.tasks_file),
-            "data_sha256": digest,
             "constrained": self.options.constrained,
             **({"grammar_options": repr(self._grammar_options())} if self.options.constrained else {}),
+            **(self._inputs_digest() if self.options.constrained else {}),
         }
+
+    def scoring_fingerprint(self) -> dict[str, Any]:
+        return {} if self.options.constrained else self._inputs_digest()
+
+    def _inputs_digest(self) -> dict[str, Any]:
+        """Content hashes of the task file and of every spec its tasks use (all of them, not only
+        the selected tasks': the run directory may hold samples of any)."""
+        specs = sorted({spec_path_for(t, self.tasks_file, self.root) for t in self._all_tasks()})
+        return {
+            "data_sha256": self._digest(self.tasks_file),
+            "specs_sha256": {self._shown(p): self._digest(p) for p in specs},
+        }
+
+    def _shown(self, path: Path) -> str:
+        """A spec's name in the identity: relative to the data dir or the task file (the same
+        files moved elsewhere are the same run)."""
+        for base in (self.root, self.tasks_file.parent):
+            try:
+                return str(path.relative_to(base))
+            except ValueError:
+                continue
+        return path.name
+
+    def _all_tasks(self) -> list[WebApiTask]:
+        return list(self._tasks.values()) if self._tasks else load_tasks(self.tasks_file)
 
     def _prompts_digest(self) -> str:
         """Digest of every prompt the run sends, in every format: a change in how prompts are
         built (not only in the template files) starts a new run instead of resuming old answers."""
         h = hashlib.sha256()
-        for task in load_tasks(self.tasks_file):
+        for task in self._all_tasks():
             p = self._prompt(task)
             parts = (p.completion_prompt, p.messages, p.assistant_prefix, p.prefill_messages)
             h.update(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode())

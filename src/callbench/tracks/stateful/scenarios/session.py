@@ -227,6 +227,7 @@ SCENARIO = Scenario(
         call_roots=("requests",),
         doc="`requests` is imported and `BASE_URL` is preloaded.\n\n" + API_DOC,
         service="session",
+        requires=(("requests", "stateful"),),
     ),
     initial=_initial,
 )

@@ -291,6 +291,7 @@ SCENARIO = Scenario(
         doc=DOC,
         memory_limit="data",
         tolerance=(1e-4, 1e-5),
+        requires=(("torch", "hf"),),
     ),
     initial=_initial,
 )

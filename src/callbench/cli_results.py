@@ -1,0 +1,406 @@
+"""Commands that read results and data: ``export``, ``show``, ``list``.
+
+Kept apart from :mod:`callbench.cli` (which imports this module to register them). The row
+reading and flattening live in :mod:`callbench.results` (also behind ``callbench.load_run``);
+this module only prints. Everything a sample stored is user or model text: it is printed with
+markup off, never interpreted by rich.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from callbench.cli import _fail, _shown, app, out_console
+from callbench.errors import CallbenchError
+
+
+class ExportFormat(str, Enum):  # noqa: UP042 - typer needs the str mixin
+    csv = "csv"
+    jsonl = "jsonl"
+    parquet = "parquet"
+
+
+@app.command("export")
+def export_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories; several go into one file with a 'run' column.")],
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="csv, jsonl or parquet (needs pyarrow).")] = ExportFormat.csv,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output file (default: <first run>/export.<format>); '-': stdout (csv, jsonl).")
+    ] = None,
+) -> None:
+    """Write the stored samples of one or more runs as a table, one row each (csv, jsonl, parquet).
+
+    Columns: the run's (run, track, model, setup, scoring, sample_id, group, status, error,
+    latency, tokens, raw output, parsed, execution), then every verdict field of every scoring
+    mode, flattened (strict.correct, strict.url_correct, compat.arguments ...)."""
+    from callbench.results import export
+
+    try:
+        path, n = export(runs, fmt.value, out)
+    except CallbenchError as exc:
+        _fail(exc)
+    if path is not None:
+        out_console.print(f"{n} rows from {len(runs)} run(s) written to {_shown(path)}", highlight=False, soft_wrap=True)
+
+
+# -- show ------------------------------------------------------------------------------------------
+
+_SIDE_BY_SIDE_MIN_WIDTH = 100  # narrower terminals get expected and generated one under the other
+
+
+def _plain(text: Any) -> None:
+    """Print stored text as it is: no markup, no highlighting, long lines not folded."""
+    out_console.print("" if text is None else str(text), markup=False, highlight=False, soft_wrap=True)
+
+
+def _section(title: str) -> None:
+    from rich.markup import escape
+
+    out_console.rule(f"[bold]{escape(title)}[/bold]", align="left")
+
+
+def _pretty(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _side_by_side(title: str, left_title: str, right_title: str, rows: list[tuple[str, str, str, bool]]) -> None:
+    """Rows of (field, left, right, same): a table on a wide terminal, else each field stacked;
+    a row whose sides differ is marked."""
+    from rich.table import Table
+    from rich.text import Text
+
+    _section(title)
+    if out_console.width >= _SIDE_BY_SIDE_MIN_WIDTH:
+        table = Table(show_lines=True, expand=True)
+        table.add_column("", no_wrap=True, style="bold")
+        table.add_column(left_title, ratio=1, overflow="fold")
+        table.add_column(right_title, ratio=1, overflow="fold")
+        for name, left, right, same in rows:
+            style = "" if same else "yellow"
+            table.add_row(Text(name), Text(left), Text(right, style=style))
+        out_console.print(table)
+        return
+    for name, left, right, same in rows:
+        mark = "" if same else "  (differs)"
+        _plain(f"{name}{mark}")
+        for label, text in ((left_title, left), (right_title, right)):
+            lines = text.splitlines() or [""]
+            _plain(f"  {label}: {lines[0]}")
+            for line in lines[1:]:
+                _plain(f"    {line}")
+
+
+def _webapi_view(row: dict[str, Any], ref: Any) -> None:
+    expected = ref.config.as_dict() if ref is not None else None
+    got = row["execution"] if isinstance(row["execution"], dict) else None
+    if ref is not None:
+        _section("Task")
+        _plain(f"{ref.task}  ({ref.api} #{ref.index})")
+    rows = []
+    for key in ("method", "url", "params", "headers", "data"):
+        left = "(unknown)" if expected is None else ("" if expected.get(key) is None else _pretty(expected.get(key)))
+        right = "(no request captured)" if got is None and key == "method" else (
+            "" if got is None or got.get(key) is None else _pretty(got.get(key))
+        )
+        same = expected is not None and got is not None and expected.get(key) == got.get(key)
+        if key in ("method", "url") or left or right:
+            rows.append((key, left, right, same))
+    _side_by_side("Expected vs generated request", "expected", "generated", rows)
+
+
+def _parsed_text(track: str, parsed: str | None) -> str:
+    """Parsed code as stored; a nested call list one call a line."""
+    if parsed is None:
+        return "(nothing parsed)"
+    if track == "nested":
+        try:
+            calls = json.loads(parsed)
+        except ValueError:
+            return parsed
+        if isinstance(calls, list):
+            return "\n".join(json.dumps(c, ensure_ascii=False, default=str) for c in calls)
+    return parsed
+
+
+def _call_text(call: Any) -> str:
+    from callbench.tracks.nested.schema import canonical_label
+
+    if not isinstance(call, dict):
+        return _pretty(call)
+    args = call.get("arguments")
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items())
+    else:
+        inner = _pretty(args) if args is not None else ""
+    label = call.get("label")
+    label = canonical_label(label) if isinstance(label, str) else label
+    return f"{label} = {call.get('name')}({inner})" if label else f"{call.get('name')}({inner})"
+
+
+def _nested_view(row: dict[str, Any], ref: Any) -> None:
+    gold = [c.model_dump(exclude_none=True) for c in ref.output] if ref is not None else []
+    try:
+        predicted = json.loads(row["parsed"]) if row["parsed"] else []
+    except ValueError:
+        predicted = None
+    if isinstance(predicted, dict):
+        predicted = [predicted]
+    if ref is not None:
+        _section("Question")
+        _plain(ref.input)
+    execution = row["execution"] if isinstance(row["execution"], dict) else {}
+    executed = execution.get("calls") if isinstance(execution.get("calls"), list) else []
+    rows = []
+    n = max(len(gold), len(predicted) if isinstance(predicted, list) else 0)
+    for i in range(n):
+        left = _call_text(gold[i]) if i < len(gold) else ""
+        right = _call_text(predicted[i]) if isinstance(predicted, list) and i < len(predicted) else ""
+        same = left == right
+        if i < len(executed) and isinstance(executed[i], dict) and "output" in executed[i]:
+            right += f"\n-> {json.dumps(executed[i]['output'], ensure_ascii=False, default=str)}"
+        elif i < len(executed) and isinstance(executed[i], dict) and executed[i].get("error"):
+            right += f"\n-> error: {executed[i]['error']}"
+        rows.append((f"call {i + 1}", left, right, same))
+    if predicted is None:
+        rows.append(("parsed", "", "(not a JSON call list; see Parsed above)", False))
+    gold_answer = None if ref is None else ref.gold_answer
+    if gold_answer is not None or "final" in execution:
+        left = "" if gold_answer is None else _pretty(gold_answer)
+        right = _pretty(execution.get("final")) if "final" in execution else ""
+        same = gold_answer is not None and "final" in execution and gold_answer == execution.get("final")
+        rows.append(("answer", left, right, same))
+    _side_by_side("Gold vs predicted calls", "gold", "predicted", rows)
+
+
+def _stateful_view(row: dict[str, Any], ref: Any, verdicts: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    if ref is not None:
+        _section("Task")
+        _plain(ref.get("text"))
+        _section("Reference program")
+        _plain(ref.get("reference"))
+    cases = None
+    for v in verdicts.values():
+        if isinstance(v, dict) and isinstance(v.get("cases"), list):
+            cases = v["cases"]
+            break
+    if cases is None and isinstance(row["execution"], list):
+        cases = row["execution"]
+    if not cases:
+        return
+    _section("Test cases")
+    table = Table()
+    for col in ("case", "verdict", "reason", "seconds"):
+        table.add_column(col, overflow="fold")
+    for c in cases:
+        if not isinstance(c, dict):
+            table.add_row(Text(_pretty(c)), "", "", "")
+            continue
+        verdict = str(c.get("verdict"))
+        table.add_row(
+            Text(str(c.get("case"))),
+            Text(verdict, style="green" if verdict == "pass" else "red"),
+            Text("" if c.get("reason") is None else str(c.get("reason"))),
+            Text("" if c.get("duration_s") is None else str(c.get("duration_s"))),
+        )
+    out_console.print(table)
+
+
+def _webapi_verdict(mode: str, v: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    parts = [f"sample {v.get('sample')}"] + [f"{k} {v.get(k)}" for k in ("url", "method", "endpoint") if v.get(k)]
+    if v.get("error"):
+        parts.append(f"error {v['error']}")
+    _plain(f"{mode}: " + ", ".join(parts))
+    args = v.get("arguments") or []
+    if args:
+        table = Table(title=None)
+        for col in ("location", "name", "verdict", "expected", "actual"):
+            table.add_column(col, overflow="fold")
+        for a in args:
+            if not isinstance(a, dict):
+                continue
+            verdict = str(a.get("verdict"))
+            cred = " (credential)" if a.get("credential") else ""
+            table.add_row(
+                Text(str(a.get("location"))),
+                Text(str(a.get("name")) + cred),
+                Text(verdict, style="green" if verdict == "correct" else "red"),
+                Text(_pretty(a.get("expected")) if a.get("expected") is not None else ""),
+                Text(_pretty(a.get("actual")) if a.get("actual") is not None else ""),
+            )
+        out_console.print(table)
+    if v.get("expected_counts"):
+        _plain(f"  expected arguments (not executed): {json.dumps(v['expected_counts'])}")
+
+
+def _generic_verdict(mode: str, v: Any) -> None:
+    if not isinstance(v, dict):
+        _plain(f"{mode}: {_pretty(v)}")
+        return
+    _plain(f"{mode}:")
+    for k, value in v.items():
+        if k == "cases":  # shown in the test-case table
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        _plain(f"  {k}: {text}")
+
+
+@app.command("show")
+def show_cmd(
+    run: Annotated[Path, typer.Argument(help="Run directory.")],
+    sample_id: Annotated[str, typer.Argument(help="Sample id (as in the run's rows, e.g. asana_12).")],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Task file (webapi: or data dir; stateful: benchmark dir) the run used, for the reference; "
+            "default: found by the digest the run recorded.",
+        ),
+    ] = None,
+) -> None:
+    """Print one sample in full, beside the benchmark's reference.
+
+    Prompt, raw output, parsed code or calls, execution, each scoring mode's verdict and the error;
+    webapi: expected vs generated request; nested: gold vs predicted calls; stateful: reference
+    program and per-test-case results."""
+    from callbench.results import find_sample, read_run, reference_for
+
+    try:
+        stored = read_run(run)
+        row = find_sample(stored, sample_id)
+    except CallbenchError as exc:
+        _fail(exc)
+    ref = reference_for(stored, sample_id, data)
+    ident = stored.identity
+    track = stored.track
+    verdicts = row["verdicts"] if isinstance(row["verdicts"], dict) else {}
+
+    _section(f"{row['id']} ({track}, {row['grp']})")
+    head = [
+        f"run: {stored.directory.name}",
+        f"model: {ident.get('model')}" + (f", setup: {ident['setup']}" if ident.get("setup") else "")
+        + (", constrained" if ident.get("constrained") else ""),
+        f"status: {row['status']}",
+        f"latency: {row['latency_s']} s"
+        + (
+            f", tokens: {row['prompt_tokens']} prompt / {row['completion_tokens']} completion"
+            if row["prompt_tokens"] is not None or row["completion_tokens"] is not None
+            else ""
+        )
+        + (f", answer mode: {row['mode']}" if row.get("mode") else ""),
+    ]
+    if ref.path is not None:
+        head.append(f"reference: {ref.path}")
+    for line in head:
+        _plain(line)
+    if ref.note:
+        out_console.print(ref.note, style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+    sent = row.get("mode")  # what the backend was given: a completion prompt or chat messages
+    if row["messages"] and sent != "completion":
+        _section("Messages")
+        for m in row["messages"]:
+            if isinstance(m, dict):
+                _plain(f"[{m.get('role')}]")
+                _plain(m.get("content") if isinstance(m.get("content"), str) else _pretty(m.get("content")))
+            else:
+                _plain(_pretty(m))
+    if row["prompt"] and (sent != "chat" or not row["messages"]):
+        _section("Prompt")
+        _plain(row["prompt"])
+    _section("Raw output")
+    _plain(row["raw_output"])
+    _section("Parsed" + {"webapi": " code", "nested": " calls", "stateful": " program"}.get(track, ""))
+    _plain(_parsed_text(track, row["parsed"]))
+    title = {"webapi": "Execution: captured request", "nested": "Execution: executed calls", "stateful": "Execution: program runs"}
+    _section(title.get(track, "Execution"))
+    if row["execution"] is None:
+        _plain("(nothing executed)")
+    elif track == "stateful" and isinstance(row["execution"], list):
+        _plain(f"{len(row['execution'])} test case run(s): see Test cases below")
+    else:
+        _plain(_pretty(row["execution"]))
+
+    if track == "webapi":
+        _webapi_view(row, ref.task)
+    elif track == "nested":
+        _nested_view(row, ref.task)
+    elif track == "stateful":
+        _stateful_view(row, ref.task, verdicts)
+
+    _section("Verdicts")
+    if not verdicts:
+        _plain("(none stored)")
+    for mode, v in verdicts.items():
+        if track == "webapi" and isinstance(v, dict):
+            _webapi_verdict(mode, v)
+        else:
+            _generic_verdict(mode, v)
+    if row["extra"]:
+        _section("Extra")
+        _plain(_pretty(row["extra"]))
+    _section("Error")
+    _plain(row["error"] if row["error"] else "(none)")
+
+
+# -- list ------------------------------------------------------------------------------------------
+
+_TRACK_HELP = {
+    "webapi": "JavaScript/Axios code for one HTTP request, scored against the request and the OpenAPI spec (WAPIIBench)",
+    "nested": "a JSON sequence of tool calls whose arguments use earlier outputs, executed (NESTFUL)",
+    "stateful": "Python programs against stateful APIs, run on fresh services per test case (StateEval)",
+}
+_MODEL_SPECS = {
+    "gold": "gold (the reference answers: a pipeline self-check)",
+    "replay": "replay:FILE (outputs produced elsewhere)",
+    "openai": "openai:MODEL@BASE_URL (any OpenAI-compatible server)",
+    "llamacpp": "llamacpp:PATH|default (in-process GGUF)",
+    "hf": "hf:PATH (in-process transformers)",
+}
+
+
+@app.command("list")
+def list_cmd(
+    data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
+) -> None:
+    """List the tracks, the datasets (with their number of tasks where present), the stateful
+    scenarios and the model backends."""
+    from callbench.models.registry import available_models
+    from callbench.results import datasets, scenario_descriptions, stateful_builtin_counts
+    from callbench.tracks.base import available_tracks
+
+    def rows(title: str, items: list[tuple[str, ...]]) -> None:
+        out_console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
+        widths = [max((len(i[k]) for i in items if k < len(i)), default=0) for k in range(max(map(len, items), default=0))]
+        for item in items:
+            cells = [c.ljust(widths[k]) if k < len(item) - 1 else c for k, c in enumerate(item)]
+            _plain("  " + "  ".join(cells).rstrip())
+
+    try:
+        root, found = datasets(data)
+    except CallbenchError as exc:
+        _fail(exc)
+    rows("Tracks", [(t, _TRACK_HELP.get(t, "")) for t in available_tracks()])
+    out_console.print("")
+    rows(f"Datasets (data dir {_shown(root)})", [(d.name, d.track, d.size) for d in found])
+    counts = stateful_builtin_counts()
+    scen = [
+        (name, f"{counts[name]} built-in tasks" if name in counts else "no built-in tasks", desc)
+        for name, desc in scenario_descriptions().items()
+    ]
+    out_console.print("")
+    rows("Stateful scenarios", scen)
+    out_console.print("")
+    rows("Model backends", [(m, _MODEL_SPECS.get(m, "(plugin)")) for m in available_models()])

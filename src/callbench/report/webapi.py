@@ -1,0 +1,282 @@
+"""Report view of the webapi track (WAPIIBench): the paper-style table, per-API breakdown, and each
+sample as a request diff (expected vs generated URL, method and arguments)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from callbench.report.model import (
+    Cell,
+    ChartSpec,
+    Column,
+    MetricDef,
+    RunInfo,
+    SampleOutcome,
+    Series,
+    Table,
+    TrackView,
+    fmt,
+    truncate,
+)
+from callbench.report.stats import Interval, Units
+from callbench.tracks.webapi.metrics import COUNT_ROWS, TABLE_ROWS
+
+_LOWER_IS_BETTER = ("illegal", "missing", "unexpected", "unnecessary", "wrong")
+BY_API_COLUMNS = (
+    ("n", "n"),
+    ("correct", "correct_implementations_t"),
+    ("w/o cred.", "correct_except_credentials_t"),
+    ("exec.", "executable_implementations_t"),
+    ("illegal", "illegal_implementations_t"),
+    ("URL", "correct_urls_t"),
+    ("method", "correct_methods_t"),
+    ("names", "correct_argument_names_t"),
+    ("values", "correct_argument_values_t"),
+)
+_HEADLINE = (
+    ("Correct impl.", "correct_implementations_t"),
+    ("Executable", "executable_implementations_t"),
+    ("Illegal impl.", "illegal_implementations_t"),
+    ("Correct URLs", "correct_urls_t"),
+    ("Correct methods", "correct_methods_t"),
+    ("Correct arg. values", "correct_argument_values_t"),
+    ("Illegal arguments", "illegal_arguments_t"),
+)
+# argument micro-rates: the denominator each one divides by (argument_counts of one sample)
+_ARG_DENOMINATOR = {
+    "correct_argument_names_t": "expected_t",
+    "correct_argument_values_t": "expected_t",
+    "missing_arguments_t": "expected_t",
+    "unexpected_arguments_t": "all_t",
+    "unnecessary_arguments_t": "all_t",
+    "illegal_arguments_t": "all_t",
+}
+
+
+def relative_gain(base: float | None, new: float | None) -> str:
+    if base is None or new is None:
+        return "–"
+    if base == 0:
+        return "+∞" if new > 0 else "0%"
+    return f"{100 * (new - base) / base:+.0f}%"
+
+
+def constraint_line(summary: dict[str, Any]) -> str | None:
+    """One line on what constrained decoding did in a run, or None for unconstrained runs."""
+    cd = summary.get("constrained_decoding")
+    if not cd:
+        return None
+    return (
+        f"constrained decoding: {cd['samples']} samples, {cd['steps']} steps; the mask changed the model's "
+        f"top choice {cd['changed_top']} times ({cd['changed_top_per_sample_mean']:.1f}/sample); mask time "
+        f"median {cd['mask_ms_median_of_samples']:.3f} ms (median over samples), worst p99 {cd['mask_ms_p99_max']:.2f} ms; "
+        f"unsatisfiable: {cd['unsatisfiable']}"
+    )
+
+
+def paper_table(summaries: list[dict[str, Any]], labels: list[str], titles: list[str] | None = None) -> Table:
+    """Metrics (rows) × runs (columns, _t and _e), rates in %; with two runs a relative-gain
+    column compares the second with the first (on ``_t``)."""
+    first = summaries[0]
+    titles = titles or [None] * len(labels)
+    cols = [Column("metric (%)", align="left")]
+    for label, title in zip(labels, titles, strict=True):
+        cols += [Column(f"{label}\n_t", title), Column(f"{label}\n_e", title)]
+    two = len(summaries) == 2
+    if two:
+        cols.append(Column("rel. gain\n(_t)", "(second - first) / first, on the shared samples"))
+    table = Table(title=f"{first['track']} · scoring={first['scoring']}", columns=cols, id="paper")
+    for name, key in TABLE_ROWS:
+        row: list[Cell | str] = [name]
+        for s in summaries:
+            row += [fmt(s["metrics"].get(f"{key}_t")), fmt(s["metrics"].get(f"{key}_e"))]
+        if two:
+            row.append(relative_gain(summaries[0]["metrics"].get(f"{key}_t"), summaries[1]["metrics"].get(f"{key}_t")))
+        table.add(*row)
+    table.section()
+    for name, key in (("Samples", "n"), *COUNT_ROWS):
+        row = [name]
+        for s in summaries:
+            row += [fmt(s["metrics"].get(key)), ""]
+        if two:
+            row.append("")
+        table.add(*row)
+    return table
+
+
+def by_api_table(summary: dict[str, Any], label: str | None = None) -> Table:
+    """Headline metrics per API for one run."""
+    who = label or summary.get("model")
+    table = Table(
+        title=f"by API · {who} · setup={summary.get('setup')}",
+        columns=[Column("API", align="left")] + [Column(c) for c, _ in BY_API_COLUMNS],
+        caption="rates in %, over all samples (_t); w/o cred. = correct except credentials",
+        id="by-api",
+    )
+    for api, m in summary.get("by_api", {}).items():
+        table.add(api, *[fmt(m.get(key)) for _, key in BY_API_COLUMNS])
+    return table
+
+
+class WebApiView(TrackView):
+    track = "webapi"
+    group_label = "API"
+    sample_template = "samples/webapi.html.j2"
+    description = (
+        "Rates in %. _t: over all samples; _e: over executable samples. strict: schema-aware values, "
+        "case-insensitive header names, legality judged on the generated endpoint; compat: the published "
+        "WAPIIBench scorer's definitions."
+    )
+
+    def load_context(self, config: dict[str, Any]) -> tuple[Any, str | None]:
+        from callbench.report.data import task_data
+
+        return task_data(self.track, config.get("identity") or {}, "expected URLs and methods")
+
+    # -- tables
+    def tables(self, runs: list[RunInfo]) -> list[Table]:
+        out = [paper_table([r.summary for r in runs], [r.label for r in runs], [r.model for r in runs])]
+        for i, r in enumerate(runs):
+            if r.summary.get("by_api"):
+                table = by_api_table(r.summary, r.label)
+                table.id = f"by-api-{i}"
+                out.append(table)
+        return out
+
+    def run_notes(self, run: RunInfo) -> list[str]:
+        line = constraint_line(run.summary)
+        return [line] if line else []
+
+    # -- intervals
+    def interval_metrics(self, scoring: str, summaries: list[dict[str, Any]]) -> list[MetricDef]:
+        return [
+            MetricDef(f"{key}_t", name, "%", not any(w in key for w in _LOWER_IS_BETTER))
+            for name, key in TABLE_ROWS
+        ]
+
+    def units(self, rows: list[dict[str, Any]], scoring: str, metrics: list[MetricDef]) -> dict[str, Units]:
+        from callbench.tracks.webapi.metrics import aggregate
+        from callbench.tracks.webapi.scoring import SampleVerdict
+
+        keys = [m.key for m in metrics]
+        out: dict[str, dict[str, tuple[float, float]]] = {k: {} for k in keys}
+        unknown: set[str] = set()
+        for row in rows:
+            v = (row.get("verdicts") or {}).get(scoring)
+            m = aggregate([SampleVerdict.from_dict(v)], scoring) if isinstance(v, dict) else {}
+            counts = m.get("argument_counts") or {}
+            for key in keys:
+                value = m.get(key)
+                if key in _ARG_DENOMINATOR:
+                    den = counts.get(_ARG_DENOMINATOR[key], 0)
+                elif key.startswith("mean_argument_"):
+                    den = 0 if value is None else 1
+                else:
+                    den = 1
+                    if value is None:
+                        unknown.add(key)  # e.g. correct_except_credentials of an old run
+                out[key][row["id"]] = (float(value * den) if value is not None else 0.0, float(den))
+        for key in unknown:
+            out[key] = {}
+        return out
+
+    # -- charts
+    def charts(self, runs: list[RunInfo], intervals: dict[str, list[Interval | None]]) -> list[ChartSpec]:
+        series = []
+        for i, r in enumerate(runs):
+            ivs = [intervals.get(key, [None] * len(runs))[i] for _, key in _HEADLINE]
+            series.append(
+                Series(
+                    r.label,
+                    [r.summary["metrics"].get(key) for _, key in _HEADLINE],
+                    [iv.lo if iv else None for iv in ivs],
+                    [iv.hi if iv else None for iv in ivs],
+                    r.model,
+                )
+            )
+        headline = ChartSpec("headline", "Headline metrics (_t), 95% bootstrap CI", [n for n, _ in _HEADLINE], series)
+        apis = sorted({g for r in runs for g in r.summary.get("by_api", {})})
+        by_api = ChartSpec(
+            "by-api",
+            "Correct implementations by API (_t)",
+            apis + ["all"],
+            [
+                Series(
+                    r.label,
+                    [r.summary.get("by_api", {}).get(a, {}).get("correct_implementations_t") for a in apis]
+                    + [r.summary["metrics"].get("correct_implementations_t")],
+                    title=r.model,
+                )
+                for r in runs
+            ],
+        )
+        return [headline, by_api]
+
+    # -- samples
+    def sample(self, row: dict[str, Any], scoring: str, context: Any) -> SampleOutcome:
+        v = (row.get("verdicts") or {}).get(scoring)
+        status = row.get("status")
+        task = (context or {}).get(row["id"]) if isinstance(context, dict) else None
+        code = truncate(row.get("parsed") or row.get("raw_output") or "")
+        detail: dict[str, Any] = {"task": getattr(task, "task", None), "code": code, "error": row.get("error")}
+        if not isinstance(v, dict):
+            cls = "backend_error" if status == "backend_error" else "unreadable"
+            return SampleOutcome(False, cls, f"{cls}: no {scoring} verdict stored ({row.get('error') or v!r})", detail)
+        passed = v.get("sample") == "correct"
+        err = v.get("error")
+        if passed:
+            cls = None
+        elif status == "backend_error":
+            cls = "backend_error"
+        else:
+            cls = err or v.get("sample") or "wrong"
+        expected = task.config.as_dict() if task is not None else {}
+        execution = row.get("execution") if isinstance(row.get("execution"), dict) else {}
+        request = [
+            {
+                "field": "URL",
+                "expected": expected.get("url", "?"),
+                "generated": execution.get("url"),
+                "verdict": v.get("url") or ("no request" if err else None),
+            },
+            {
+                "field": "method",
+                "expected": str(expected.get("method", "?")).upper(),
+                "generated": str(execution.get("method")).upper() if execution.get("method") else None,
+                "verdict": v.get("method") or ("no request" if err else None),
+            },
+        ]
+        args = [
+            {
+                "where": f"{a.get('location')}.{a.get('name')}",
+                "expected": _show(a.get("expected")) if a.get("verdict") not in ("unnecessary", "illegal") else "",
+                "actual": _show(a.get("actual")) if a.get("verdict") != "missing" else "",
+                "verdict": a.get("verdict"),
+                "credential": bool(a.get("credential")),
+            }
+            for a in v.get("arguments") or []
+            if isinstance(a, dict)
+        ]
+        if err and v.get("expected_counts"):
+            detail["expected_counts"] = v["expected_counts"]
+        detail.update(request=request, arguments=args, endpoint=v.get("endpoint"), sample_verdict=v.get("sample"))
+        if passed:
+            headline = "correct"
+        elif err:
+            headline = " ".join(str(row.get("error") or "").split())[:160]
+        else:
+            bad = [f"URL {v.get('url')}"] if v.get("url") != "correct" else []
+            bad += [f"method {v.get('method')}"] if v.get("method") != "correct" else []
+            bad += [f"{a['where']} {a['verdict']}" for a in args if a["verdict"] != "correct"]
+            headline = ", ".join(bad[:6]) + (f" (+{len(bad) - 6} more)" if len(bad) > 6 else "")
+        return SampleOutcome(passed, cls, headline, detail)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)

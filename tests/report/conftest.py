@@ -1,0 +1,210 @@
+"""Fixtures of the report tests: small real runs of each track (gold and replay models on the data
+the package ships, so no download is needed) and a DOM parsed with html.parser, enough to check the
+report's structure without a browser."""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Callable, Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from callbench.cli import app
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+
+
+class Node:
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None = None):
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Node | str] = []
+
+    def walk(self) -> Iterator[Node]:
+        for c in self.children:
+            if isinstance(c, Node):
+                yield c
+                yield from c.walk()
+
+    def find_all(self, tag: str | None = None, pred: Callable[[Node], bool] | None = None, **attrs: str) -> list[Node]:
+        out = []
+        for n in self.walk():
+            if tag is not None and n.tag != tag:
+                continue
+            if any(n.attrs.get(k.rstrip("_").replace("_", "-")) != v for k, v in attrs.items()):
+                continue
+            if pred is not None and not pred(n):
+                continue
+            out.append(n)
+        return out
+
+    def find(self, tag: str | None = None, **attrs: str) -> Node | None:
+        found = self.find_all(tag, **attrs)
+        return found[0] if found else None
+
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+
+class _Builder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#document", {})
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, dict(attrs), self.stack[-1])
+        self.stack[-1].children.append(node)
+        if tag not in VOID:
+            self.stack.append(node)
+
+    def handle_startendtag(self, tag, attrs):
+        self.stack[-1].children.append(Node(tag, dict(attrs), self.stack[-1]))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, 0, -1):
+            if self.stack[i].tag == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data):
+        self.stack[-1].children.append(data)
+
+
+def parse(html: str) -> Node:
+    b = _Builder()
+    b.feed(html)
+    b.close()
+    return b.root
+
+
+def samples(doc: Node) -> list[Node]:
+    """The sample entries of the report's sample list."""
+    (lst,) = doc.find_all("div", id="sample-list")
+    return [n for n in lst.children if isinstance(n, Node) and n.tag == "details" and "sample" in n.classes()]
+
+
+def check_charts(doc: Node) -> list[Node]:
+    """Every chart container holds an SVG with at least one bar, and says it has data."""
+    charts = doc.find_all("figure", pred=lambda n: "chart" in n.classes())
+    for c in charts:
+        assert int(c.attrs["data-points"]) > 0, c.attrs
+        svgs = c.find_all("svg")
+        assert len(svgs) == 1, c.attrs
+        bars = svgs[0].find_all("g", pred=lambda n: "bar" in n.classes())
+        assert bars and all(b.find("path") is not None for b in bars), c.attrs
+    return charts
+
+
+@pytest.fixture(scope="session")
+def dom():
+    """``dom.parse(html)``, ``dom.samples(doc)``, ``dom.check_charts(doc)``."""
+    return types.SimpleNamespace(parse=parse, samples=samples, check_charts=check_charts)
+
+
+def invoke(*args) -> object:
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """``cli("report", run_dir, ...)``: the CLI in process, arguments as str()."""
+    return invoke
+
+
+def only_dir(root: Path) -> Path:
+    (d,) = [p for p in root.iterdir() if p.is_dir()]
+    return d
+
+
+NESTED_N = 20
+
+
+@pytest.fixture(scope="session")
+def nested_runs(tmp_path_factory):
+    """Nested runs on the built-in generated set, first NESTED_N samples: the gold model; W, a
+    replay of the gold answers with a wrong constant in every first call; A and B, replays of the
+    gold answers but for W's answers on some samples W fails -- A on two, B on eight others (so A
+    passes and B fails on 8 samples, the reverse on 2); C, a replay of 4 samples only, one of
+    them wrong."""
+    from callbench.runs.store import RunStore
+
+    root = tmp_path_factory.mktemp("nested")
+
+    def rows_of(run_dir: Path) -> list[dict]:
+        store = RunStore.open(run_dir)
+        try:
+            return sorted(store.rows(), key=lambda r: r["id"])
+        finally:
+            store.close()
+
+    def replay(name: str, outputs: dict[str, str]) -> Path:
+        preds = root / f"{name}.jsonl"
+        preds.write_text("\n".join(json.dumps({"id": k, "output": v}) for k, v in outputs.items()))
+        res = invoke("run", "nested", "--model", f"replay:{preds}", "--ids", ",".join(outputs), "--out", root / name,
+                     "--no-progress")
+        assert res.exit_code == 0, res.output
+        return only_dir(root / name)
+
+    res = invoke("run", "nested", "--model", "gold", "--limit", NESTED_N, "--out", root / "gold", "--no-progress")
+    assert res.exit_code == 0, res.output
+    gold = only_dir(root / "gold")
+    right = {r["id"]: r["raw_output"] for r in rows_of(gold)}
+    assert len(right) == NESTED_N
+
+    def wrong(text: str) -> str:
+        calls = json.loads(text)
+        for key, value in calls[0]["arguments"].items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                calls[0]["arguments"][key] = value + 7
+                break
+        return json.dumps(calls)
+
+    w_dir = replay("W", {k: wrong(v) for k, v in right.items()})
+    w_rows = rows_of(w_dir)
+    failing = [r["id"] for r in w_rows if r["verdicts"]["strict"]["win"] is False]
+    assert len(failing) >= 10, failing
+    bad = {r["id"]: r["raw_output"] for r in w_rows}
+    runs = {"gold": gold}
+    for name, picked in (("A", failing[:2]), ("B", failing[2:10])):
+        runs[name] = replay(name, {k: bad[k] if k in picked else v for k, v in right.items()})
+    others = [k for k in right if k != failing[0]][:3]
+    runs["C"] = replay("C", {**{k: right[k] for k in others}, failing[0]: bad[failing[0]]})
+    runs["ids"] = list(right)
+    runs["n"] = NESTED_N
+    return runs
+
+
+STATEFUL_TASKS = 6
+
+
+@pytest.fixture(scope="session")
+def stateful_run(tmp_path_factory):
+    """A stateful run (voice scenario, first STATEFUL_TASKS tasks) of a replay model: the
+    reference program for tasks 1, 2 and 4; a wrong result for 0 and 3; a NameError for 5."""
+    from callbench.tracks.stateful.track import builtin_bench, load_bench
+
+    root = tmp_path_factory.mktemp("stateful")
+    tasks = [t for t in load_bench(builtin_bench()) if t["scenario"] == "voice"][:STATEFUL_TASKS]
+    outputs = {0: "result = None\n", 3: "result = None\n", 5: "x = undefined_name\n"}
+    preds = root / "preds.jsonl"
+    preds.write_text("\n".join(json.dumps({"id": t["id"], "output": outputs.get(i, t["reference"])}) for i, t in enumerate(tasks)))
+    res = invoke(
+        "run", "stateful", "--model", f"replay:{preds}", "--scenario", "voice", "--ids", ",".join(t["id"] for t in tasks),
+        "--out", root / "runs", "--no-progress",
+    )
+    assert res.exit_code == 0, res.output
+    run_dir = only_dir(root / "runs")
+    return types.SimpleNamespace(
+        dir=run_dir,
+        output=res.output,
+        ids=[t["id"] for t in tasks],
+        passing={tasks[i]["id"] for i in (1, 2, 4)},
+        errors={tasks[0]["id"]: "wrong_result", tasks[3]["id"]: "wrong_result", tasks[5]["id"]: "runtime"},
+    )
