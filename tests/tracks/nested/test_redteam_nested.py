@@ -257,7 +257,7 @@ def test_doubling_reference_chain_is_bounded(tmp_path, kind):
 
 # -- 4. per-sample time budget ---------------------------------------------------------------------
 
-SLOW_TOOLS = "import time\n\ndef circumference(arg_0):\n    time.sleep(30)\n"
+SLOW_TOOLS = "import time\n\ndef circumference(arg_0):\n    time.sleep(30)\n    return {\"result\": 0}\n"
 
 
 @pytest.fixture
