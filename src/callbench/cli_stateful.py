@@ -123,7 +123,7 @@ def run_stateful(
         str, typer.Option(help="program (the model writes Python) or mcp (a tool-calling agent over the scenario's MCP server; voice).")
     ] = "program",
     max_steps: Annotated[int, typer.Option(help="mcp: most model turns per test case.")] = 12,
-    limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks (with all their --samples draws).")] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated sample ids.")] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 4,
     max_tokens: Annotated[int, typer.Option(help="New tokens per program.")] = 768,

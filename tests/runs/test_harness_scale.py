@@ -174,3 +174,15 @@ def test_a_long_webapi_run_scores_in_worker_processes(tmp_path, monkeypatch, dat
     calls.clear()
     small = run("webapi", "gold", out_dir=tmp_path, run_id="s", limit=8, concurrency=4)
     assert small.summary["metrics"]["correct_implementations_t"] == 1.0 and calls == []
+
+
+def test_limit_counts_tasks_not_samples():
+    """--limit N selects the first N tasks with all their samples (stateful pass@k draws)."""
+    from callbench.runs.runner import RunOptions, select_samples
+    from callbench.tracks.base import Sample
+
+    samples = [Sample(id=f"t{t}#{i}", group="g", payload=None, task=f"t{t}") for t in range(5) for i in range(3)]
+    picked = select_samples(samples, RunOptions(limit=2))
+    assert [s.id for s in picked] == ["t0#0", "t0#1", "t0#2", "t1#0", "t1#1", "t1#2"]
+    plain = [Sample(id=f"s{i}", group="g", payload=None) for i in range(5)]
+    assert [s.id for s in select_samples(plain, RunOptions(limit=2))] == ["s0", "s1"]

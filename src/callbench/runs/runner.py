@@ -132,7 +132,10 @@ def select_samples(samples: list[Sample], opts: RunOptions) -> list[Sample]:
     if opts.limit is not None:
         if opts.limit < 1:
             raise ConfigError("--limit must be >= 1")
-        out = out[: opts.limit]
+        # the first N tasks, with every sample of each (a task may have several: pass@k draws)
+        tasks = list(dict.fromkeys(s.task or s.id for s in out))[: opts.limit]
+        keep = set(tasks)
+        out = [s for s in out if (s.task or s.id) in keep]
     if not out:
         raise ConfigError("--api/--ids select no samples (none of the ids belongs to the chosen APIs)")
     return out

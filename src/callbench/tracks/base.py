@@ -29,11 +29,14 @@ def file_sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Sample:
-    """One benchmark item. ``group`` is the breakdown key (API for webapi, domain for nested)."""
+    """One benchmark item. ``group`` is the breakdown key (API for webapi, domain for nested).
+    ``task`` is the task the sample belongs to when a task has several samples (stateful pass@k
+    draws); ``--limit`` counts tasks, so all samples of a task are selected together."""
 
     id: str
     group: str
     payload: Any
+    task: str | None = None
 
 
 @dataclass

@@ -167,7 +167,7 @@ class StatefulTrack(Track):
         out = []
         for t in tasks:
             for i in range(n):
-                out.append(Sample(id=t["id"] if n == 1 else f"{t['id']}#{i}", group=t["scenario"], payload=(t, i)))
+                out.append(Sample(id=t["id"] if n == 1 else f"{t['id']}#{i}", group=t["scenario"], payload=(t, i), task=t["id"]))
         self._samples = out
         return out
 
