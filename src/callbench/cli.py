@@ -96,6 +96,18 @@ MaxBackendErrorRate = Annotated[
 ]
 
 
+Force = Annotated[
+    bool,
+    typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
+]
+Rescore = Annotated[
+    bool,
+    typer.Option(
+        "--rescore",
+        help="Keep every stored answer and score it again with the current data, specs and code (no model "
+        "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
+    ),
+]
 CountBackendErrors = Annotated[
     bool,
     typer.Option(
@@ -346,18 +358,8 @@ def run_webapi(
     max_backend_error_rate: MaxBackendErrorRate = 0.2,
     count_backend_errors: CountBackendErrors = False,
     eval_workers: EvalWorkers = None,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
-    ] = False,
-    rescore: Annotated[
-        bool,
-        typer.Option(
-            "--rescore",
-            help="Keep every stored answer and score it again with the current data, specs and code (no model "
-            "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
-        ),
-    ] = False,
+    force: Force = False,
+    rescore: Rescore = False,
 ) -> None:
     """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
 
@@ -542,18 +544,8 @@ def run_nested(
     count_backend_errors: CountBackendErrors = False,
     eval_workers: EvalWorkers = None,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
-    ] = False,
-    rescore: Annotated[
-        bool,
-        typer.Option(
-            "--rescore",
-            help="Keep every stored answer and score it again with the current data, specs and code (no model "
-            "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
-        ),
-    ] = False,
+    force: Force = False,
+    rescore: Rescore = False,
 ) -> None:
     """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
 

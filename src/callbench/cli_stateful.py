@@ -15,7 +15,9 @@ import typer
 from callbench.cli import (
     CountBackendErrors,
     EvalWorkers,
+    Force,
     MaxBackendErrorRate,
+    Rescore,
     RetryErrors,
     UnsafeNoSandbox,
     _backend_error_note,
@@ -136,18 +138,8 @@ def run_stateful(
     count_backend_errors: CountBackendErrors = False,
     eval_workers: EvalWorkers = None,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
-    ] = False,
-    rescore: Annotated[
-        bool,
-        typer.Option(
-            "--rescore",
-            help="Keep every stored answer and score it again with the current data, specs and code (no model "
-            "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
-        ),
-    ] = False,
+    force: Force = False,
+    rescore: Rescore = False,
 ) -> None:
     """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
     service per test case and must match the reference's result and final state. Reports pass@k,

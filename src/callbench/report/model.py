@@ -186,10 +186,17 @@ class TrackView:
     sample_template = "samples/generic.html.j2"
     description = ""
 
+    # what the task data gives the sample views (None: the view needs no task data)
+    context_what: str | None = None
+
     def load_context(self, config: dict[str, Any]) -> tuple[Any, str | None]:
         """Task data the sample views use (expected values), from the run's config; returns
         ``(context, note)`` where note says why it is missing. The report works without it."""
-        return None, None
+        if self.context_what is None:
+            return None, None
+        from callbench.report.data import task_data
+
+        return task_data(self.track, config.get("identity") or {}, self.context_what)
 
     def tables(self, runs: list[RunInfo]) -> list[Table]:
         """Metric tables and breakdowns, for one run or side by side."""

@@ -67,17 +67,13 @@ class NestedView(TrackView):
     track = "nested"
     group_label = "domain"
     sample_template = "samples/nested.html.j2"
+    context_what = "gold calls"
     description = (
         "F1 over functions and parameters, partial/full sequence accuracy, win rate (executed final answer "
         "equals gold), parse error rate; in %. A sample passes when its executed answer equals the gold "
         "answer (win), or, where the task cannot be executed, when its sequence is fully correct. "
         "Scoring modes: see docs/nested-scoring.md."
     )
-
-    def load_context(self, config: dict[str, Any]) -> tuple[Any, str | None]:
-        from callbench.report.data import task_data
-
-        return task_data(self.track, config.get("identity") or {}, "gold calls")
 
     # -- tables
     def tables(self, runs: list[RunInfo]) -> list[Table]:

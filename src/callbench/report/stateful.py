@@ -57,16 +57,12 @@ class StatefulView(TrackView):
     track = "stateful"
     group_label = "scenario"
     sample_template = "samples/stateful.html.j2"
+    context_what = "task texts and reference results"
     description = (
         "pass@k (unbiased estimator, averaged over tasks) and error rates (share of samples whose first failing "
         "test case has that class) in %; complexity means over tasks. A sample passes when every test case "
         "matches the reference's result and final state."
     )
-
-    def load_context(self, config: dict[str, Any]) -> tuple[Any, str | None]:
-        from callbench.report.data import task_data
-
-        return task_data(self.track, config.get("identity") or {}, "task texts and reference results")
 
     # -- tables
     def tables(self, runs: list[RunInfo]) -> list[Table]:

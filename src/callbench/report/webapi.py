@@ -123,16 +123,12 @@ class WebApiView(TrackView):
     track = "webapi"
     group_label = "API"
     sample_template = "samples/webapi.html.j2"
+    context_what = "expected URLs and methods"
     description = (
         "Rates in %. _t: over all samples; _e: over executable samples. strict: schema-aware values, "
         "case-insensitive header names, legality judged on the generated endpoint; compat: the published "
         "WAPIIBench scorer's definitions."
     )
-
-    def load_context(self, config: dict[str, Any]) -> tuple[Any, str | None]:
-        from callbench.report.data import task_data
-
-        return task_data(self.track, config.get("identity") or {}, "expected URLs and methods")
 
     # -- tables
     def tables(self, runs: list[RunInfo]) -> list[Table]:
