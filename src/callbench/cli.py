@@ -472,13 +472,9 @@ def constrain_webapi(
             )
         if check is not None:
             from callbench.constrain.check import check_invocation
+            from callbench.files import read_text
 
-            try:
-                code = check.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise ConfigError(f"--check {check}: not UTF-8 text (byte {exc.start})") from None
-            except OSError as exc:
-                raise ConfigError(f"--check {check}: cannot read ({exc.strerror})") from exc
+            code = read_text(check, error=ConfigError, label=f"--check {check}")
             res = check_invocation(api_spec, code, setup=setup.value, method=method, url=url)
             if res.allowed:
                 out_console.print(f"[green]allowed[/green]: {res.call}", highlight=False)

@@ -315,15 +315,7 @@ async def _rescore(
         sample = by_id[row["id"]]
         out, old_stats = _stored_output(row)
         async with slots:
-            try:
-                res = await evaluate(sample, out)
-            except CallbenchError:
-                raise
-            except Exception as exc:
-                raise EvaluationFailed(
-                    f"sample {encodable(sample.id)!r}: evaluation failed ({type(exc).__name__}: "
-                    f"{' '.join(str(exc).split())[:300]}); the stored verdicts are unchanged"
-                ) from exc
+            res = await _scored(evaluate, sample, out, "the stored verdicts are unchanged")
         if row["status"] == BACKEND_ERROR:  # still no answer: re-scored as the empty answer it stands for
             res = SampleResult(status=BACKEND_ERROR, error=row.get("error"), verdicts=res.verdicts)
         # statistics of the generation (e.g. constrained decoding) exist only from when it ran
@@ -424,15 +416,9 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
                     await writer.put_generation(sample.id, out)
                     await backlog.acquire()
             try:
-                try:
-                    res = await evaluate(sample, out)
-                except CallbenchError:
-                    raise
-                except Exception as exc:
-                    raise EvaluationFailed(
-                        f"sample {encodable(sample.id)!r}: evaluation failed ({type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())[:300]}); finished samples are saved: run the same command to resume"
-                    ) from exc
+                res = await _scored(
+                    evaluate, sample, out, "finished samples are saved: run the same command to resume"
+                )
                 await writer.put(sample.group, inp, out, res)
             finally:
                 backlog.release()
@@ -488,6 +474,20 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         store.close()
         track.close()
         await model.aclose()
+
+
+async def _scored(evaluate: Any, sample: Sample, out: ModelOutput, after: str) -> SampleResult:
+    """``evaluate(sample, out)``; a harness fault (not a CallbenchError) becomes one line naming
+    the sample, ending with ``after`` (what is kept and how to go on)."""
+    try:
+        return await evaluate(sample, out)
+    except CallbenchError:
+        raise
+    except Exception as exc:
+        raise EvaluationFailed(
+            f"sample {encodable(sample.id)!r}: evaluation failed ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]}); {after}"
+        ) from exc
 
 
 class _Writer:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from callbench.errors import ConfigError, RunStoreError
+from callbench.files import read_text
 from callbench.models.base import ModelInput, ModelOutput
 from callbench.tracks.base import SampleResult
 
@@ -173,12 +174,7 @@ CONFIG_FIX = f"restore it from a backup, or {START_OVER}"
 def read_config(path: Path) -> dict[str, Any]:
     """A run's ``config.json``, checked to be an object with an ``identity.track`` string."""
     _require_file(path, CONFIG_FIX, missing="missing (every run directory has one)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise RunStoreError(f"{path}: not UTF-8 text (byte {exc.start}); {CONFIG_FIX}") from None
-    except OSError as exc:
-        raise RunStoreError(f"{path}: cannot read ({exc.strerror}); {CONFIG_FIX}") from None
+    text = read_text(path, error=RunStoreError, decode_fix=CONFIG_FIX, read_fix=CONFIG_FIX)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -15,23 +15,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from callbench.errors import DataError, MissingExtraError
+from callbench.files import read_text
 from callbench.tracks.nested.schema import NestedTask, ToolSpec
 from callbench.tracks.nested.tools import mathqa_names
 
 _JSON_COLUMNS = ("output", "tools", "gold_answer")
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
-
-
 def _read_json(path: Path, what: str = "tasks") -> Any:
-    text = _read_text(path)
+    text = read_text(path)
     if not text.strip():
         raise DataError(f"{path}: no {what} (the file is empty)")
     try:
@@ -44,7 +36,7 @@ def _read_json(path: Path, what: str = "tasks") -> Any:
 
 def _read_jsonl(path: Path) -> tuple[list[Any], list[int]]:
     """The rows of a JSONL file and the line each came from (blank lines are skipped)."""
-    text = _read_text(path)
+    text = read_text(path)
     rows, lines = [], []
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from callbench.errors import DataError
+from callbench.files import read_text
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 
@@ -99,15 +100,6 @@ class WebApiTask(BaseModel):
 Layout = Literal["list", "per_api", "jsonl"]
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
-
-
 def _loads(text: str, where: str) -> Any:
     try:
         return json.loads(text)
@@ -119,7 +111,7 @@ def _loads(text: str, where: str) -> Any:
 
 def _rows(path: Path) -> tuple[list[Any], str | None, list[int] | None]:
     """The rows of a task file, the API its per-API layout names, and (JSONL) each row's line."""
-    text = _read_text(path)
+    text = read_text(path)
     if path.suffix == ".jsonl":
         rows, lines = [], []
         for lineno, line in enumerate(text.splitlines(), 1):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from callbench.errors import DataError
+from callbench.files import read_text
 
 _MATHQA = Path(__file__).with_name("mathqa.py")
 
@@ -46,12 +47,7 @@ class ToolModule:
 
 
 def _module(path: Path) -> ToolModule:
-    try:
-        source = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from exc
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    source = read_text(path)
     try:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
