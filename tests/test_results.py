@@ -295,7 +295,7 @@ def test_show_webapi_prints_expected_and_generated_request(webapi_runs, data_roo
 def test_show_side_by_side_on_a_wide_terminal(webapi_runs, monkeypatch):
     from rich.console import Console
 
-    import callbench.cli_results as cr
+    import callbench.cli.results as cr
 
     wide = Console(file=io.StringIO(), width=200)
     monkeypatch.setattr(cr, "out_console", wide)

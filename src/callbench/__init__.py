@@ -6,8 +6,7 @@ DataFrame when pandas is installed, else a list of dicts; ``as_frame=False``: al
 """
 
 from callbench.errors import CallbenchError
-
-__version__ = "0.1.0"
+from callbench.version import __version__
 
 __all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data", "load_run"]
 

@@ -46,6 +46,33 @@ def _inp(prompt: str, constraint=None) -> ModelInput:
     )
 
 
+# -- registration -----------------------------------------------------------------------------------
+
+
+def test_engine_imports_no_adapter_and_adapters_register_by_tensor_kind():
+    """The engine finds an adapter only once the backend (here: this test) has imported it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import callbench.constrain.engine as engine\n"
+        "from callbench.errors import CallbenchError\n"
+        "assert not any(m.startswith('callbench.constrain.adapters') for m in sys.modules), sorted(sys.modules)\n"
+        "assert 'torch' not in sys.modules\n"
+        "try:\n"
+        "    engine.logits_adapter('numpy')\n"
+        "except CallbenchError as exc:\n"
+        "    assert 'callbench.constrain.adapters' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('an adapter before any was imported')\n"
+        "from callbench.constrain.adapters.numpy_adapter import LlamaCppLogitsProcessor\n"
+        "assert engine.logits_adapter('numpy') is LlamaCppLogitsProcessor\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+
+
 # -- numpy ------------------------------------------------------------------------------------------
 
 
@@ -185,8 +212,11 @@ def test_torch_processor_on_a_padded_batch(tiny_gpt2_dir):
     tokenizer.padding_side = "left"
     tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir).eval()
+    from callbench.constrain.adapters.torch_adapter import TorchLogitsProcessor
+
     constraint = GrammarConstraint(MINI_AXIOS_LARK, NoDuplicateKeys)
     proc = constraint.hf_logits_processor(tokenizer)
+    assert isinstance(proc, TorchLogitsProcessor)
     prompts = ["a", "// a much longer prompt than the others", "const r = await axios."]
     enc = tokenizer(prompts, return_tensors="pt", padding=True)
     with torch.inference_mode():
@@ -290,6 +320,8 @@ def test_torch_processor_passes_the_budget_to_every_row(tiny_gpt2_dir):
     tokenizer.padding_side = "left"
     tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(tiny_gpt2_dir).eval()
+    import callbench.constrain.adapters.torch_adapter  # noqa: F401 - registers the torch adapter
+
     constraint = GrammarConstraint(OPEN_STRING_LARK)
     proc = constraint.hf_logits_processor(tokenizer, max_tokens=24)
     enc = tokenizer(["a", "// a longer prompt"], return_tensors="pt", padding=True)

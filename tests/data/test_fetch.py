@@ -277,6 +277,34 @@ def test_nestful_from_a_directory_holding_the_file(tmp_path):
     assert _lock(tmp_path / "d")[DATA]["url"] == str(m / "nestful_data.jsonl")
 
 
+def test_nestful_validator_is_found_before_the_nested_track_is_imported(tmp_path):
+    """The data layer imports no track; the nested track registers its ``nestful-v2`` check, and
+    fetching loads it on first use (a fresh interpreter, as ``callbench data fetch nestful``)."""
+    import subprocess
+    import sys
+
+    m = _mirror(tmp_path)
+    code = (
+        "import sys\n"
+        "from callbench.data.fetch import fetch_data\n"
+        "assert not [n for n in sys.modules if n.startswith('callbench.tracks')], 'data imported a track'\n"
+        "events = []\n"
+        f"fetch_data('nestful', root={str(tmp_path / 'd')!r}, mirror={str(m)!r}, pins={PIN_LICENSE!r},\n"
+        "           on_file=lambda *e: events.append(e))\n"
+        "print([d for p, s, d in events if p == 'data_v2/nestful_data.jsonl'][0])\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().endswith(", 3 rows")
+
+
+def test_unknown_validator_is_a_programming_error():
+    from callbench.data.validators import get_validator
+
+    with pytest.raises(ValueError, match="unknown validator 'nope'"):
+        get_validator("nope")
+
+
 def test_nestful_mirror_with_samples_only_says_what_is_missing(tmp_path):
     m = tmp_path / "samples"
     (m / "v2-samples").mkdir(parents=True)

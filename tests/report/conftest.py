@@ -171,7 +171,7 @@ def nested_runs(tmp_path_factory):
     failing = [r["id"] for r in w_rows if r["verdicts"]["strict"]["win"] is False]
     assert len(failing) >= 10, failing
     bad = {r["id"]: r["raw_output"] for r in w_rows}
-    runs = {"gold": gold}
+    runs = {"gold": gold, "W": w_dir}
     for name, picked in (("A", failing[:2]), ("B", failing[2:10])):
         runs[name] = replay(name, {k: bad[k] if k in picked else v for k, v in right.items()})
     others = [k for k in right if k != failing[0]][:3]
@@ -208,3 +208,53 @@ def stateful_run(tmp_path_factory):
         passing={tasks[i]["id"] for i in (1, 2, 4)},
         errors={tasks[0]["id"]: "wrong_result", tasks[3]["id"]: "wrong_result", tasks[5]["id"]: "runtime"},
     )
+
+
+@pytest.fixture(scope="session")
+def stateful_gold(stateful_run, tmp_path_factory):
+    """The gold model on the same STATEFUL_TASKS voice tasks as ``stateful_run`` (a comparison)."""
+    root = tmp_path_factory.mktemp("stateful-gold")
+    res = invoke(
+        "run", "stateful", "--model", "gold", "--scenario", "voice", "--ids", ",".join(stateful_run.ids),
+        "--out", root, "--no-progress",
+    )
+    assert res.exit_code == 0, res.output
+    return only_dir(root)
+
+
+WEBAPI_N = 6
+
+
+@pytest.fixture(scope="session")
+def webapi_runs(tmp_path_factory, data_root):
+    """Webapi runs on the first WEBAPI_N asana tasks (needs the WAPIIBench data): the gold model,
+    and a replay of its answers with a wrong URL on the second sample and code that does not
+    parse on the fourth. Returns ``(gold_dir, replay_dir, ids)``."""
+    from callbench.runs.store import RunStore
+
+    root = tmp_path_factory.mktemp("webapi")
+    res = invoke("run", "webapi", "--model", "gold", "--api", "asana", "--limit", WEBAPI_N, "--out", root / "gold",
+                 "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    gold = only_dir(root / "gold")
+    store = RunStore.open(gold)
+    try:
+        rows = {r["id"]: r["raw_output"] for r in store.rows()}
+    finally:
+        store.close()
+    ids = sorted(rows)
+    preds = []
+    for i, sid in enumerate(ids):
+        if i == 1:  # a wrong URL
+            text = rows[sid]
+            url = text.split("'")[1] if "'" in text.split("(")[1][:3] else text.split('"')[1]
+            preds.append({"id": sid, "output": text.replace(url, "https://app.asana.com/api/1.0/nothing")})
+        elif i == 3:
+            preds.append({"id": sid, "code": "const x = ;"})
+        else:
+            preds.append({"id": sid, "output": rows[sid]})
+    (root / "p.jsonl").write_text("\n".join(json.dumps(p) for p in preds))
+    res = invoke("run", "webapi", "--model", f"replay:{root / 'p.jsonl'}", "--ids", ",".join(ids), "--out", root / "replay",
+                 "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    return gold, only_dir(root / "replay"), ids

@@ -5,39 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-
-@pytest.fixture(scope="module")
-def webapi_runs(tmp_path_factory, data_root, cli):
-    from callbench.runs.store import RunStore
-
-    root = tmp_path_factory.mktemp("webapi")
-    res = cli("run", "webapi", "--model", "gold", "--api", "asana", "--limit", 6, "--out", root / "gold",
-              "--no-progress", "--data", data_root)
-    assert res.exit_code == 0, res.output
-    (gold,) = list((root / "gold").iterdir())
-    store = RunStore.open(gold)
-    rows = {r["id"]: r["raw_output"] for r in store.rows()}
-    store.close()
-    ids = sorted(rows)
-    preds = []
-    for i, sid in enumerate(ids):
-        if i == 1:  # a wrong URL
-            text = rows[sid]
-            url = text.split("'")[1] if "'" in text.split("(")[1][:3] else text.split('"')[1]
-            preds.append({"id": sid, "output": text.replace(url, "https://app.asana.com/api/1.0/nothing")})
-        elif i == 3:
-            preds.append({"id": sid, "code": "const x = ;"})
-        else:
-            preds.append({"id": sid, "output": rows[sid]})
-    (root / "p.jsonl").write_text("\n".join(json.dumps(p) for p in preds))
-    res = cli("run", "webapi", "--model", f"replay:{root / 'p.jsonl'}", "--ids", ",".join(ids), "--out", root / "replay",
-              "--no-progress", "--data", data_root)
-    assert res.exit_code == 0, res.output
-    (replay,) = list((root / "replay").iterdir())
-    return gold, replay, ids
-
 
 def test_single_webapi_report_keeps_the_paper_table_and_diffs_requests(webapi_runs, cli, dom):
     _, replay, ids = webapi_runs

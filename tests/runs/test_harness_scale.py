@@ -186,3 +186,61 @@ def test_limit_counts_tasks_not_samples():
     assert [s.id for s in picked] == ["t0#0", "t0#1", "t0#2", "t1#0", "t1#1", "t1#2"]
     plain = [Sample(id=f"s{i}", group="g", payload=None) for i in range(5)]
     assert [s.id for s in select_samples(plain, RunOptions(limit=2))] == ["s0", "s1"]
+
+
+def test_a_batch_is_scored_as_one_by_one_and_a_failing_batch_names_its_sample(data_root):
+    """``evaluate_many`` (programs sent to V8 together) gives each sample the verdict that
+    ``evaluate`` gives it; when the batch call fails, every sample is scored alone, so the one
+    error lands on the sample that caused it and the others keep their verdicts."""
+    from callbench.api import make_track
+    from callbench.models.base import ModelOutput
+    from callbench.runs.eval_worker import _evaluate_batch
+
+    track = make_track("webapi")
+    samples = track.load_samples()[:8]
+    answers = ["get('https://example.com/x')", "", "post('https://app.asana.com/api/1.0/tasks', {", "while (true) {}"]
+    outputs = [ModelOutput(text=track.build_input(s).reference if i % 2 == 0 else answers[i // 2], mode="completion")
+               for i, s in enumerate(samples)]
+    try:
+        one_by_one = [track.evaluate(s, o) for s, o in zip(samples, outputs, strict=True)]
+        batch = _evaluate_batch(track, list(zip(samples, outputs, strict=True)))
+        assert [(ok, r.status, r.verdicts) for ok, r in batch] == [(True, r.status, r.verdicts) for r in one_by_one]
+        statuses = {r.status for r in one_by_one}
+        assert "ok" in statuses and statuses - {"ok"}, statuses  # gold and broken answers in one batch
+
+        real = track.evaluate_many
+
+        def evaluate(sample, output):
+            if sample.id == samples[3].id:
+                raise RuntimeError("scorer bug")
+            return real([(sample, output)])[0]
+
+        track.evaluate = evaluate  # type: ignore[method-assign]
+        track.evaluate_many = lambda items: [evaluate(s, o) for s, o in items]  # type: ignore[method-assign]
+        mixed = _evaluate_batch(track, list(zip(samples, outputs, strict=True)))
+        assert [ok for ok, _ in mixed] == [i != 3 for i in range(8)]
+        assert "scorer bug" in mixed[3][1]
+        assert [r.verdicts for ok, r in mixed if ok] == [r.verdicts for i, r in enumerate(one_by_one) if i != 3]
+    finally:
+        track.close()
+
+
+def test_scoring_workers_run_at_a_lower_cpu_priority(data_root):
+    """The event loop that turns answers into requests goes first when the cores are busy."""
+    from callbench.api import make_track
+    from callbench.runs.eval_worker import ProcessEvaluator
+
+    async def go():
+        pool = ProcessEvaluator(make_track("webapi").evaluator_factory(), 1)
+        try:
+            await pool.start()
+            pid = pool._all[0]._proc.pid
+            for _ in range(200):  # the worker lowers its priority first thing after it starts
+                if os.getpriority(os.PRIO_PROCESS, pid) > os.getpriority(os.PRIO_PROCESS, 0):
+                    break
+                await asyncio.sleep(0.01)
+            return os.getpriority(os.PRIO_PROCESS, pid)
+        finally:
+            await pool.close()
+
+    assert asyncio.run(go()) > os.getpriority(os.PRIO_PROCESS, 0)

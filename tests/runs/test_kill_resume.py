@@ -23,8 +23,8 @@ pytest.importorskip("aiohttp")
 from callbench.models.testing import FakeOpenAIServer  # noqa: E402
 
 CONCURRENCY = 4
-# ``python -m callbench.cli`` would run a second copy of the CLI module, without the commands that
-# callbench.cli_stateful registers on the imported one; this runs the console entry point instead.
+# The console entry point, as an installed ``callbench`` runs it (``python -m callbench.cli`` and
+# ``python -m callbench`` work as well).
 CLI = [sys.executable, "-c", "import sys; from callbench.cli import main; sys.argv[0] = 'callbench'; main()"]
 
 ANSWERS = {

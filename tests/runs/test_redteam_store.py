@@ -44,7 +44,7 @@ def _utf8_clean(obj) -> None:
 
 
 def test_encodable_escapes_lone_surrogates_and_joins_pairs():
-    from callbench.runs.store import encodable
+    from callbench.runs.text import encodable
 
     assert encodable("a\ud800b") == "a\\ud800b"
     assert encodable("\udc00") == "\\udc00"

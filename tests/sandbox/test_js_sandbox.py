@@ -566,3 +566,29 @@ def test_worker_ignores_modules_in_the_current_directory(tmp_path, monkeypatch):
     with JsSandbox() as sb:
         res = sb.run("axios.get('https://api.example.com/x')")
     assert res.status == "ok" and res.request["url"] == "https://api.example.com/x", (res.status, res.error)
+
+
+def test_run_many_matches_one_by_one(reference):
+    """A batch (every hostile sample, each followed by the probe; a big sample to pass the
+    pipe window) gives, sample for sample, what single runs give: the worker deaths, timeouts
+    and rebuilds a sample causes never leak into the samples queued behind it."""
+    codes = []
+    for code, _ in HOSTILE:
+        codes += [code, PROBE]
+    big = "// " + "x" * 70_000 + "\naxios.get('https://api.example.com/big');"
+    codes += [big, PROBE, "axios.get('https://api.example.com/a'", PROBE]  # incomplete: settled before V8
+    with JsSandbox(timeout_s=1.0, kill_grace_s=1.0) as s:
+        got = list(s.run_many([(c, None) for c in codes], extract=False))
+        assert [i for i, _ in got] == list(range(len(codes)))
+        for (code, allowed), k in zip(HOSTILE, range(0, 2 * len(HOSTILE), 2), strict=True):
+            assert got[k][1].status in allowed, (code, got[k][1].status, got[k][1].error)
+            assert comparable(got[k + 1][1]) == comparable(reference), code
+        tail = [r for _, r in got[2 * len(HOSTILE):]]
+        assert tail[0].status == "ok" and tail[0].request["url"] == "https://api.example.com/big"
+        assert comparable(tail[1]) == comparable(reference)
+        assert tail[2].status == "runtime_error"  # extract=False: the unfinished code is a SyntaxError
+        assert comparable(tail[3]) == comparable(reference)
+        singles = [s.run(c) for c in ("axios.get('https://a')", "text without code", "axios.get('https://b'")]
+        batch = [r for _, r in sorted(s.run_many([(c, None) for c in ("axios.get('https://a')", "text without code", "axios.get('https://b'")]), key=lambda ir: ir[0])]
+        assert [comparable(r) for r in batch] == [comparable(r) for r in singles]
+        assert [r.status for r in batch] == ["ok", "no_request", "incomplete"]

@@ -4,7 +4,9 @@ Why this module exists separately from any backend: the same constraint must ste
 logits, one sequence), transformers (torch logits, a padded batch) and, as a request field, a vLLM
 server. So everything that decides *which tokens are allowed* lives here and works on plain numpy
 boolean masks; the adapters (:mod:`callbench.constrain.adapters`) only translate between a backend's
-calling convention and a :class:`ConstraintSession`, and apply the mask once per tensor kind.
+calling convention and a :class:`ConstraintSession`, and apply the mask once per tensor kind. They
+build on this module, never the reverse: each registers its processor here under its tensor kind
+(:func:`register_adapter`) when imported, and the backend that needs one imports it.
 
 Pieces:
 
@@ -61,6 +63,8 @@ __all__ = [
     "TokenClass",
     "TokenFilter",
     "TokenVocab",
+    "logits_adapter",
+    "register_adapter",
     "vocab_for_hf",
     "vocab_for_llama",
     "vocab_for_lltokenizer",
@@ -586,6 +590,27 @@ def with_llguidance_options(lark: str, options: dict[str, Any]) -> str:
     return lark[: found.start()] + f"%llguidance {json.dumps(merged)}" + lark[found.end() :]
 
 
+#: Logits processors by tensor kind: "numpy" (llama-cpp-python: ``processor(session)``) and "torch"
+#: (transformers: ``processor(new_session, vocab)``), filled by the adapter modules on import.
+_ADAPTERS: dict[str, Callable[..., Any]] = {}
+
+
+def register_adapter(kind: str, processor: Callable[..., Any]) -> None:
+    """Make ``processor`` what the backend hooks build for ``kind`` logits (an adapter calls this)."""
+    _ADAPTERS[kind] = processor
+
+
+def logits_adapter(kind: str) -> Callable[..., Any]:
+    """The processor registered for ``kind`` logits; the backend imports its adapter module first."""
+    try:
+        return _ADAPTERS[kind]
+    except KeyError:
+        raise CallbenchError(
+            f"no logits adapter for {kind!r} tensors is loaded: import it from "
+            f"callbench.constrain.adapters before asking a constraint for a processor"
+        ) from None
+
+
 class GrammarConstraint:
     """A Lark grammar (llguidance dialect) plus an optional token filter; goes in ``ModelInput.constraint``.
 
@@ -710,22 +735,20 @@ class GrammarConstraint:
         ``max_tokens``: the generation's ``max_tokens``; pass it so that the call is closed
         within it (None: masks are the grammar's alone).
         """
-        from callbench.constrain.adapters.numpy_adapter import LlamaCppLogitsProcessor
-
+        processor = logits_adapter("numpy")
         vocab = vocab_for_llama(llama)
         self._begin_call()
-        return LlamaCppLogitsProcessor(self.new_session(vocab, max_tokens=max_tokens))
+        return processor(self.new_session(vocab, max_tokens=max_tokens))
 
     def hf_logits_processor(self, tokenizer: Any, *, max_tokens: int | None = None) -> Any:
         """A ``transformers.LogitsProcessor`` for one ``generate`` call (one session per batch row).
 
         ``max_tokens``: ``generate``'s ``max_new_tokens``, so that every row closes its call within it.
         """
-        from callbench.constrain.adapters.torch_adapter import TorchLogitsProcessor
-
+        processor = logits_adapter("torch")
         vocab = vocab_for_hf(tokenizer)
         self._begin_call()
-        return TorchLogitsProcessor(lambda: self.new_session(vocab, max_tokens=max_tokens), vocab)
+        return processor(lambda: self.new_session(vocab, max_tokens=max_tokens), vocab)
 
     def vllm_extra_body(self) -> dict[str, Any]:
         """The request fields that make a vLLM server (guidance backend) enforce this grammar.

@@ -25,14 +25,15 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 
 from callbench.data.lock import lock_entry, lock_path, read_lock, sha256_file, write_lock
 from callbench.data.paths import data_dir
-from callbench.errors import DataError, MissingExtraError
+from callbench.data.validators import get_validator
+from callbench.errors import DataError
 
 
 @dataclass(frozen=True)
 class RemoteFile:
     path: str  # relative to the dataset root, same as upstream
     sha256: str | None  # None: trust on first use, recorded in the dataset's lock file
-    validate: str | None = None  # "nestful-v2": parsed with the nested loader before it is kept
+    validate: str | None = None  # a registered validator (callbench.data.validators), run before it is kept
     required: bool = True  # False: a mirror (or the upstream) may lack it; skipped with a note
 
 
@@ -188,27 +189,15 @@ def parse_pins(items: list[str] | None) -> dict[str, str]:
 
 
 def _validate(kind: str, path: Path, origin: str) -> str:
-    """Parse a fetched file before it is kept; returns a short description (``1861 rows``)."""
-    if kind != "nestful-v2":
-        raise ValueError(f"unknown validator {kind!r}")
-    from callbench.tracks.nested.dataset import load_nested
+    """Parse a fetched file before it is kept; returns a short description (``1861 rows``).
 
+    Errors name ``origin`` (the URL or mirror file), not the temporary file that was parsed.
+    """
+    check = get_validator(kind)
     try:
-        tasks = load_nested(path)
-    except MissingExtraError:
-        return "not parsed: pyarrow is not installed (pip install 'callbench[parquet]')"
+        return check(path)
     except DataError as exc:
         raise DataError(str(exc).replace(str(path), origin)) from None
-    if not tasks:
-        raise DataError(f"{origin}: no rows")
-    for i, task in enumerate(tasks):
-        if not getattr(task, "sample_id", None):
-            raise DataError(f"{origin}: [{i}].sample_id: missing, not a NESTFUL v2 row")
-        if not task.tools:
-            raise DataError(
-                f"{origin}: [{i}].tools: empty, not a NESTFUL v2 row (v2 rows carry their own catalog)"
-            )
-    return f"{len(tasks)} rows"
 
 
 def _mirror_file(mirror: Path, f: RemoteFile) -> Path | None:

@@ -171,6 +171,10 @@ class HFBackend(ModelBackend):
     def _row_processor(self, inp: ModelInput, healing: Healing | None, max_tokens: int) -> Any:
         heal = healing.text if healing is not None else ""
         if inp.constraint is not None:
+            # A grammar constraint masks torch logits through the adapter this backend picks; it
+            # registers itself with the engine on import (the engine knows no adapter).
+            import callbench.constrain.adapters.torch_adapter  # noqa: F401
+
             hook = constraint_hook(inp.constraint, "hf_logits_processor", self.identity, heal=heal, max_tokens=max_tokens)
             return hook(self.tokenizer)
         if heal:

@@ -156,6 +156,10 @@ class LlamaCppBackend(ModelBackend):
     def _logits_processors(self, inp: ModelInput, healing: Healing | None, max_tokens: int) -> Any:
         heal = healing.text if healing is not None else ""
         if inp.constraint is not None:
+            # A grammar constraint masks numpy logits through the adapter this backend picks; it
+            # registers itself with the engine on import (the engine knows no adapter).
+            import callbench.constrain.adapters.numpy_adapter  # noqa: F401
+
             hook = constraint_hook(inp.constraint, "llamacpp_logits_processor", self.identity, heal=heal, max_tokens=max_tokens)
             return self._llama_cpp.LogitsProcessorList([hook(self._llama)])
         if heal:

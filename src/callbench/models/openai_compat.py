@@ -362,43 +362,62 @@ class OpenAICompatBackend(ModelBackend):
             return _decode(raw, response.headers)
 
 
-    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+    def _retrying(self) -> Any:
+        """Up to ``max_retries`` more attempts for retryable failures, with full-jitter backoff
+        that never comes sooner than a server's Retry-After (up to ``retry_after_max``)."""
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-        client, semaphore = self._bind_loop()
-        attempts = 0
         jitter = wait_random_exponential(multiplier=self.backoff, max=self.backoff_max)
 
         def wait(state) -> float:
-            # Full-jitter backoff, but never sooner than a server's Retry-After (up to retry_after_max).
             delay = jitter(state)
             retry_after = self._retry_after(state.outcome.exception() if state.outcome else None)
             return max(delay, min(retry_after, self.retry_after_max)) if retry_after else delay
 
-        retrying = AsyncRetrying(
+        return AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=wait,
             retry=retry_if_exception(self._is_retryable),
             reraise=True,
         )
+
+    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        client, semaphore = self._bind_loop()
+        attempts = 0
         started = time.perf_counter()
         healing = None
         if self.token_healing and self.mode == "completion" and inp.heal_boundary:
             healing = await self._heal(inp.prompt)
+
+        async def attempt_once() -> tuple[Any, Any, float]:
+            nonlocal attempts
+            attempts += 1
+            async with semaphore:
+                sent = time.perf_counter()
+                try:
+                    # ``timeout`` is a total deadline: a client's own timeouts are per read,
+                    # so a body trickled slowly would otherwise never time out
+                    async with asyncio.timeout(self.timeout):
+                        reply = await self._request(client, inp, config, healing)
+                except TimeoutError as exc:
+                    raise ReplyTimeout(f"no complete reply within {self.timeout:g} s") from exc
+                return reply, _check_reply(reply, self.mode, inp.tools is not None), time.perf_counter() - sent
+
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    async with semaphore:
-                        sent = time.perf_counter()
-                        try:
-                            # ``timeout`` is a total deadline: a client's own timeouts are per read,
-                            # so a body trickled slowly would otherwise never time out
-                            reply = await asyncio.wait_for(self._request(client, inp, config, healing), timeout=self.timeout)
-                        except TimeoutError as exc:
-                            raise ReplyTimeout(f"no complete reply within {self.timeout:g} s") from exc
-                        choice = _check_reply(reply, self.mode, inp.tools is not None)
-                        latency = time.perf_counter() - sent
+            try:
+                # The first attempt goes without the retry machinery (most requests need one);
+                # a retryable failure hands over to tenacity, which then waits and asks again.
+                reply, choice, latency = await attempt_once()
+            except Exception as exc:
+                if self.max_retries < 1 or not self._is_retryable(exc):
+                    raise
+                first: BaseException | None = exc
+                async for attempt in self._retrying():
+                    with attempt:
+                        if first is not None:  # tenacity's attempt 1 is the one that just failed
+                            failed, first = first, None
+                            raise failed  # noqa: B904 - the first attempt's own exception, handed to tenacity
+                        reply, choice, latency = await attempt_once()
         except MalformedResponse as exc:
             what = "" if isinstance(exc, ReplyTimeout) else "malformed reply: "
             raise ModelRequestError(

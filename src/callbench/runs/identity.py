@@ -52,7 +52,7 @@ class Change:
 def build_identity(track: Any, model: Any, gen: Any) -> dict[str, Any]:
     """The identity of a run of ``track`` with ``model`` and decoding settings ``gen`` (each
     fingerprint computed once: they hash files)."""
-    from callbench import __version__
+    from callbench.version import __version__
 
     ident = {
         "track": track.name,
@@ -143,7 +143,7 @@ def _canonical(value: Any) -> str:
 
 def _json(value: Any) -> Any:
     """As JSON reads it back (tuples as lists), so a stored identity compares equal."""
-    from callbench.runs.store import encodable
+    from callbench.runs.text import encodable
 
     return json.loads(json.dumps(encodable(value), default=str))
 

@@ -51,12 +51,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from callbench import __version__
 from callbench.errors import CallbenchError, ConfigError, DataError, RunStoreError
 from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelOutput
 from callbench.runs.identity import build_identity, generation_digest
-from callbench.runs.store import START_OVER, RunStore, encodable, write_json_atomic
+from callbench.runs.store import START_OVER, RunStore, write_json_atomic
+from callbench.runs.text import encodable
 from callbench.tracks.base import Sample, SampleResult, Track
+from callbench.version import __version__
 
 
 @dataclass
@@ -76,6 +77,7 @@ class RunOptions:
     eval_workers: int | None = None  # scoring processes or threads (None: the track's default, Track.evaluation_pool)
     force: bool = False  # delete what the run directory holds and start over
     rescore: bool = False  # re-score every stored answer (a changed scoring identity is then accepted)
+    recorded: dict[str, Any] = field(default_factory=dict)  # more facts for config.json (e.g. the --config file)
 
 
 BACKEND_ERROR = "backend_error"
@@ -262,6 +264,7 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
         },
         "callbench_version": __version__,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **opts.recorded,
     }
     store, resumed = RunStore.create_or_resume(run_dir, config, force=opts.force, rescore=opts.rescore)
     try:

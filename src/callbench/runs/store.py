@@ -35,6 +35,7 @@ from typing import Any
 from callbench.errors import ConfigError, RunStoreError
 from callbench.files import read_text
 from callbench.models.base import ModelInput, ModelOutput
+from callbench.runs.text import encodable
 from callbench.tracks.base import SampleResult
 
 _SCHEMA = """
@@ -86,26 +87,6 @@ _COLUMNS = tuple(_COLUMN_TYPES)
 _JSON_COLUMNS = ("messages", "execution", "verdicts", "extra")
 
 START_OVER = "delete the run directory (or pass another --out/--run-id) to start over"
-
-
-def encodable(value: Any) -> Any:
-    """``value`` with every string (dict keys too) made UTF-8 encodable, as the module doc says.
-
-    Surrogate pairs become their character; lone surrogates become ``\\udXXX`` escape text.
-    Tuples come back as lists (as JSON writes them). Strings without surrogates are returned as is.
-    """
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-            return joined.encode("utf-8", "backslashreplace").decode("utf-8")
-        return value
-    if isinstance(value, dict):
-        return {encodable(k): encodable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [encodable(v) for v in value]
-    return value
 
 
 def _repaired(row: dict[str, Any]) -> dict[str, Any]:

@@ -38,6 +38,9 @@ Design (why it looks like this):
   (`do { r = await axios.get(u) } while (r.data.status !== 'done')`) stall instead.
 * Speed: two V8 evals per sample (start, then collect after the microtask checkpoint
   between them), posted together so that Python waits for the isolate thread once.
+  `run_many` writes a batch of samples to the worker at once (each still runs alone, with
+  its own limit and integrity check): both processes wake once per batch, and the caller
+  scores one result while V8 runs the next.
 * Budget: code over `MAX_CODE_CHARS` characters or nested deeper than `MAX_NESTING`
   brackets is "rejected" before it is parsed or run (see `js_extract.budget_error`).
 
@@ -69,6 +72,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,11 +157,54 @@ def _check_definitions(definitions: dict | None) -> str | None:
         raise ValueError(f"definitions must be JSON values: {e}") from None
 
 
+# Linux pipes hold 64 KiB: unanswered request lines are kept below that (see run_many).
+_PIPE_WINDOW = 60_000
+
+
+def _line(payload: dict) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
 class _WorkerGone(Exception):
     def __init__(self, status: str, error: str):
         super().__init__(error)
         self.status = status
         self.error = error
+
+
+@dataclass
+class _Job:
+    """One sample on its way through the worker: what is sent, and what its result needs."""
+
+    line: bytes  # the request line for the worker
+    run_code: str
+    mark: str | None
+    call_text: str | None
+    started: float
+
+    def result_for_gone(self, gone: _WorkerGone) -> JsResult:
+        return JsResult(gone.status, error=gone.error, code=self.run_code, elapsed_s=time.perf_counter() - self.started)
+
+    def result(self, out: dict) -> JsResult:
+        requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
+        status, error = out["status"], out.get("error")
+        if error is not None:
+            error = " ".join(str(error).split())[:500]
+        if self.mark is not None and status == "ok" and out.get("marked", -1) != 0:
+            status = "rejected"
+            error = (
+                "the first request did not come from the extracted axios call "
+                f"({_clip(self.call_text or '')}); the code reached axios another way first"
+            )
+        return JsResult(
+            status=status,
+            request=requests[0] if requests and status == "ok" else None,
+            requests=requests,
+            error=error,
+            code=self.run_code,
+            console=list(out.get("console", [])),
+            elapsed_s=time.perf_counter() - self.started,
+        )
 
 
 class JsSandbox:
@@ -261,13 +308,23 @@ class JsSandbox:
 
     def _exchange(self, payload: dict, deadline: float) -> dict:
         """Send one line, read one line; raise _WorkerGone if the worker dies or hangs."""
+        self._send_lines([_line(payload)])
+        return self._receive(deadline)
+
+    def _send_lines(self, lines: list[bytes]) -> None:
+        """Write request lines (one write); raise _WorkerGone if the worker is gone."""
         proc = self._proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        assert proc is not None and proc.stdin is not None
         try:
-            proc.stdin.write(json.dumps(payload, separators=(",", ":")).encode("utf-8") + b"\n")
+            proc.stdin.write(b"".join(lines))
             proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._gone() from None
+
+    def _receive(self, deadline: float) -> dict:
+        """Read one result line; raise _WorkerGone if the worker dies or passes ``deadline``."""
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
         while b"\n" not in self._buf:
             remaining = deadline - time.monotonic()
@@ -322,12 +379,67 @@ class JsSandbox:
         and drop everything after it (see `extract_invocation`); with False the code
         runs whole (ES imports are still rewritten to require).
         """
+        return next(self.run_many([(code, definitions)], extract=extract))[1]
+
+    def run_many(
+        self, items: list[tuple[str, dict | None]], *, extract: bool = True
+    ) -> Iterator[tuple[int, JsResult]]:
+        """Run several samples, yielding ``(index, result)`` as each finishes (those that
+        need no run, e.g. no axios call found, first; then in order).
+
+        Every sample is exactly as in :meth:`run` (its own fresh scope, its own time limit,
+        the integrity check after it); the requests are written to the worker in one go, so
+        the caller and the worker wake once per batch rather than once per sample, and the
+        caller can score one result while V8 runs the next. A sample that kills or hangs
+        the worker ends as in :meth:`run`; the ones after it are sent again to a new worker.
+        """
+        queue: list[tuple[int, _Job]] = []
+        for i, (code, definitions) in enumerate(items):
+            job = self._prepare(code, definitions, extract)
+            if isinstance(job, JsResult):
+                yield i, job
+            else:
+                queue.append((i, job))
+        queue.reverse()  # popped from the end: oldest last
+        sent, in_flight = 0, 0  # the last `sent` of the queue are with the worker (in_flight bytes)
+        while queue:
+            try:
+                self.start()  # (re)starts a worker that is missing or died between samples
+                # Sent but unanswered lines stay under one pipe buffer: a write then never
+                # blocks while the worker waits to write its results (no deadlock).
+                batch = []
+                while sent < len(queue):
+                    line = queue[-1 - sent][1].line
+                    if sent and in_flight + len(line) > _PIPE_WINDOW:
+                        break
+                    batch.append(line)
+                    in_flight += len(line)
+                    sent += 1
+                if batch:
+                    self._send_lines(batch)
+                out = self._receive(time.monotonic() + self.timeout_s + self.kill_grace_s)
+            except _WorkerGone as gone:
+                # the oldest unanswered sample took the worker down; the others go to a new one
+                i, job = queue.pop()
+                sent, in_flight = 0, 0
+                yield i, job.result_for_gone(gone)
+                continue
+            i, job = queue.pop()
+            sent, in_flight = sent - 1, in_flight - len(job.line)
+            if out.get("fatal"):
+                self._kill_worker()  # it is exiting on its own; reap it before the next sample
+                sent, in_flight = 0, 0  # what was queued behind it died with the worker: send it again
+            yield i, job.result(out)
+
+    def _prepare(self, code: str, definitions: dict | None, extract: bool) -> _Job | JsResult:
+        """Check and extract one sample: the request for the worker, or the result already."""
         t0 = time.perf_counter()
         defs_json = _check_definitions(definitions)
         problem = budget_error(code)
         if problem is not None:
             return JsResult("rejected", error=problem, elapsed_s=time.perf_counter() - t0)
         mark = None
+        ex = None
         if extract:
             ex = extract_invocation(code)
             if ex.status != "ok":
@@ -354,32 +466,7 @@ class JsSandbox:
             "fresh": self.fresh_context,
             "mark": mark,
         }
-        try:
-            self.start()  # (re)starts a worker that is missing or died between samples
-            out = self._exchange(payload, time.monotonic() + self.timeout_s + self.kill_grace_s)
-        except _WorkerGone as gone:
-            return JsResult(gone.status, error=gone.error, code=run_code, elapsed_s=time.perf_counter() - t0)
-        if out.get("fatal"):
-            self._kill_worker()  # it is exiting on its own; reap it before the next sample
-        requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
-        status, error = out["status"], out.get("error")
-        if error is not None:
-            error = " ".join(str(error).split())[:500]
-        if mark is not None and status == "ok" and out.get("marked", -1) != 0:
-            status = "rejected"
-            error = (
-                "the first request did not come from the extracted axios call "
-                f"({_clip(ex.call_text or '')}); the code reached axios another way first"
-            )
-        return JsResult(
-            status=status,
-            request=requests[0] if requests and status == "ok" else None,
-            requests=requests,
-            error=error,
-            code=run_code,
-            console=list(out.get("console", [])),
-            elapsed_s=time.perf_counter() - t0,
-        )
+        return _Job(_line(payload), run_code, mark, ex.call_text if ex is not None else None, t0)
 
     def close(self) -> None:
         """Stop the worker process (a later `run` starts a new one)."""

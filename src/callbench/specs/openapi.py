@@ -157,6 +157,9 @@ class OperationMatch:
     path_params: dict[str, str]
 
 
+_MATCH_CACHE_SIZE = 4096  # URLs remembered per spec by match_paths
+
+
 @dataclass(frozen=True)
 class PathMatch:
     """A path template matching a URL, whatever the method; ``operations`` maps method -> op."""
@@ -322,6 +325,11 @@ class ApiSpec:
     _by_key: dict[tuple[str, str], Operation] = field(default_factory=dict, repr=False)
     _credentials: frozenset[tuple[str, str]] = field(default=frozenset(), repr=False)
     _resolver: Resolver | None = field(default=None, repr=False)
+    # url -> matches (template, params): scoring matches the same expected URL for every
+    # sample of a task and in every scoring mode
+    _match_cache: dict[str, tuple[tuple[_Template, dict[str, str]], ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     # -- lookups -------------------------------------------------------------------------
     def operation(self, method: str, path: str) -> Operation | None:
@@ -397,6 +405,15 @@ class ApiSpec:
         ignored, a trailing slash is tolerated, and segments are percent-decoded before
         matching (an encoded ``/`` stays inside its segment).
         """
+        ranked = self._match_cache.get(url)
+        if ranked is None:
+            ranked = self._match_uncached(url)
+            if len(self._match_cache) >= _MATCH_CACHE_SIZE:
+                self._match_cache.clear()
+            self._match_cache[url] = ranked
+        return [PathMatch(t.template, dict(p), t.operations) for t, p in ranked]
+
+    def _match_uncached(self, url: str) -> tuple[tuple[_Template, dict[str, str]], ...]:
         found: dict[str, tuple[_Template, dict[str, str]]] = {}
         for api_path in self._api_paths(url):
             path = api_path.rstrip("/") or "/"
@@ -409,8 +426,7 @@ class ApiSpec:
                 params = _match_segments(tpl, segments)
                 if params is not None:
                     found[tpl.template] = (tpl, params)
-        ranked = sorted(found.values(), key=lambda tp: tp[0].sort_key)
-        return [PathMatch(t.template, p, t.operations) for t, p in ranked]
+        return tuple(sorted(found.values(), key=lambda tp: tp[0].sort_key))
 
     def match(self, method: str, url: str) -> OperationMatch | None:
         """The best-ranked template matching ``url`` that declares ``method``, or None.

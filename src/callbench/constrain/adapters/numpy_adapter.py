@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from callbench.constrain.engine import ConstraintSession
+from callbench.constrain.engine import ConstraintSession, register_adapter
 
 
 def apply_mask(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -54,3 +54,6 @@ class LlamaCppLogitsProcessor:
         # token is kept whenever it still fits (read only there).
         allowed = self.session.mask(top=int(np.argmax(scores)), scores=scores)
         return apply_mask(scores, allowed)
+
+
+register_adapter("numpy", LlamaCppLogitsProcessor)

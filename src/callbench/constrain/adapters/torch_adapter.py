@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from callbench.constrain.engine import ConstraintSession, TokenVocab
+from callbench.constrain.engine import ConstraintSession, TokenVocab, register_adapter
 from callbench.errors import MissingExtraError
 
 try:
@@ -91,3 +91,6 @@ class TorchLogitsProcessor(LogitsProcessor):
     @staticmethod
     def _row_scores(scores: Any, i: int) -> Callable[[], np.ndarray]:
         return lambda: scores[i].detach().float().cpu().numpy()
+
+
+register_adapter("torch", TorchLogitsProcessor)

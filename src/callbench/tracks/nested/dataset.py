@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from callbench.data.validators import register_validator
 from callbench.errors import DataError, MissingExtraError
 from callbench.files import read_text
 from callbench.tracks.nested.schema import NestedTask, ToolSpec
@@ -156,6 +157,28 @@ def load_nested(path: str | Path) -> list[NestedTask]:
         seen.add(task.id)
         tasks.append(task)
     return tasks
+
+
+def check_fetched_v2(path: Path) -> str:
+    """The ``nestful-v2`` check that ``callbench data fetch nestful`` runs on a downloaded file before
+    keeping it: it must load, and every row must be a v2 row (an id and its own tool catalog)."""
+    try:
+        tasks = load_nested(path)
+    except MissingExtraError:
+        return "not parsed: pyarrow is not installed (pip install 'callbench[parquet]')"
+    if not tasks:
+        raise DataError(f"{path}: no rows")
+    for i, task in enumerate(tasks):
+        if not getattr(task, "sample_id", None):
+            raise DataError(f"{path}: [{i}].sample_id: missing, not a NESTFUL v2 row")
+        if not task.tools:
+            raise DataError(
+                f"{path}: [{i}].tools: empty, not a NESTFUL v2 row (v2 rows carry their own catalog)"
+            )
+    return f"{len(tasks)} rows"
+
+
+register_validator("nestful-v2", check_fetched_v2)
 
 
 # Where 'callbench data fetch nestful' puts the full NESTFUL v2 set, relative to <data dir>/nestful,

@@ -274,26 +274,53 @@ class WebApiTrack(Track):
         return self._sandboxes.get()
 
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
+        return self.evaluate_many([(sample, output)])[0]
+
+    def evaluate_many(self, items: list[tuple[Sample, ModelOutput]]) -> list[SampleResult]:
+        """Score several answers; their programs go to the V8 worker together
+        (:meth:`JsSandbox.run_many`), each still run and checked on its own."""
+        results: list[SampleResult | None] = [None] * len(items)
+        to_run: list[int] = []
+        programs: list[tuple[str, dict | None]] = []
+        stats: list[dict[str, Any]] = []
+        for k, (sample, output) in enumerate(items):
+            early, cd_stats, program = self._before_run(sample, output)
+            stats.append(cd_stats)
+            if early is not None:
+                results[k] = early
+            else:
+                to_run.append(k)
+                programs.append((program, sample.payload.definitions))
+        if programs:
+            for j, run in self.sandbox.run_many(programs):
+                k = to_run[j]
+                results[k] = self._scored_run(items[k][0], run, stats[k])
+        return results  # type: ignore[return-value]
+
+    def _before_run(self, sample: Sample, output: ModelOutput) -> tuple[SampleResult | None, dict[str, Any], str]:
+        """The verdict when the answer needs no run (unsatisfiable, timed out), the
+        constraint statistics, and the program to run."""
         task: WebApiTask = sample.payload
-        spec = self._spec_for(task)
-        starter = self._prompt(task).starter
-        expected = task.config.as_dict()
         cd_stats: dict[str, Any] = {}
         constraint = self._active.pop(sample.id, None)
         if constraint is not None:
             cd_stats = {"constraint": constraint.stats()}
             if cd_stats["constraint"].get("unsatisfiable"):
                 output.extra["unsatisfiable"] = True
-        if output.extra.get("unsatisfiable"):
-            verdicts = {m: error_verdict("unsatisfiable", expected, spec, m).as_dict() for m in SCORING_MODES}
-            return SampleResult(
-                status="unsatisfiable", parsed=output.text, verdicts=verdicts, error="constraint unsatisfiable", stats=cd_stats
-            )
-        if output.extra.get("timeout"):
-            verdicts = {m: error_verdict("timeout", expected, spec, m).as_dict() for m in SCORING_MODES}
-            return SampleResult(status="timeout", parsed=None, verdicts=verdicts, error="generation timed out", stats=cd_stats)
-        program = assemble_program(starter, output.text, output.mode)
-        result = self.sandbox.run(program, task.definitions)
+        for flag, status, why in (("unsatisfiable", "unsatisfiable", "constraint unsatisfiable"),
+                                  ("timeout", "timeout", "generation timed out")):
+            if output.extra.get(flag):
+                spec, expected = self._spec_for(task), task.config.as_dict()
+                verdicts = {m: error_verdict(status, expected, spec, m).as_dict() for m in SCORING_MODES}
+                parsed = output.text if status == "unsatisfiable" else None
+                return SampleResult(status=status, parsed=parsed, verdicts=verdicts, error=why, stats=cd_stats), cd_stats, ""
+        return None, cd_stats, assemble_program(self._prompt(task).starter, output.text, output.mode)
+
+    def _scored_run(self, sample: Sample, result: Any, cd_stats: dict[str, Any]) -> SampleResult:
+        """Verdicts for what the sandbox captured, in every scoring mode."""
+        task: WebApiTask = sample.payload
+        spec = self._spec_for(task)
+        expected = task.config.as_dict()
         if result.status != "ok" or result.request is None:
             err = _STATUS_TO_ERROR.get(result.status, "runtime_error") if result.status != "ok" else "no_request"
             verdicts = {m: error_verdict(err, expected, spec, m).as_dict() for m in SCORING_MODES}

@@ -1,9 +1,9 @@
-"""Commands that read results and data: ``export``, ``show``, ``list``.
+"""Commands that read runs, results and what is installed: ``report``, ``export``, ``show``,
+``list`` and ``models``.
 
-Kept apart from :mod:`callbench.cli` (which imports this module to register them). The row
-reading and flattening live in :mod:`callbench.results` (also behind ``callbench.load_run``);
-this module only prints. Everything a sample stored is user or model text: it is printed with
-markup off, never interpreted by rich.
+The row reading and flattening live in :mod:`callbench.results` (also behind
+``callbench.load_run``); this module only prints. Everything a sample stored is user or model
+text: it is printed with markup off, never interpreted by rich.
 """
 
 from __future__ import annotations
@@ -15,8 +15,66 @@ from typing import Annotated, Any
 
 import typer
 
-from callbench.cli import _fail, _shown, app, out_console
+from callbench.cli.options import CountBackendErrors, Scoring, fail, out_console, path_text
+from callbench.cli.root import app
 from callbench.errors import CallbenchError
+
+
+@app.command("report")
+def report_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories; several are compared side by side.")],
+    html: Annotated[
+        Path | None, typer.Option(help="HTML file (default: <run>/report.html; for a comparison see --out).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory for report.html (and comparison.json); a comparison's default is "
+            "comparisons/<labelA>-vs-<labelB>/, never a run directory.",
+        ),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="Column label of a run (repeatable, one per run, in order; default: a short model name)."),
+    ] = None,
+    scoring: Annotated[Scoring | None, typer.Option(help="Re-score in this mode (default: the run's).")] = None,
+    count_backend_errors: CountBackendErrors = False,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = 0,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% intervals.")] = 2000,
+) -> None:
+    """Print the track's tables and write a self-contained HTML report (charts, filterable sample list).
+
+    With several runs: a comparison on the samples they share, with 95% bootstrap intervals, paired
+    differences and McNemar's exact test, written to its own directory.
+    """
+    from callbench.report.build import build_report
+
+    try:
+        rep = build_report(
+            runs,
+            html=html,
+            out=out,
+            labels=label,
+            scoring=scoring.value if scoring else None,
+            console=out_console,
+            count_backend_errors=count_backend_errors,
+            seed=seed,
+            n_boot=bootstrap,
+        )
+    except CallbenchError as exc:
+        fail(exc)
+    out_console.print(f"HTML report: {path_text(rep.html_path)}", highlight=False)
+    if rep.json_path is not None:
+        out_console.print(f"comparison data: {path_text(rep.json_path)}", highlight=False)
+
+
+@app.command("models")
+def models_cmd() -> None:
+    """List the registered model backends."""
+    from callbench.models.registry import available_models
+
+    for name in available_models():
+        out_console.print(name)
 
 
 class ExportFormat(str, Enum):  # noqa: UP042 - typer needs the str mixin
@@ -43,9 +101,9 @@ def export_cmd(
     try:
         path, n = export(runs, fmt.value, out)
     except CallbenchError as exc:
-        _fail(exc)
+        fail(exc)
     if path is not None:
-        out_console.print(f"{n} rows from {len(runs)} run(s) written to {_shown(path)}", highlight=False, soft_wrap=True)
+        out_console.print(f"{n} rows from {len(runs)} run(s) written to {path_text(path)}", highlight=False, soft_wrap=True)
 
 
 # -- show ------------------------------------------------------------------------------------------
@@ -281,7 +339,7 @@ def show_cmd(
         stored = read_run(run)
         row = find_sample(stored, sample_id)
     except CallbenchError as exc:
-        _fail(exc)
+        fail(exc)
     ref = reference_for(stored, sample_id, data)
     ident = stored.identity
     track = stored.track
@@ -391,10 +449,10 @@ def list_cmd(
     try:
         root, found = datasets(data)
     except CallbenchError as exc:
-        _fail(exc)
+        fail(exc)
     rows("Tracks", [(t, _TRACK_HELP.get(t, "")) for t in available_tracks()])
     out_console.print("")
-    rows(f"Datasets (data dir {_shown(root)})", [(d.name, d.track, d.size) for d in found])
+    rows(f"Datasets (data dir {path_text(root)})", [(d.name, d.track, d.size) for d in found])
     counts = stateful_builtin_counts()
     scen = [
         (name, f"{counts[name]} built-in tasks" if name in counts else "no built-in tasks", desc)

@@ -1,7 +1,6 @@
-"""CLI commands of the stateful track: ``generate stateful``, ``run stateful``, ``coverage``.
+"""The stateful track's commands: ``generate stateful``, ``run stateful``, ``coverage``.
 
-Kept apart from :mod:`callbench.cli` (which imports this module to register them) so the
-track's options live next to each other.
+Kept together so the track's options live next to each other.
 """
 
 from __future__ import annotations
@@ -12,26 +11,28 @@ from typing import Annotated
 
 import typer
 
-from callbench.cli import (
+from callbench.cli.options import (
+    ConfigFile,
     CountBackendErrors,
     EvalWorkers,
     Force,
     MaxBackendErrorRate,
     Rescore,
     RetryErrors,
+    SampledSeed,
     UnsafeNoSandbox,
-    _backend_error_note,
-    _csv,
-    _fail,
-    _parse_model_args,
-    _run_track,
-    _sandbox,
-    app,
+    backend_error_note,
+    check_seed,
+    csv_list,
     err_console,
-    generate_app,
+    fail,
     out_console,
-    run_app,
+    parse_model_args,
+    path_text,
+    run_track,
+    setup_sandbox,
 )
+from callbench.cli.root import app, generate_app, run_app
 from callbench.errors import CallbenchError, ConfigError
 
 
@@ -78,8 +79,8 @@ def generate_stateful(
         if n < 1 or rounds < 1:
             raise ConfigError("--n and --rounds must be >= 1")
         scen = get_scenario(scenario)
-        _sandbox(unsafe_no_sandbox)
-        opts = _parse_model_args(model_arg)
+        setup_sandbox(unsafe_no_sandbox)
+        opts = parse_model_args(model_arg)
         wb = load_model(writer, **opts) if writer else None
         eb = load_model(evaluator, **opts) if evaluator else None
         with Progress(console=err_console) as progress:
@@ -97,7 +98,7 @@ def generate_stateful(
                 on_task=on_task,
             )
     except CallbenchError as exc:
-        _fail(exc)
+        fail(exc)
     out_console.print(
         f"{manifest['n_kept']} tasks in {out / 'tasks.jsonl'} ({manifest['attempts']} programs sampled; "
         f"dropped: {manifest['dropped'] or 'none'}; {manifest['pairs_covered']} of ~{manifest['reachable_pairs_estimate']} "
@@ -120,6 +121,7 @@ def run_stateful(
     k: Annotated[list[int] | None, typer.Option("--k", help="pass@k to report (repeatable; default: 1 and --samples).")] = None,
     scenario: Annotated[list[str] | None, typer.Option(help="Only these scenarios (repeatable).")] = None,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default 0 for one sample, 0.8 for several).")] = None,
+    seed: SampledSeed = 0,
     timeout: Annotated[float, typer.Option(help="Seconds per program run (wall time, setup included).")] = 20.0,
     mode: Annotated[
         str, typer.Option(help="program (the model writes Python) or mcp (a tool-calling agent over the scenario's MCP server; voice).")
@@ -140,6 +142,7 @@ def run_stateful(
     unsafe_no_sandbox: UnsafeNoSandbox = False,
     force: Force = False,
     rescore: Rescore = False,
+    config: ConfigFile = None,
 ) -> None:
     """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
     service per test case and must match the reference's result and final state. Reports pass@k,
@@ -156,8 +159,9 @@ def run_stateful(
     from callbench.runs.runner import RunOptions
 
     try:
-        id_list = _csv(ids, "--ids")
-        _sandbox(unsafe_no_sandbox)
+        check_seed(seed)
+        id_list = csv_list(ids, "--ids")
+        setup_sandbox(unsafe_no_sandbox)
         track = make_track(
             "stateful",
             bench=str(bench) if bench else None,
@@ -169,13 +173,13 @@ def run_stateful(
             mode=mode,
             max_steps=max_steps,
         )
-        backend = load_backend(model, _parse_model_args(model_arg), concurrency=concurrency, track=track, constrained=False)
+        backend = load_backend(model, parse_model_args(model_arg), concurrency=concurrency, track=track, constrained=False)
         if mode == "mcp":
             from callbench.models.base import require_tools
 
             require_tools(backend, "--mode mcp")
-        generation = dataclasses.replace(track.default_generation(backend.mode), max_tokens=max_tokens)
-        outcome = _run_track(
+        generation = dataclasses.replace(track.default_generation(backend.mode), max_tokens=max_tokens, seed=seed)
+        outcome = run_track(
             track,
             backend,
             RunOptions(
@@ -194,14 +198,13 @@ def run_stateful(
                 force=force,
                 rescore=rescore,
             ),
+            config_file=config,
         )
     except CallbenchError as exc:
-        _fail(exc)
+        fail(exc)
     print_stateful_summary(outcome.summary, out_console)
-    _backend_error_note(outcome.summary)
-    from callbench.cli import _shown
-
-    shown = _shown(outcome.run_dir)
+    backend_error_note(outcome.summary)
+    shown = path_text(outcome.run_dir)
     out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
 
 
@@ -229,7 +232,7 @@ def coverage_cmd(
 
     try:
         n = _range(programs)
-        names = tuple(_csv(samplers, "--samplers") or ())
+        names = tuple(csv_list(samplers, "--samplers") or ())
         bad = [s for s in names if s not in SAMPLERS]
         if bad or not names:
             raise ConfigError(f"--samplers {samplers}: choose from {', '.join(SAMPLERS)}")
@@ -250,9 +253,9 @@ def coverage_cmd(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps({"scenarios": {r["scenario"]: r for r in results}}, indent=1) + "\n", "utf-8")
     except OSError as exc:  # --json/--plot/--out where a file cannot go
-        _fail(ConfigError(f"{exc.filename or json_out}: cannot write ({exc.strerror}); pass another --out, --json or --plot"))
+        fail(ConfigError(f"{exc.filename or json_out}: cannot write ({exc.strerror}); pass another --out, --json or --plot"))
     except CallbenchError as exc:
-        _fail(exc)
+        fail(exc)
     table = Table(title=f"transition-pair coverage ({seeds} seeds, {n} programs)")
     for col in ("scenario", "reachable", "sampler", f"programs to {goal:.0%} (mean)", "final coverage"):
         table.add_column(col)

@@ -1,0 +1,28 @@
+"""The ``callbench`` command. Every subcommand is a thin layer over the Python API.
+
+Layout (imports go one way only, down this list; no module imports a sibling command module or
+this package):
+
+- :mod:`callbench.cli.options`: consoles, one-line errors, shared option types and run plumbing
+- :mod:`callbench.cli.runconfig`: ``--config FILE`` of the run commands
+- :mod:`callbench.cli.root`: the typer app, its command groups and ``--version``
+- one module per command group: :mod:`~callbench.cli.data`, :mod:`~callbench.cli.run` (``run
+  webapi``, ``run nested``), :mod:`~callbench.cli.stateful` (``generate stateful``, ``run
+  stateful``, ``coverage``), :mod:`~callbench.cli.generate`, :mod:`~callbench.cli.constrain`,
+  :mod:`~callbench.cli.results` (``report``, ``export``, ``show``, ``list``, ``models``)
+
+Importing this package registers every command on :data:`app` (the console script).
+"""
+
+from __future__ import annotations
+
+from callbench.cli import constrain, data, generate, results, run, stateful  # noqa: F401 - registers the commands
+from callbench.cli.root import app, reflow_help
+
+reflow_help()
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:  # pragma: no cover
+    app()

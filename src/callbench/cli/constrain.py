@@ -1,0 +1,74 @@
+"""``callbench constrain``: show the grammar constrained decoding derives from a spec, or check
+an invocation against it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from callbench.cli.options import Setup, err_console, fail, out_console
+from callbench.cli.root import constrain_app
+from callbench.errors import CallbenchError, ConfigError
+
+
+def _resolve_spec(spec: str, data: Path | None) -> Path:
+    from callbench.data.paths import data_dir
+    from callbench.tracks.webapi.dataset import KNOWN_APIS, SPEC_DIR
+
+    p = Path(spec)
+    if p.is_file():
+        return p
+    if spec in KNOWN_APIS or spec == "petstore":
+        root = data_dir(data)
+        candidate = (
+            root / "wapiibench/openapi/test/petstore-expanded-modified.yaml"
+            if spec == "petstore"
+            else root / SPEC_DIR / f"{spec}.yaml"
+        )
+        if candidate.is_file():
+            return candidate
+        raise ConfigError(f"--spec {spec}: {candidate} not found; run 'callbench data fetch wapiibench'")
+    raise ConfigError(f"--spec {spec}: no such file and not a known API ({', '.join([*KNOWN_APIS, 'petstore'])})")
+
+
+@constrain_app.command("webapi")
+def constrain_webapi(
+    spec: Annotated[str, typer.Option(help="OpenAPI file, or a WAPIIBench API name (slack, asana, ...).")],
+    show: Annotated[bool, typer.Option("--show", help="Print the grammar (llguidance Lark syntax).")] = False,
+    check: Annotated[Path | None, typer.Option(help="JavaScript file: is its first axios call allowed? why not?")] = None,
+    setup: Annotated[Setup, typer.Option(help="full: grammar after 'axios.'; args: after axios.<method>('<url>',.")] = Setup.full,
+    method: Annotated[str | None, typer.Option(help="Fixed method (setup args).")] = None,
+    url: Annotated[str | None, typer.Option(help="Fixed URL (setup args).")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="Data dir for API names.")] = None,
+) -> None:
+    """Show the grammar derived from a spec, or check an invocation against it."""
+    try:
+        from callbench.constrain.webapi_grammar import build_webapi_grammar
+        from callbench.specs import load_spec
+
+        api_spec = load_spec(_resolve_spec(spec, data))
+        if not show and check is None:
+            raise ConfigError("give --show and/or --check FILE")
+        if show:
+            g = build_webapi_grammar(api_spec, setup=setup.value, method=method, url=url)
+            out_console.print(g.lark, markup=False, highlight=False, soft_wrap=True)
+            err_console.print(
+                f"[dim]{g.n_rules} rules, {g.n_terminals} terminals, {len(g.lark):,} chars, built in {g.build_seconds * 1000:.0f} ms[/dim]"
+            )
+        if check is not None:
+            from callbench.constrain.check import check_invocation
+            from callbench.files import read_text
+
+            code = read_text(check, error=ConfigError, label=f"--check {check}")
+            res = check_invocation(api_spec, code, setup=setup.value, method=method, url=url)
+            if res.allowed:
+                out_console.print(f"[green]allowed[/green]: {res.call}", highlight=False)
+            else:
+                where = f" at offset {res.offset}" if res.offset is not None else ""
+                out_console.print(f"[red]not allowed[/red]{where}: {escape(str(res.reason))}", highlight=False)
+                raise typer.Exit(1)
+    except CallbenchError as exc:
+        fail(exc)

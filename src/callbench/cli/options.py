@@ -1,0 +1,246 @@
+"""What the command modules share: the consoles, one-line error printing, option types used by
+several commands (``--force``, ``--rescore``, ``--seed``, ``--config`` ...) and the plumbing from
+options to :class:`~callbench.runs.runner.RunOptions` and the runner.
+
+Kept in one place so each command module imports only this (and :mod:`callbench.cli.root`), never
+a sibling command module. Only typer and rich are imported at module level: ``callbench --help``
+must stay fast, so everything heavier is imported inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from callbench.errors import CallbenchError, ConfigError
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+
+def fail(exc: Exception) -> None:
+    """Print the error as one line (whitespace runs folded, unencodable text escaped) and exit 2."""
+    from rich.markup import escape
+
+    from callbench.runs.text import encodable
+
+    message = escape(" ".join(encodable(str(exc)).split()))
+    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def csv_list(text: str | None, option: str) -> list[str] | None:
+    """``"a, b,"`` -> ``["a", "b"]``; None when the option was not given. A given list that is
+    empty after splitting (``--ids ,,,``) is an error: ignoring it would select everything."""
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise ConfigError(f"{option} {text!r}: no ids or names in it (expected a comma-separated list)")
+    return items
+
+
+def path_text(path: Path) -> str:
+    """A path as printable text: a name with undecodable bytes is shown with escapes, not a crash."""
+    from rich.markup import escape
+
+    from callbench.runs.text import encodable
+
+    return escape(encodable(str(path)))
+
+
+class Setup(str, Enum):  # noqa: UP042 - typer needs the str mixin
+    full = "full"
+    args = "args"
+
+
+class Scoring(str, Enum):  # noqa: UP042 - typer needs the str mixin
+    strict = "strict"
+    compat = "compat"
+
+
+RetryErrors = Annotated[
+    bool,
+    typer.Option(
+        "--retry-errors",
+        help="On resume, ask the backend again for the samples stored as backend errors (refused or failed "
+        "requests, malformed responses).",
+    ),
+]
+MaxBackendErrorRate = Annotated[
+    float,
+    typer.Option(
+        "--max-backend-error-rate",
+        help="Stop the run (finished samples kept) once more than this share of its samples got no usable "
+        "answer from the backend (counted from 10 such samples on).",
+    ),
+]
+Force = Annotated[
+    bool,
+    typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
+]
+Rescore = Annotated[
+    bool,
+    typer.Option(
+        "--rescore",
+        help="Keep every stored answer and score it again with the current data, specs and code (no model "
+        "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
+    ),
+]
+CountBackendErrors = Annotated[
+    bool,
+    typer.Option(
+        "--count-backend-errors",
+        help="Score samples the backend never answered (backend_error) as failed, as if the answer were "
+        "empty. Default: left out of the metrics and counted apart.",
+    ),
+]
+EvalWorkers = Annotated[
+    int | None,
+    typer.Option(
+        "--eval-workers",
+        help="Threads that score answers (each drives its own sandbox process) while requests go on; "
+        "default: one per CPU core (stateful: one per request in flight).",
+    ),
+]
+UnsafeNoSandbox = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-no-sandbox",
+        help="Run generated code even where the bubblewrap sandbox cannot start (user namespaces "
+        "disabled): only rlimits and an audit hook remain, which do not contain C code. Recorded in the run.",
+    ),
+]
+
+_SEED_HELP = (
+    "Seed of the backend's sampling, sent with every request (llamacpp:, hf:, and openai: servers that "
+    "honour 'seed'), so a run that samples (temperature > 0) draws the same answers when re-run. Part of "
+    "the run identity: a run directory is not resumed with another seed."
+)
+Seed = Annotated[int, typer.Option("--seed", help=_SEED_HELP)]
+GreedySeed = Annotated[
+    int,
+    typer.Option("--seed", help=_SEED_HELP + " This track decodes greedily (temperature 0): the seed changes no answer."),
+]
+SampledSeed = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        help=_SEED_HELP + " Draw i of a task (i = 0 .. --samples - 1) uses seed + i, so the pass@k draws "
+        "differ from each other and a re-run repeats them.",
+    ),
+]
+MAX_SEED = 2**31 - 1  # every backend takes it (llama.cpp's is 32-bit, and 0xFFFFFFFF means "random")
+
+
+def check_seed(seed: int) -> int:
+    """A seed every backend reproduces (a negative one means "random" to llama.cpp)."""
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"--seed {seed}: must be between 0 and {MAX_SEED}")
+    return seed
+
+
+def _load_config(ctx: typer.Context, value: Path | None) -> Path | None:
+    """Eager ``--config`` callback: the file's settings become the command's defaults
+    (``ctx.default_map``), so an option given on the command line still wins."""
+    if value is None:
+        return None
+    from callbench.cli.runconfig import default_map
+
+    try:
+        ctx.default_map = {**(ctx.default_map or {}), **default_map(ctx.command, value, ctx=ctx)}
+    except CallbenchError as exc:
+        fail(exc)
+    return value
+
+
+ConfigFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        callback=_load_config,
+        is_eager=True,
+        help="YAML or JSON file of options: keys are this command's long option names (max-tokens or "
+        "max_tokens), values as the option takes them (a list for a repeatable option). Options on the "
+        "command line override the file; the file is recorded in the run's config.json.",
+    ),
+]
+
+
+def backend_error_note(summary: dict) -> None:
+    n = summary.get("n_backend_errors") or 0
+    if n:
+        how = "scored as failed samples" if summary.get("backend_errors_counted") else "not counted in the metrics"
+        err_console.print(
+            f"[yellow]{n} sample(s) got no usable answer from the backend (backend_error): {how}; "
+            "run the same command with --retry-errors to ask again[/yellow]",
+            highlight=False,
+        )
+
+
+def setup_sandbox(unsafe: bool) -> None:
+    """Decide, before any model loads, whether generated code may run here (see docs/security.md)."""
+    from callbench.sandbox import boundary
+
+    boundary.allow_unsandboxed(unsafe)
+    if boundary.isolation() == "none":
+        err_console.print(
+            "[yellow]warning: running generated code WITHOUT the OS sandbox (--unsafe-no-sandbox)[/yellow]"
+        )
+
+
+def parse_model_args(items: list[str] | None) -> dict[str, object]:
+    opts: dict[str, object] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--model-arg '{item}': expected KEY=VALUE")
+        try:
+            opts[key] = json.loads(value)
+        except json.JSONDecodeError:
+            opts[key] = value
+    return opts
+
+
+_sigterm = {"seen": False}
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM stops a run the way Ctrl-C does: as SIGINT, which ``asyncio.run`` turns into a
+    clean cancellation of the run (raising here instead could land inside the event loop)."""
+    import signal
+
+    _sigterm["seen"] = True
+    signal.raise_signal(signal.SIGINT)
+
+
+def run_track(track: Any, backend: Any, options: Any, *, config_file: Path | None = None) -> Any:
+    """Run with the shared runner; an interrupt (SIGINT or SIGTERM) keeps finished samples and
+    says how to resume. ``config_file`` (``--config``) is recorded in the run's config.json."""
+    import signal
+    import threading
+
+    from callbench.runs.runner import run
+
+    if config_file is not None:
+        from callbench.cli.runconfig import describe
+
+        options.recorded = {**options.recorded, "config_file": describe(config_file)}
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main else None
+    _sigterm["seen"] = False
+    try:
+        outcome = run(track, backend, options, console=err_console)
+    except KeyboardInterrupt:
+        what = "terminated (SIGTERM)" if _sigterm["seen"] else "interrupted"
+        err_console.print(f"[yellow]{what}: finished samples are saved; run the same command to resume[/yellow]")
+        raise typer.Exit(143 if _sigterm["seen"] else 130) from None
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+    return outcome

@@ -1,0 +1,297 @@
+"""``callbench run webapi`` and ``callbench run nested`` (``run stateful`` lives with the
+stateful track's other commands in :mod:`callbench.cli.stateful`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from callbench.cli.options import (
+    ConfigFile,
+    CountBackendErrors,
+    EvalWorkers,
+    Force,
+    GreedySeed,
+    MaxBackendErrorRate,
+    Rescore,
+    RetryErrors,
+    Scoring,
+    Seed,
+    Setup,
+    UnsafeNoSandbox,
+    backend_error_note,
+    check_seed,
+    csv_list,
+    err_console,
+    fail,
+    out_console,
+    parse_model_args,
+    path_text,
+    run_track,
+    setup_sandbox,
+)
+from callbench.cli.root import run_app
+from callbench.errors import CallbenchError, ConfigError
+
+
+@run_app.command("webapi")
+def run_webapi(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Backend spec: gold | replay:FILE | openai:MODEL@BASE_URL | llamacpp:PATH|default | hf:PATH.",
+        ),
+    ],
+    setup: Annotated[Setup, typer.Option(help="full: complete from 'axios.'; args: method and URL given.")] = Setup.full,
+    scoring: Annotated[
+        Scoring, typer.Option(help="strict (schema-aware values, case-insensitive headers) or compat (published scorer).")
+    ] = Scoring.strict,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks (after --api/--ids).")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated task ids, e.g. asana_0,slack_12.")] = None,
+    api: Annotated[str | None, typer.Option(help="Comma-separated APIs, e.g. slack,asana.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
+    max_tokens: Annotated[int, typer.Option(help="New tokens per sample.")] = 250,
+    temperature: Annotated[float, typer.Option(help="0 = greedy.")] = 0.0,
+    seed: Seed = 0,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt format: completion (base models: instructions + starter code), chat, or auto "
+            "(default for llamacpp:/hf:: an instruct model whose GGUF/tokenizer has a chat template gets "
+            "it, with the starter code prefilled as the start of its answer; base models get completion). "
+            "openai: defaults to chat (the answer is parsed)."
+        ),
+    ] = None,
+    prompt_version: Annotated[
+        str,
+        typer.Option(
+            "--prompt-version",
+            help="Prompt text: v2 (default; states where the credential goes and its placeholder) or "
+            "v1 (the paper-style text, which only names the placeholders).",
+        ),
+    ] = "v2",
+    model_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model-arg",
+            help="Backend option KEY=VALUE (repeatable), e.g. n_threads=1, token_healing=false.",
+        ),
+    ] = None,
+    tasks: Annotated[Path | None, typer.Option(help="Own task file (JSON list or JSONL) instead of WAPIIBench.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
+    out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
+    run_id: Annotated[str | None, typer.Option(help="Run directory name (default: derived from the settings).")] = None,
+    constrained: Annotated[
+        bool,
+        typer.Option(
+            "--constrained",
+            help="Constrained decoding: a grammar derived from the spec masks every token, so no illegal "
+            "endpoint, method or argument can be written (llamacpp:, hf:, or a vLLM server via openai:).",
+        ),
+    ] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    retry_errors: RetryErrors = False,
+    max_backend_error_rate: MaxBackendErrorRate = 0.2,
+    count_backend_errors: CountBackendErrors = False,
+    eval_workers: EvalWorkers = None,
+    force: Force = False,
+    rescore: Rescore = False,
+    config: ConfigFile = None,
+) -> None:
+    """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
+
+    Re-running the same command resumes: finished samples are kept and skipped.
+
+    Local backends (llamacpp:, hf:) heal the prompt boundary: the prompt is backed up by its last
+    token and the answer must start by re-writing it (so 'axios.' is not left as a bare '.' token).
+    """
+    from callbench.api import answer_mode, load_backend, make_track
+    from callbench.models.base import GenerationConfig
+    from callbench.report.table import print_summary
+    from callbench.runs.runner import RunOptions
+
+    try:
+        check_seed(seed)
+        id_list, api_list = csv_list(ids, "--ids"), csv_list(api, "--api")
+        opts = parse_model_args(model_arg)
+        if mode:
+            opts["mode"] = mode
+        track = make_track(
+            "webapi",
+            setup=setup.value,
+            data=str(data) if data else None,
+            tasks_file=str(tasks) if tasks else None,
+            constrained=constrained,
+            prompt_version=prompt_version,
+        )
+        backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
+        if backend.mode != "completion" and model.startswith("gold"):
+            raise ConfigError("gold answers in completion mode only")
+        gen = track.default_generation(answer_mode(backend, track))
+        gen = GenerationConfig(max_tokens=max_tokens, temperature=temperature, stop=gen.stop, seed=seed)
+        if backend.identity.startswith("llamacpp") and getattr(backend, "note", None):
+            err_console.print(f"[yellow]{escape(backend.note)}[/yellow]")
+        outcome = run_track(
+            track,
+            backend,
+            RunOptions(
+                out_dir=out,
+                run_id=run_id,
+                limit=limit,
+                ids=id_list,
+                groups=api_list,
+                concurrency=concurrency,
+                scoring=scoring.value,
+                generation=gen,
+                progress=not no_progress,
+                retry_errors=retry_errors,
+                max_backend_error_rate=max_backend_error_rate,
+                count_backend_errors=count_backend_errors,
+                eval_workers=eval_workers,
+                force=force,
+                rescore=rescore,
+            ),
+            config_file=config,
+        )
+    except CallbenchError as exc:
+        fail(exc)
+    print_summary(outcome.summary, out_console)
+    backend_error_note(outcome.summary)
+    shown = path_text(outcome.run_dir)
+    out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
+
+
+@run_app.command("nested")
+def run_nested(
+    model: Annotated[str, typer.Option("--model", "-m", help="Backend spec, as for 'run webapi'.")],
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="Task file (NESTFUL v1/v2 JSON/JSONL or HF parquet); default: callbench's own generated set."),
+    ] = None,
+    shots: Annotated[int, typer.Option(help="In-context examples (0-3, the published NESTFUL examples).")] = 0,
+    icl: Annotated[Path | None, typer.Option(help="In-context examples file (v2 schema).")] = None,
+    functions: Annotated[Path | None, typer.Option(help="Directory of Python files with executable tools.")] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="direct (default: the whole call list in one answer), react (one call per turn as text, executed, "
+            "output fed back) or tools (the server's native tool-calling API, one turn per round of calls). "
+            "The backend's own mode is set with --model-arg mode=chat|completion.",
+        ),
+    ] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", hidden=True, help="Deprecated alias of --mode.")] = None,
+    max_steps: Annotated[int, typer.Option("--max-steps", help="react, tools: most model turns per task.")] = 12,
+    scoring: Annotated[Scoring, typer.Option(help="strict (default) or compat (the published scorer).")] = Scoring.strict,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
+    max_tokens: Annotated[int, typer.Option(help="New tokens per sample (per turn in react and tools).")] = 512,
+    seed: GreedySeed = 0,
+    model_arg: Annotated[
+        list[str] | None,
+        typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable), e.g. mode=chat or mode=completion."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
+    run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
+    constrained: Annotated[
+        bool,
+        typer.Option(
+            "--constrained",
+            help="Reference-aware constrained decoding: only catalog tools, their parameters, typed values and "
+            "references to earlier labels' outputs can be written (llamacpp:, hf:).",
+        ),
+    ] = False,
+    sample_timeout: Annotated[
+        float,
+        typer.Option(
+            "--sample-timeout",
+            help="Seconds one sample may spend executing its calls (a whole episode with --mode react/tools); "
+            "past it the sample is a timeout, scored wrong.",
+        ),
+    ] = 600.0,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    retry_errors: RetryErrors = False,
+    max_backend_error_rate: MaxBackendErrorRate = 0.2,
+    count_backend_errors: CountBackendErrors = False,
+    eval_workers: EvalWorkers = None,
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
+    force: Force = False,
+    rescore: Rescore = False,
+    config: ConfigFile = None,
+) -> None:
+    """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.
+
+    Scored on function/parameter F1, partial/full sequence accuracy, and win rate (the predicted
+    calls are executed in a sandboxed process and the final answer compared). Resumable.
+
+    --mode picks how the calls are written (direct, react or tools); the backend's chat or
+    completion mode is a backend option: --model-arg mode=chat.
+    """
+    from callbench.api import load_backend, make_track
+    from callbench.models.base import GenerationConfig
+    from callbench.report.table import print_nested_summary
+    from callbench.runs.runner import RunOptions, check_generation
+
+    try:
+        id_list = csv_list(ids, "--ids")
+        generation = GenerationConfig(max_tokens=max_tokens, seed=check_seed(seed))
+        check_generation(generation)  # before the data note, so a bad option is the only output
+        setup_sandbox(unsafe_no_sandbox)
+        if mode in ("chat", "completion"):
+            raise ConfigError(
+                f"--mode {mode}: for 'run nested' --mode is direct, react or tools; "
+                f"set the backend mode with --model-arg mode={mode}"
+            )
+        if strategy is not None and mode is not None and strategy != mode:
+            raise ConfigError(f"--strategy {strategy} contradicts --mode {mode} (--strategy is a deprecated alias of --mode)")
+        opts = parse_model_args(model_arg)
+        track = make_track(
+            "nested",
+            data=str(data) if data else None,
+            shots=shots,
+            icl_file=str(icl) if icl else None,
+            functions=str(functions) if functions else None,
+            mode=mode or strategy or "direct",
+            max_steps=max_steps,
+            constrained=constrained,
+            sample_timeout_s=sample_timeout,
+        )
+        if track.data_note:
+            err_console.print(f"[dim]{escape(track.data_note)}[/dim]")
+        backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
+        if track.options.mode == "tools":
+            from callbench.models.base import require_tools
+
+            require_tools(backend, "--mode tools")
+        outcome = run_track(
+            track,
+            backend,
+            RunOptions(
+                out_dir=out,
+                run_id=run_id,
+                limit=limit,
+                ids=id_list,
+                concurrency=concurrency,
+                scoring=scoring.value,
+                generation=generation,
+                progress=not no_progress,
+                retry_errors=retry_errors,
+                max_backend_error_rate=max_backend_error_rate,
+                count_backend_errors=count_backend_errors,
+                eval_workers=eval_workers,
+                force=force,
+                rescore=rescore,
+            ),
+            config_file=config,
+        )
+    except CallbenchError as exc:
+        fail(exc)
+    print_nested_summary(outcome.summary, out_console)
+    backend_error_note(outcome.summary)
+    out_console.print(f"run directory: {path_text(outcome.run_dir)}", highlight=False)
