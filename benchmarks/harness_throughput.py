@@ -15,6 +15,8 @@ scoring, storage. Figures:
   needs after the last answer.
 * ``efficiency_requests["C@L"]``: the same for answers received (first request to last answer):
   how much of the server's limit the harness uses.
+* Each configuration runs ``--repeat`` times (default 3) and the figures are the medians (one run
+  varies by about +-10 % on a small VM); every run is listed under ``runs``.
 * ``startup_help_s``: ``callbench --help`` wall time; ``startup_first_request_s``: from starting
   ``callbench run webapi`` until the server sees the first request (median of three).
 
@@ -153,36 +155,44 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--quick", action="store_true", help="fewer samples (a smoke run, not the table)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per configuration; the figures are their medians")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cb-harness-"))
     try:
         tasks = write_tasks(work, 5)
         replies = write_replies(tasks, work)
-        results: dict = {"efficiency": {}, "efficiency_requests": {}, "runs": []}
+        results: dict = {"efficiency": {}, "efficiency_requests": {}, "runs": [], "repeats": args.repeat}
         ceiling_n = 400 if args.quick else CEILING_TASKS
         srv = Server(0.0, replies)
         try:
-            rate, _, summary = run_phase(srv.url, tasks, ceiling_n, 64, work / "ceiling")
+            rates = []
+            for k in range(args.repeat):
+                rate, _, summary = run_phase(srv.url, tasks, ceiling_n, 64, work / f"ceiling-{k}")
+                rates.append(rate)
+                results["runs"].append({"concurrency": 64, "latency_s": 0.0, "n": ceiling_n, "samples_per_s": round(rate, 1),
+                                        "gold_correct": summary["metrics"]["correct_implementations_t"]})
         finally:
             srv.close()
-        ok = summary["metrics"]["correct_implementations_t"]
-        results["ceiling_samples_per_s"] = round(rate, 1)
-        results["runs"].append({"concurrency": 64, "latency_s": 0.0, "n": ceiling_n, "samples_per_s": round(rate, 1), "gold_correct": ok})
+        results["ceiling_samples_per_s"] = round(statistics.median(rates), 1)
         for latency in LATENCY:
             srv = Server(latency, replies)
             try:
                 for c in CONCURRENCY:
                     # whole waves only: a last, partial wave would cap the figure below 1
                     n = c * min(3 if args.quick else 10, CEILING_TASKS // c)
-                    rate, answers, summary = run_phase(srv.url, tasks, n, c, work / f"c{c}-l{latency}")
-                    eff, eff_requests = rate / (c / latency), answers / (c / latency)
-                    results["efficiency"][f"{c}@{latency:g}"] = round(eff, 3)
-                    results["efficiency_requests"][f"{c}@{latency:g}"] = round(eff_requests, 3)
-                    results["runs"].append(
-                        {"concurrency": c, "latency_s": latency, "n": n, "samples_per_s": round(rate, 1),
-                         "efficiency": round(eff, 3), "efficiency_requests": round(eff_requests, 3),
-                         "gold_correct": summary["metrics"]["correct_implementations_t"]}
-                    )
+                    effs, effs_requests = [], []
+                    for k in range(args.repeat):
+                        rate, answers, summary = run_phase(srv.url, tasks, n, c, work / f"c{c}-l{latency}-{k}")
+                        eff, eff_requests = rate / (c / latency), answers / (c / latency)
+                        effs.append(eff)
+                        effs_requests.append(eff_requests)
+                        results["runs"].append(
+                            {"concurrency": c, "latency_s": latency, "n": n, "samples_per_s": round(rate, 1),
+                             "efficiency": round(eff, 3), "efficiency_requests": round(eff_requests, 3),
+                             "gold_correct": summary["metrics"]["correct_implementations_t"]}
+                        )
+                    results["efficiency"][f"{c}@{latency:g}"] = round(statistics.median(effs), 3)
+                    results["efficiency_requests"][f"{c}@{latency:g}"] = round(statistics.median(effs_requests), 3)
             finally:
                 srv.close()
         help_s, first_s = startup(tasks)
@@ -199,7 +209,8 @@ def main() -> int:
         print(f"{r['concurrency']:>11} {r['latency_s']:>9g} {r['n']:>5} {r['samples_per_s']:>10.1f} {limit:>8} "
               f"{r.get('efficiency', float('nan')):>10.3f} {r.get('efficiency_requests', float('nan')):>9.3f} "
               f"{r['gold_correct']:>8.3f}")
-    print(f"ceiling (0 ms, c=64, {ceiling_n} tasks): {results['ceiling_samples_per_s']} samples/s")
+    print(f"ceiling (0 ms, c=64, {ceiling_n} tasks, median of {args.repeat}): {results['ceiling_samples_per_s']} samples/s")
+    print("efficiency (median of {}): {}".format(args.repeat, ", ".join(f"{k} {v}" for k, v in results["efficiency"].items())))
     print(f"startup: --help {results['startup_help_s']} s; first request after {results['startup_first_request_s']} s")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
