@@ -90,6 +90,8 @@ def run(
     """Run ``track`` with ``model`` and return the run directory and its summary (the keyword
     arguments are the ``callbench run`` options of the same names; ``force`` starts the run
     directory over, ``rescore`` re-scores its stored answers)."""
+    if track == "nested":  # --prompt-template auto reads the model's family from its spec
+        track_options.setdefault("model_spec", model)
     tr = make_track(track, **track_options)
     backend = load_backend(
         model, model_options or {}, concurrency=concurrency, track=tr, constrained=bool(track_options.get("constrained"))

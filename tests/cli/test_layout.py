@@ -106,7 +106,7 @@ def _commands(group, prefix=()) -> set[str]:
 def test_every_command_is_registered():
     assert _commands(typer.main.get_command(app)) == {
         "data fetch", "data path", "run webapi", "run nested", "run stateful", "constrain webapi",
-        "generate nested", "generate stateful", "report", "models", "export", "show", "list", "coverage",
+        "generate nested", "generate stateful", "report", "models", "export", "show", "list", "coverage", "analyze complexity",
     }
 
 

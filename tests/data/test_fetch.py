@@ -1,6 +1,7 @@
 import hashlib
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import httpx
@@ -20,6 +21,8 @@ def _transport(root, *, corrupt=None, fail_first=0):
         if calls["n"] <= fail_first:
             return httpx.Response(503)
         rel = str(request.url).removeprefix(base + "/")
+        if not (root / "wapiibench" / rel).is_file():  # e.g. the optional published prompt
+            return httpx.Response(404)
         body = (root / "wapiibench" / rel).read_bytes()
         if corrupt and rel == corrupt:
             body = body + b" "
@@ -41,7 +44,8 @@ def test_fetch_downloads_and_verifies(tmp_path, data_root):
     transport2, calls2 = _transport(data_root)
     with httpx.Client(transport=transport2) as client:
         fetch_data("wapiibench", root=tmp_path, client=client)
-    assert calls2["n"] == 0
+    # nothing downloaded; only the optional published prompt, absent here, is asked for again
+    assert calls2["n"] == (0 if (data_root / "wapiibench/resources/code_generation_prompt.md").is_file() else 1)
 
 
 def test_checksum_mismatch_leaves_no_file(tmp_path, data_root):
@@ -75,6 +79,8 @@ GITHUB = UPSTREAMS["nestful"]["github"]
 HF = UPSTREAMS["nestful"]["hf"]
 DATA = "data_v2/nestful_data.jsonl"
 ICL = "src/icl_examples.json"
+PROMPTS = "src/PROMPTS.json"
+PROMPTS_TEXT = b'{"LLaMa-3.1": "tools: {FUNCTION_STR} examples: {ICL_EXAMPLES} question: {QUERY}"}'
 PARQUET = "data/train-00000-of-00001.parquet"
 HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
 LICENSE_TEXT = b"Apache License, Version 2.0 (test stand-in)\n"
@@ -111,6 +117,10 @@ def _upstream(n: int = 3) -> dict[str, bytes]:
         GITHUB.url(GITHUB.files[0]): LICENSE_TEXT,
         f"{GITHUB.base_url}/{DATA}": _jsonl(_row(i) for i in range(n)),
         f"{GITHUB.base_url}/{ICL}": json.dumps([_row(100), _row(101)]).encode(),
+        f"{GITHUB.base_url}/{PROMPTS}": PROMPTS_TEXT,
+        # the code-domain tool implementations: a map and the files it names (see the end of this file)
+        f"{GITHUB.base_url}/{FUNCS}/func_file_map.json": json.dumps({"shout": "py_code_file_1.py"}).encode(),
+        f"{GITHUB.base_url}/{FUNCS}/py_code_file_1.py": TOOL_FILES["py_code_file_1.py"],
     }
 
 
@@ -151,7 +161,7 @@ def _lock(tmp_path) -> dict:
 def test_nestful_trust_on_first_use_records_then_verifies(tmp_path):
     files = _upstream()
     calls, events = _fetch(tmp_path, files)
-    assert len(calls) == 3
+    assert len(calls) == 6  # LICENSE, data, icl, prompts, the tool map and its one file
     data = tmp_path / "nestful" / DATA
     assert data.read_bytes() == files[f"{GITHUB.base_url}/{DATA}"]
     assert (tmp_path / "nestful" / ICL).is_file()
@@ -475,3 +485,128 @@ def test_cli_fetch_nestful(tmp_path):
     assert res.exit_code == 0 and "4 rows (trusted on first use)" in res.output
     res = runner.invoke(app, [*args, "--sha256", f"{DATA}=xyz"], catch_exceptions=False)
     assert res.exit_code == 2 and "is not a SHA-256" in res.output
+
+
+# -- PROMPTS.json (the published per-model templates) ----------------------------------------------
+
+SHARED_NESTFUL = Path(__file__).resolve().parents[3] / "shared" / "data" / "nestful"
+
+
+def test_nestful_fetch_records_prompts_json(tmp_path):
+    files = _upstream()
+    _, events = _fetch(tmp_path, files)
+    got = tmp_path / "nestful" / PROMPTS
+    assert got.read_bytes() == PROMPTS_TEXT
+    states = {path: (state, detail) for path, state, detail in events}
+    assert states[PROMPTS] == ("recorded", f"sha256 {_sha(PROMPTS_TEXT)}")
+    assert _lock(tmp_path)[PROMPTS]["url"] == f"{GITHUB.base_url}/{PROMPTS}"
+    # verified against the record afterwards: a changed upstream file is a mismatch
+    files[f"{GITHUB.base_url}/{PROMPTS}"] = b'{"x": "{QUERY}"}'
+    (tmp_path / "nestful" / PROMPTS).unlink()
+    with pytest.raises(DataError, match=r"PROMPTS\.json: checksum mismatch with .*callbench\.lock\.json"):
+        _fetch(tmp_path, files)
+
+
+def test_nestful_prompts_json_is_optional_upstream(tmp_path):
+    files = _upstream()
+    del files[f"{GITHUB.base_url}/{PROMPTS}"]
+    _, events = _fetch(tmp_path, files)
+    assert (PROMPTS, "skipped") in {(p, s) for p, s, _ in events}
+    assert is_complete("nestful", tmp_path, pins=PIN_LICENSE)
+
+
+@pytest.mark.skipif(not (SHARED_NESTFUL / "v2-samples" / "PROMPTS.json").is_file(), reason="needs ../shared/data/nestful")
+def test_nestful_prompts_from_a_mirror_built_from_shared(tmp_path, monkeypatch):
+    """A mirror laid out as upstream (data_v2/, src/, LICENSE) built from ../shared: PROMPTS.json
+    is copied byte for byte to nestful/src/PROMPTS.json, recorded in the lock, and the nested track
+    finds it there."""
+    m = tmp_path / "mirror"
+    (m / "data_v2").mkdir(parents=True)
+    (m / "src").mkdir()
+    shutil.copyfile(SHARED_NESTFUL / "v2-samples" / "toy_data_jan2025_schema.jsonl", m / DATA)
+    shutil.copyfile(SHARED_NESTFUL / "v2-samples" / "icl_examples.json", m / ICL)
+    shutil.copyfile(SHARED_NESTFUL / "v2-samples" / "PROMPTS.json", m / PROMPTS)
+    shutil.copyfile(SHARED_NESTFUL / "LICENSE", m / "LICENSE")
+    dest = fetch_data("nestful", root=tmp_path / "d", mirror=m)
+    assert (dest / PROMPTS).read_bytes() == (SHARED_NESTFUL / "v2-samples" / "PROMPTS.json").read_bytes()
+    assert _lock(tmp_path / "d")[PROMPTS]["sha256"] == _sha((m / PROMPTS).read_bytes())
+    assert is_complete("nestful", tmp_path / "d")
+    from callbench.tracks.nested.prompting_published import find_prompts_file, load_prompts
+
+    monkeypatch.setenv("CALLBENCH_DATA_DIR", str(tmp_path / "d"))
+    assert find_prompts_file() == dest / PROMPTS
+    assert "LLaMa-3.1" in load_prompts(dest / PROMPTS)
+
+
+# -- NESTFUL code-domain tool implementations (func_file_map.json + the files it names)
+
+FUNCS = "data_v2/executable_functions"
+FUNC_MAP_TEXT = json.dumps({"shout": "py_code_file_1.py", "twice": "py_code_file_2.py", "gone": "py_code_file_3.py"}).encode()
+TOOL_FILES = {"py_code_file_1.py": b"def shout(text):\n    return text.upper()\n", "py_code_file_2.py": b"def twice(n):\n    return 2 * n\n"}
+
+
+def _with_functions(files: dict[str, bytes]) -> dict[str, bytes]:
+    files = dict(files)
+    files[f"{GITHUB.base_url}/{FUNCS}/func_file_map.json"] = FUNC_MAP_TEXT
+    for name, body in TOOL_FILES.items():  # py_code_file_3.py is missing upstream
+        files[f"{GITHUB.base_url}/{FUNCS}/{name}"] = body
+    return files
+
+
+def test_nestful_fetches_the_tool_files_its_map_names(tmp_path):
+    files = _with_functions(_upstream())
+    _, events = _fetch(tmp_path, files)
+    states = {path: (state, detail) for path, state, detail in events}
+    assert states[f"{FUNCS}/func_file_map.json"] == ("recorded", f"sha256 {_sha(FUNC_MAP_TEXT)}")
+    assert states[f"{FUNCS}/*.py"] == ("recorded", "3 tool files named by func_file_map.json: 2 recorded, 1 skipped")
+    lock = _lock(tmp_path)
+    for name, body in TOOL_FILES.items():
+        assert (tmp_path / "nestful" / FUNCS / name).read_bytes() == body
+        assert lock[f"{FUNCS}/{name}"]["sha256"] == _sha(body)
+        assert lock[f"{FUNCS}/{name}"]["url"] == f"{GITHUB.base_url}/{FUNCS}/{name}"
+    assert f"{FUNCS}/py_code_file_3.py" not in lock
+    assert is_complete("nestful", tmp_path, pins=PIN_LICENSE)
+    # the nested track's library finds them (the missing file's tool is not implemented)
+    from callbench.tracks.nested.tools.library import fetched_library
+
+    assert fetched_library(tmp_path).names == {"shout", "twice"}
+    # again: verified against the lock, nothing downloaded
+    calls, events = _fetch(tmp_path, files)
+    states = {path: (state, detail) for path, state, detail in events}
+    assert states[f"{FUNCS}/*.py"][0] == "present"
+    assert not any(c.endswith("py_code_file_1.py") for c in calls)
+    # a changed upstream tool file is a mismatch with the record
+    (tmp_path / "nestful" / FUNCS / "py_code_file_1.py").unlink()
+    files[f"{GITHUB.base_url}/{FUNCS}/py_code_file_1.py"] = b"def shout(text):\n    return text\n"
+    with pytest.raises(DataError, match=r"py_code_file_1\.py: checksum mismatch with .*callbench\.lock\.json"):
+        _fetch(tmp_path, files)
+
+
+def test_nestful_tool_files_are_optional_upstream(tmp_path):
+    files = {url: body for url, body in _upstream().items() if f"/{FUNCS}/" not in url}
+    _, events = _fetch(tmp_path, files)
+    assert (f"{FUNCS}/func_file_map.json", "skipped") in {(p, s) for p, s, _ in events}
+    assert not any(p == f"{FUNCS}/*.py" for p, _, _ in events)
+    from callbench.tracks.nested.tools.library import fetched_library
+
+    assert fetched_library(tmp_path) is None
+
+
+def test_nestful_map_naming_a_path_is_refused(tmp_path):
+    files = _upstream()
+    files[f"{GITHUB.base_url}/{FUNCS}/func_file_map.json"] = json.dumps({"f": "../../evil.py"}).encode()
+    with pytest.raises(DataError, match="not a file name"):
+        _fetch(tmp_path, files)
+
+
+def test_nestful_tool_files_from_a_mirror(tmp_path):
+    m = _mirror(tmp_path)
+    (m / FUNCS).mkdir(parents=True)
+    (m / FUNCS / "func_file_map.json").write_bytes(FUNC_MAP_TEXT)
+    for name, body in TOOL_FILES.items():
+        (m / FUNCS / name).write_bytes(body)
+    events: list[tuple[str, str, str]] = []
+    dest = fetch_data("nestful", root=tmp_path / "d", mirror=m, pins=PIN_LICENSE, on_file=lambda *e: events.append(e))
+    assert (dest / FUNCS / "py_code_file_2.py").read_bytes() == TOOL_FILES["py_code_file_2.py"]
+    assert _lock(tmp_path / "d")[f"{FUNCS}/py_code_file_2.py"]["url"] == str(m / FUNCS / "py_code_file_2.py")
+    assert ("data_v2/executable_functions/*.py", "recorded") in {(p, s) for p, s, _ in events}

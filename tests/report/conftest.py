@@ -5,6 +5,7 @@ report's structure without a browser."""
 from __future__ import annotations
 
 import json
+import re
 import types
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
@@ -90,22 +91,44 @@ def samples(doc: Node) -> list[Node]:
     return [n for n in lst.children if isinstance(n, Node) and n.tag == "details" and "sample" in n.classes()]
 
 
+def marks(svg: Node, cls: str) -> list[Node]:
+    """The mark groups of one class in a chart's SVG (``bar``, ``segment``, ``line``, ``point``)."""
+    return svg.find_all("g", pred=lambda n: cls in n.classes())
+
+
 def check_charts(doc: Node) -> list[Node]:
-    """Every chart container holds an SVG with at least one bar, and says it has data."""
+    """Every chart container holds an SVG with its marks, and says it has data: a bar chart at
+    least one bar; stacked bars a segment per series and category; parallel coordinates a line
+    per series and a marker per value (``data-points``), each mark with a tooltip."""
     charts = doc.find_all("figure", pred=lambda n: "chart" in n.classes())
     for c in charts:
         assert int(c.attrs["data-points"]) > 0, c.attrs
         svgs = c.find_all("svg")
         assert len(svgs) == 1, c.attrs
-        bars = svgs[0].find_all("g", pred=lambda n: "bar" in n.classes())
-        assert bars and all(b.find("path") is not None for b in bars), c.attrs
+        kind = c.attrs.get("data-kind", "bars")
+        if kind == "bars":
+            bars = svgs[0].find_all("g", pred=lambda n: "bar" in n.classes())
+            assert bars and all(b.find("path") is not None for b in bars), c.attrs
+        elif kind == "stacked":
+            segments = marks(svgs[0], "segment")
+            assert segments and all(g.find("path") is not None and g.find("title") is not None for g in segments), c.attrs
+            assert len(segments) == int(c.attrs["data-points"]), c.attrs
+            assert not marks(svgs[0], "bar"), c.attrs
+        else:
+            assert kind == "parallel", c.attrs
+            lines, points = marks(svgs[0], "line"), marks(svgs[0], "point")
+            assert len(lines) == int(c.attrs["data-series"]), c.attrs
+            assert all(g.find("path") is not None for g in lines), c.attrs
+            assert len(points) == int(c.attrs["data-points"]), c.attrs
+            assert all(g.find("title") is not None and (g.find("use") or g.find("path")) for g in points), c.attrs
+            assert not marks(svgs[0], "bar"), c.attrs
     return charts
 
 
 @pytest.fixture(scope="session")
 def dom():
     """``dom.parse(html)``, ``dom.samples(doc)``, ``dom.check_charts(doc)``."""
-    return types.SimpleNamespace(parse=parse, samples=samples, check_charts=check_charts)
+    return types.SimpleNamespace(parse=parse, samples=samples, check_charts=check_charts, marks=marks)
 
 
 def invoke(*args) -> object:
@@ -258,3 +281,42 @@ def webapi_runs(tmp_path_factory, data_root):
                  "--no-progress", "--data", data_root)
     assert res.exit_code == 0, res.output
     return gold, only_dir(root / "replay"), ids
+
+
+@pytest.fixture(scope="session")
+def webapi_three_runs(webapi_runs, tmp_path_factory, data_root):
+    """``([gold, replay, edited], ids)``: the two ``webapi_runs`` and "edited", a replay of the
+    gold answers but for code that sends no request (sample 0), another resource's URL (sample 2:
+    legal but wrong), a call that throws (sample 4) and an illegal URL (sample 5)."""
+    from callbench.runs.store import RunStore
+
+    gold, replay, ids = webapi_runs
+    root = tmp_path_factory.mktemp("webapi-edited")
+    store = RunStore.open(gold)
+    try:
+        rows = {r["id"]: r["raw_output"] for r in store.rows()}
+    finally:
+        store.close()
+    preds = []
+    for i, sid in enumerate(ids):
+        if i == 0:
+            preds.append({"id": sid, "code": "const unused = 1;\n"})
+        elif i in (2, 4, 5):
+            text = rows[sid]
+            quote = "'" if "'" in text.split("(")[1][:3] else '"'
+            url = text.split(quote)[1]
+            if i == 2:  # the same endpoint, another resource: legal but wrong
+                edited = text.replace(url, re.sub(r"/\d+$", "/424242", url))
+            elif i == 4:  # a name that is not defined: the call throws
+                edited = text.replace(f"{quote}{url}{quote}", "undefinedBaseUrl + '/x'")
+            else:
+                edited = text.replace(url, "https://app.asana.com/api/1.0/tasks/9/nothing")
+            assert edited != text, text
+            preds.append({"id": sid, "output": edited})
+        else:
+            preds.append({"id": sid, "output": rows[sid]})
+    (root / "p.jsonl").write_text("\n".join(json.dumps(p) for p in preds))
+    res = invoke("run", "webapi", "--model", f"replay:{root / 'p.jsonl'}", "--ids", ",".join(ids), "--out", root / "runs",
+                 "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    return [gold, replay, only_dir(root / "runs")], ids

@@ -2,7 +2,8 @@
 and a comparison. What the page shows after its scripts ran is checked against the run store and
 ``summary.json``: every sample present, the pass/fail counts, the default filter (failing samples)
 hiding exactly the passing ones, every filter of the sample list, every chart drawn (an SVG with a
-size, each bar as big as its value says), and no script error.
+size; each bar or stacked segment drawn iff its value is not 0; each parallel-coordinate line and
+point marker drawn), and no script error.
 
 Skipped where no Chromium is installed (``scripts/test.sh`` installs ``chromium-headless-shell``
 when it runs as root with apt-get); with ``CALLBENCH_REQUIRE_BROWSER=1`` (CI) a missing browser
@@ -47,7 +48,16 @@ PROBE = """<script>
       return {title: t ? t.textContent : "", w: box.width, h: box.height};
     });
     var texts = svg ? Array.prototype.map.call(svg.querySelectorAll("text"), function (t) { return t.textContent; }) : [];
-    out.charts.push({id: fig.id, w: r.width, h: r.height, bars: bars, texts: texts, label: svg ? svg.getAttribute("aria-label") : null});
+    function marks(cls) {
+      return Array.prototype.map.call(fig.querySelectorAll("g." + cls), function (g) {
+        var box = g.getBBox(), t = g.querySelector("title");
+        return {title: t ? t.textContent : "", w: box.width, h: box.height, series: g.dataset.series || null,
+                category: g.dataset.category || null, value: g.dataset.value || null, total: g.dataset.total || null};
+      });
+    }
+    out.charts.push({id: fig.id, kind: fig.dataset.kind, series: +fig.dataset.series, points: +fig.dataset.points,
+                     w: r.width, h: r.height, bars: bars, texts: texts, label: svg ? svg.getAttribute("aria-label") : null,
+                     segments: marks("segment"), lines: marks("line"), markers: marks("point")});
   });
   document.querySelectorAll("svg").forEach(function (s) {
     var r = s.getBoundingClientRect();
@@ -164,6 +174,40 @@ def _nonzero(title: str) -> bool | None:
     return None if m.group(1) == "–" else float(m.group(1)) != 0
 
 
+def _check_stacked(c: dict) -> None:
+    """Stacked bars as laid out: a segment per series and category, drawn iff its count is not 0,
+    its tooltip saying the count, the bar's total and the share; the counts of a bar sum to its
+    total; at least one segment drawn."""
+    segs = c["segments"]
+    assert segs and len(segs) == c["points"], c["id"]
+    totals: dict[str, int] = {}
+    sums: dict[str, int] = {}
+    for seg in segs:
+        m = re.fullmatch(r"(.+) · (.+): (\d+) of (\d+) \((\d+\.\d)%\)", seg["title"])
+        assert m, seg
+        count, total = int(m.group(3)), int(m.group(4))
+        assert (m.group(1), m.group(2), str(count), str(total)) == (seg["category"], seg["series"], seg["value"], seg["total"]), seg
+        assert float(m.group(5)) == pytest.approx(100 * count / total, abs=0.05), seg
+        drawn = seg["w"] > 0 and seg["h"] > 0
+        assert drawn == (count != 0), (c["id"], seg)
+        assert totals.setdefault(seg["category"], total) == total, seg
+        sums[seg["category"]] = sums.get(seg["category"], 0) + count
+    assert sums == totals, c["id"]
+    assert any(s["w"] > 0 and s["h"] > 0 for s in segs), c["id"]
+
+
+def _check_parallel(c: dict) -> None:
+    """Parallel coordinates as laid out: a polyline per series, drawn; a marker per defined value
+    (``data-points``), drawn, its tooltip ("series · axis: value") naming its series and axis."""
+    assert len(c["lines"]) == c["series"] > 0, c["id"]
+    assert all(line["w"] > 0 for line in c["lines"]), (c["id"], c["lines"])
+    assert len(c["markers"]) == c["points"] > 0, c["id"]
+    for pt in c["markers"]:
+        assert pt["w"] > 0 and pt["h"] > 0, (c["id"], pt)
+        assert pt["title"].startswith(f"{pt['series']} · {pt['category']}: "), pt
+        assert _nonzero(pt["title"]) is not None, pt
+
+
 def check_page(browser, page: Path, exp: Expected, dom, min_charts: int = 2) -> object:
     """Load ``page`` in Chromium twice (as is, then with the probe) and check it against ``exp``;
     returns the DOM as the browser left it."""
@@ -230,11 +274,17 @@ def check_page(browser, page: Path, exp: Expected, dom, min_charts: int = 2) -> 
     assert [c["id"] for c in probe["charts"]] == [c.attrs["id"] for c in charts]
     for c in probe["charts"]:
         assert c["w"] > 50 and c["h"] > 50, c["id"]
-        assert c["bars"], c["id"]
-        for bar in c["bars"]:
-            nonzero = _nonzero(bar["title"])
-            drawn = bar["w"] > 0 and bar["h"] > 0
-            assert drawn == bool(nonzero), (c["id"], bar)
+        if c["kind"] == "stacked":
+            _check_stacked(c)
+        elif c["kind"] == "parallel":
+            _check_parallel(c)
+        else:
+            assert c["kind"] == "bars", c["id"]
+            assert c["bars"], c["id"]
+            for bar in c["bars"]:
+                nonzero = _nonzero(bar["title"])
+                drawn = bar["w"] > 0 and bar["h"] > 0
+                assert drawn == bool(nonzero), (c["id"], bar)
         # the chart is drawn: its title and axis labels; at least one bar unless every value is 0
         assert c["label"] and c["label"] in c["texts"], (c["id"], c["texts"])
         assert any(b["w"] > 0 and b["h"] > 0 for b in c["bars"]) or not any(_nonzero(b["title"]) for b in c["bars"]), c["id"]
@@ -277,6 +327,17 @@ def test_webapi_comparison_in_chromium(browser, webapi_runs, cli, tmp_path, dom)
     exp = expected(gold, replay, labels=["gold", "replay"])
     doc = check_page(browser, _report(cli, tmp_path, gold, replay, labels=("gold", "replay")), exp, dom)
     assert doc.find("table", id="t-stats") is not None and "rel. gain" in doc.find("table", id="t-paper").text()
+
+
+def test_webapi_three_run_comparison_in_chromium(browser, webapi_three_runs, cli, tmp_path, dom):
+    """Three runs: the paper's figures (parallel coordinates, stacked outcome bars) drawn for each."""
+    runs, ids = webapi_three_runs
+    labels = ("gold", "replay", "edited")
+    exp = expected(*runs, labels=list(labels))
+    assert sorted(exp.passes) == ids
+    doc = check_page(browser, _report(cli, tmp_path, *runs, labels=labels), exp, dom, min_charts=4)
+    kinds = {c.attrs["id"]: c.attrs["data-kind"] for c in dom.check_charts(doc)}
+    assert kinds["chart-parallel"] == "parallel" and kinds["chart-outcomes"] == "stacked"
 
 
 # -- nested --------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def test_single_webapi_report_keeps_the_paper_table_and_diffs_requests(webapi_ru
     assert entries[ids[3]].attrs["data-errors"] not in ("", "wrong")  # an error class (no request)
     assert doc.find("table", id="t-paper") is not None and doc.find("table", id="t-by-api-0") is not None
     charts = dom.check_charts(doc)
-    assert {c.attrs["id"] for c in charts} == {"chart-headline", "chart-by-api"}
+    assert {c.attrs["id"] for c in charts} == {"chart-headline", "chart-by-api", "chart-parallel", "chart-outcomes"}
 
 
 def test_webapi_comparison(webapi_runs, cli, dom, tmp_path):

@@ -9,7 +9,17 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from callbench.cli.options import Setup, err_console, fail, out_console
+from callbench.cli.options import (
+    CD_PROFILE_HELP,
+    VALUE_TYPES_HELP,
+    CdProfile,
+    Setup,
+    ValueTypes,
+    err_console,
+    fail,
+    grammar_options,
+    out_console,
+)
 from callbench.cli.root import constrain_app
 from callbench.errors import CallbenchError, ConfigError
 
@@ -43,6 +53,8 @@ def constrain_webapi(
     method: Annotated[str | None, typer.Option(help="Fixed method (setup args).")] = None,
     url: Annotated[str | None, typer.Option(help="Fixed URL (setup args).")] = None,
     data: Annotated[Path | None, typer.Option("--data", help="Data dir for API names.")] = None,
+    cd_profile: Annotated[CdProfile | None, typer.Option("--cd-profile", help=CD_PROFILE_HELP)] = None,
+    value_types: Annotated[ValueTypes | None, typer.Option("--value-types", help=VALUE_TYPES_HELP)] = None,
 ) -> None:
     """Show the grammar derived from a spec, or check an invocation against it."""
     try:
@@ -52,18 +64,20 @@ def constrain_webapi(
         api_spec = load_spec(_resolve_spec(spec, data))
         if not show and check is None:
             raise ConfigError("give --show and/or --check FILE")
+        options = grammar_options(cd_profile, value_types)
         if show:
-            g = build_webapi_grammar(api_spec, setup=setup.value, method=method, url=url)
+            g = build_webapi_grammar(api_spec, setup=setup.value, method=method, url=url, options=options)
             out_console.print(g.lark, markup=False, highlight=False, soft_wrap=True)
             err_console.print(
-                f"[dim]{g.n_rules} rules, {g.n_terminals} terminals, {len(g.lark):,} chars, built in {g.build_seconds * 1000:.0f} ms[/dim]"
+                f"[dim]{g.n_rules} rules, {g.n_terminals} terminals, {len(g.lark):,} chars, built in {g.build_seconds * 1000:.0f} ms"
+                f" ({escape(repr(options))})[/dim]"
             )
         if check is not None:
             from callbench.constrain.check import check_invocation
             from callbench.files import read_text
 
             code = read_text(check, error=ConfigError, label=f"--check {check}")
-            res = check_invocation(api_spec, code, setup=setup.value, method=method, url=url)
+            res = check_invocation(api_spec, code, setup=setup.value, method=method, url=url, options=options)
             if res.allowed:
                 out_console.print(f"[green]allowed[/green]: {res.call}", highlight=False)
             else:

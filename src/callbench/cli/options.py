@@ -244,3 +244,37 @@ def run_track(track: Any, backend: Any, options: Any, *, config_file: Path | Non
         if main:
             signal.signal(signal.SIGTERM, previous)
     return outcome
+
+
+# -- constrained decoding: the grammar's profile and value typing (run webapi, constrain webapi)
+
+
+class CdProfile(str, Enum):  # noqa: UP042 - typer needs the str mixin
+    callbench = "callbench"
+    paper = "paper"
+
+
+class ValueTypes(str, Enum):  # noqa: UP042 - typer needs the str mixin
+    lenient = "lenient"
+    paper = "paper"
+
+
+CD_PROFILE_HELP = (
+    "Limits of the grammar: callbench (default: nesting up to 6 recursion levels, arrays unbounded) or "
+    "paper (WAPIIBench's CD: objects/arrays nested at most 3 levels inside an argument, at most 5 array "
+    "items, and --value-types paper unless given)."
+)
+VALUE_TYPES_HELP = (
+    "Typing of request-body values: lenient (default; '3'/'true' also accepted for integer/number/boolean "
+    "fields) or paper (only literals 3/true in the body, as the paper's CD; query and header values stay "
+    "strings). Default: the --cd-profile's."
+)
+
+
+def grammar_options(cd_profile: CdProfile | str | None, value_types: ValueTypes | str | None) -> Any:
+    """The GrammarOptions for the CLI's --cd-profile/--value-types (None: the defaults)."""
+    from callbench.constrain.webapi_grammar import GrammarOptions
+
+    profile = getattr(cd_profile, "value", cd_profile) or "callbench"
+    vt = getattr(value_types, "value", value_types)
+    return GrammarOptions(profile=profile, value_types=vt)

@@ -10,6 +10,9 @@ import typer
 from rich.markup import escape
 
 from callbench.cli.options import (
+    CD_PROFILE_HELP,
+    VALUE_TYPES_HELP,
+    CdProfile,
     ConfigFile,
     CountBackendErrors,
     EvalWorkers,
@@ -22,11 +25,13 @@ from callbench.cli.options import (
     Seed,
     Setup,
     UnsafeNoSandbox,
+    ValueTypes,
     backend_error_note,
     check_seed,
     csv_list,
     err_console,
     fail,
+    grammar_options,
     out_console,
     parse_model_args,
     path_text,
@@ -71,10 +76,41 @@ def run_webapi(
         str,
         typer.Option(
             "--prompt-version",
-            help="Prompt text: v2 (default; states where the credential goes and its placeholder) or "
-            "v1 (the paper-style text, which only names the placeholders).",
+            help="Prompt text: v2 (default; states where the credential goes and its placeholder), "
+            "v1 (the paper-style text, which only names the placeholders) or published (WAPIIBench's own "
+            "prompt file, fetched with the data; same as --prompt published).",
         ),
     ] = "v2",
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            help="callbench (default: callbench's own versioned prompt, see --prompt-version) or published "
+            "(WAPIIBench's code-generation prompt as 'data fetch wapiibench' got it, filled as upstream; "
+            "API chat models get it split at its first '. ' into system and user).",
+        ),
+    ] = None,
+    context: Annotated[
+        str,
+        typer.Option(
+            "--context",
+            help="Spec text before the task: none (default), rag (the endpoints most similar to the task, "
+            "BM25 over the spec; the paper's RAG setting; needs callbench[rag]) or spec-excerpt (the "
+            "expected endpoint's documentation only: an oracle upper bound). Combines with --constrained.",
+        ),
+    ] = "none",
+    context_k: Annotated[int, typer.Option("--context-k", help="rag: endpoints retrieved.")] = 5,
+    context_chars: Annotated[
+        int, typer.Option("--context-chars", help="Context cut (characters), at an endpoint boundary.")
+    ] = 30_000,
+    base_url_hint: Annotated[
+        str,
+        typer.Option(
+            "--base-url-hint",
+            help="Name the API's base URL (the spec's first server) in the prompt: auto (default: only "
+            "for APIs other than WAPIIBench's four, e.g. a private API in --tasks), on or off.",
+        ),
+    ] = "auto",
     model_arg: Annotated[
         list[str] | None,
         typer.Option(
@@ -94,6 +130,12 @@ def run_webapi(
             "endpoint, method or argument can be written (llamacpp:, hf:, or a vLLM server via openai:).",
         ),
     ] = False,
+    cd_profile: Annotated[
+        CdProfile | None, typer.Option("--cd-profile", help=CD_PROFILE_HELP + " Needs --constrained.")
+    ] = None,
+    value_types: Annotated[
+        ValueTypes | None, typer.Option("--value-types", help=VALUE_TYPES_HELP + " Needs --constrained.")
+    ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
     retry_errors: RetryErrors = False,
     max_backend_error_rate: MaxBackendErrorRate = 0.2,
@@ -117,7 +159,18 @@ def run_webapi(
 
     try:
         check_seed(seed)
+        if not constrained and (cd_profile is not None or value_types is not None):
+            flag = "--cd-profile" if cd_profile is not None else "--value-types"
+            raise ConfigError(f"{flag} shapes the grammar of constrained decoding: it needs --constrained")
         id_list, api_list = csv_list(ids, "--ids"), csv_list(api, "--api")
+        if prompt not in (None, "callbench", "published"):
+            raise ConfigError(f"--prompt '{prompt}': choose from callbench, published")
+        if prompt == "published":
+            if prompt_version not in ("v2", "published"):
+                raise ConfigError(f"--prompt published replaces callbench's prompt versions: leave out --prompt-version {prompt_version}")
+            prompt_version = "published"
+        elif prompt == "callbench" and prompt_version == "published":
+            raise ConfigError("--prompt callbench contradicts --prompt-version published")
         opts = parse_model_args(model_arg)
         if mode:
             opts["mode"] = mode
@@ -127,8 +180,15 @@ def run_webapi(
             data=str(data) if data else None,
             tasks_file=str(tasks) if tasks else None,
             constrained=constrained,
+            grammar_options=grammar_options(cd_profile, value_types) if constrained else None,
             prompt_version=prompt_version,
+            context=context,
+            context_k=context_k,
+            context_chars=context_chars,
+            base_url_hint=base_url_hint,
         )
+        if track.published is not None:
+            err_console.print(f"[dim]prompt: WAPIIBench's published prompt ({escape(path_text(track.published.path))})[/dim]")
         backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
         if backend.mode != "completion" and model.startswith("gold"):
             raise ConfigError("gold answers in completion mode only")
@@ -176,6 +236,14 @@ def run_nested(
     shots: Annotated[int, typer.Option(help="In-context examples (0-3, the published NESTFUL examples).")] = 0,
     icl: Annotated[Path | None, typer.Option(help="In-context examples file (v2 schema).")] = None,
     functions: Annotated[Path | None, typer.Option(help="Directory of Python files with executable tools.")] = None,
+    code_functions: Annotated[
+        str | None,
+        typer.Option(
+            "--code-functions",
+            help="NESTFUL's code-domain tool files: a directory with func_file_map.json and the files it names "
+            "(default: the ones 'callbench data fetch nestful' got; 'none': off, those rows are listed as not executable).",
+        ),
+    ] = None,
     mode: Annotated[
         str | None,
         typer.Option(
@@ -207,6 +275,26 @@ def run_nested(
             "references to earlier labels' outputs can be written (llamacpp:, hf:).",
         ),
     ] = False,
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            help="callbench (default: callbench's own versioned prompt) or published (NESTFUL's template for the "
+            "model's family, from the fetched PROMPTS.json; direct mode).",
+        ),
+    ] = None,
+    prompt_template: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt-template",
+            help="auto (the model's family), a family (granite, llama, mistral, mixtral, xlam, hammer, hermes, "
+            "toolace, gorilla, command-r), a template name from PROMPTS.json, or callbench-v1.",
+        ),
+    ] = None,
+    prompts_file: Annotated[
+        Path | None,
+        typer.Option("--prompts-file", help="PROMPTS.json to read (default: the one 'data fetch nestful' got)."),
+    ] = None,
     sample_timeout: Annotated[
         float,
         typer.Option(
@@ -257,14 +345,29 @@ def run_nested(
             shots=shots,
             icl_file=str(icl) if icl else None,
             functions=str(functions) if functions else None,
+            code_functions=code_functions,
             mode=mode or strategy or "direct",
             max_steps=max_steps,
             constrained=constrained,
             sample_timeout_s=sample_timeout,
+            prompt=prompt,
+            prompt_template=prompt_template,
+            prompts_file=str(prompts_file) if prompts_file else None,
+            model_spec=model,
         )
         if track.data_note:
             err_console.print(f"[dim]{escape(track.data_note)}[/dim]")
+        if track.published is not None:
+            t = track.published
+            err_console.print(
+                f"[dim]prompt: NESTFUL template '{escape(t.key)}' ({escape(t.how)}; {escape(path_text(t.source))})[/dim]"
+            )
         backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
+        if track.published is not None and getattr(backend, "mode", None) == "chat":
+            err_console.print(
+                "[dim]note: the NESTFUL template is a completion prompt with its own chat markup; in chat mode it is "
+                "sent as one user message (the paper's setup: --model-arg mode=completion)[/dim]"
+            )
         if track.options.mode == "tools":
             from callbench.models.base import require_tools
 

@@ -56,8 +56,18 @@ def generate_stateful(
     n: Annotated[int, typer.Option(help="Tasks to keep.")] = 40,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same tasks).")] = 0,
     sampler: Annotated[str, typer.Option(help="energy (favours rare transition pairs) or random (baseline).")] = "energy",
-    min_calls: Annotated[int, typer.Option(help="Fewest API calls per program.")] = 3,
-    max_calls: Annotated[int, typer.Option(help="Most API calls per program.")] = 6,
+    min_calls: Annotated[int, typer.Option(help="Fewest API calls per task (calls written in the program, both branches of an if/else).")] = 3,
+    max_calls: Annotated[int, typer.Option(help="Most API calls per task.")] = 12,
+    target_calls: Annotated[
+        float, typer.Option(help="Mean API calls per task the set aims at (default: the paper's StateEval, 7.16); task lengths spread binomially between --min-calls and --max-calls around it.")
+    ] = 7.16,
+    target_bindings: Annotated[
+        float, typer.Option(help="Mean bindings per task (API result -> later API argument edges) the set aims at (default: the paper's 5.03); best effort: a scenario whose every result must feed a later call cannot go far below calls - 1.")
+    ] = 5.03,
+    candidates: Annotated[int, typer.Option(help="Programs sampled per attempt; the one closest to the task's drawn length and bindings is kept.")] = 120,
+    method: Annotated[
+        str, typer.Option(help="stategen (sample traces from the state model) or llm (the baseline: --writer is asked directly for task text + program; the same oracle check keeps the valid ones).")
+    ] = "stategen",
     writer: Annotated[str | None, typer.Option(help="Backend that writes the task text (with --evaluator); default: templates.")] = None,
     evaluator: Annotated[str | None, typer.Option(help="Backend that reviews the task text and asks for revisions.")] = None,
     rounds: Annotated[int, typer.Option(help="Most writer drafts per task.")] = 3,
@@ -78,11 +88,33 @@ def generate_stateful(
             raise ConfigError(f"--sampler {sampler}: choose from {', '.join(SAMPLERS)}")
         if n < 1 or rounds < 1:
             raise ConfigError("--n and --rounds must be >= 1")
+        if method not in ("stategen", "llm"):
+            raise ConfigError(f"--method {method}: choose stategen or llm")
+        if method == "llm" and (writer is None or evaluator is not None):
+            raise ConfigError("--method llm needs --writer MODEL (the model asked for task + program) and no --evaluator")
         scen = get_scenario(scenario)
         setup_sandbox(unsafe_no_sandbox)
         opts = parse_model_args(model_arg)
         wb = load_model(writer, **opts) if writer else None
         eb = load_model(evaluator, **opts) if evaluator else None
+        if method == "llm":
+            from callbench.tracks.stateful.llm_only import generate_llm
+
+            assert wb is not None
+            with Progress(console=err_console) as progress:
+                bar = progress.add_task(f"generate {scenario} (llm-only)", total=n)
+                m = generate_llm(
+                    scen, out, GenerateOptions(n=n, seed=seed, target_calls=target_calls), wb,
+                    on_task=lambda kept, total: progress.update(bar, completed=kept),
+                )
+            out_console.print(
+                f"{m['n_kept']} tasks in {out / 'tasks.jsonl'} ({m['attempts']} answers, validity {m['validity']}; "
+                f"invalid: {m['invalid'] or 'none'}; APIs called: {len(m['apis_called'])} of {len(scen.apis)})"
+            )
+            if m["n_kept"] < n:
+                err_console.print(f"[yellow]only {m['n_kept']} of {n} tasks kept; see {out / 'manifest.json'}[/yellow]")
+                raise typer.Exit(1)
+            return
         with Progress(console=err_console) as progress:
             bar = progress.add_task(f"generate {scenario}", total=n)
 
@@ -92,7 +124,17 @@ def generate_stateful(
             manifest = generate(
                 scen,
                 out,
-                GenerateOptions(n=n, seed=seed, sampler=sampler, min_calls=min_calls, max_calls=max_calls, rounds=rounds),
+                GenerateOptions(
+                    n=n,
+                    seed=seed,
+                    sampler=sampler,
+                    min_calls=min_calls,
+                    max_calls=max_calls,
+                    target_calls=target_calls,
+                    target_bindings=target_bindings,
+                    candidates=candidates,
+                    rounds=rounds,
+                ),
                 writer=wb,
                 evaluator=eb,
                 on_task=on_task,

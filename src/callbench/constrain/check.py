@@ -289,15 +289,86 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
         return f"unexpected {ch!r} where a key of {obj} should be"
     if state == "colon":
         return f"expected ':' after a key in {obj}, got {ch!r}"
+    if state in ("value", "after_value"):
+        limit = _limit_reason(g.options, tr, text[:pos], ch)
+        if limit is not None:
+            return limit
     if state == "value":
         key = ctx.get("key")
         what = f"value of '{key}' in {obj}" if key is not None else f"item in {obj}"
-        return f"{what} does not match its schema (expected {_describe(ctx.get('desc'))})"
+        why = f"{what} does not match its schema (expected {_describe(ctx.get('desc'))})"
+        return why + _value_types_note(g.options, tr, ctx.get("desc"), ch)
     if state == "after_value":
         return f"expected ',' or a closing bracket in {obj}, got {ch!r}"
     if state == "done":
         return "after the call's ')' only ';', '.then(', '.catch(', '.finally(' or a new line may follow"
     return f"unexpected {ch!r}: the text leaves the JavaScript the grammar admits"
+
+
+def _arg_frames(tr: KeyTracker) -> list[Any]:
+    """The tracker's open object/array frames inside the call's arguments, outermost first."""
+    return [f for f in getattr(tr, "_frames", ()) if getattr(f, "kind", None) in ("obj", "arr")]
+
+
+def _in_body(tr: KeyTracker) -> bool:
+    frames = _arg_frames(tr)
+    return bool(frames) and (frames[-1].path == "data" or frames[-1].path.startswith(("data.", "data[", "config.data")))
+
+
+def _open_commas(text: str) -> int | None:
+    """Commas at the top level of the innermost open array literal at the end of ``text`` (None:
+    the innermost open literal is not an array). Strings are skipped, escapes included."""
+    stack: list[list[Any]] = []
+    quote = None
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote is not None:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+        elif c in "'\"`":
+            quote = c
+        elif c in "{[":
+            stack.append([c, 0])
+        elif c in "}]" and stack:
+            stack.pop()
+        elif c == "," and stack:
+            stack[-1][1] += 1
+        i += 1
+    if not stack or stack[-1][0] != "[":
+        return None
+    return int(stack[-1][1])
+
+
+def _limit_reason(opt: GrammarOptions, tr: KeyTracker, before: str, ch: str) -> str | None:
+    """The profile's bound that refuses ``ch``, if one does (``max_nesting``, ``max_array_items``)."""
+    tag = f" (--cd-profile {opt.profile})" if opt.profile != "callbench" else ""
+    if opt.max_nesting is not None and ch in "{[":
+        frames = _arg_frames(tr)
+        level = len(frames) - (1 if frames and frames[0].path == "config" else 0)
+        if frames and level > opt.max_nesting:
+            return (
+                f"an object or array nested {level} levels inside an argument: at most {opt.max_nesting} "
+                f"are allowed{tag}"
+            )
+    n = opt.max_array_items
+    if n is not None and ch not in " \t\r\n]":
+        commas = _open_commas(before)
+        if commas is not None and commas >= n and before.rstrip(" \t\r\n").endswith(","):
+            return f"an array holds at most {n} items{tag}"
+    return None
+
+
+def _value_types_note(opt: GrammarOptions, tr: KeyTracker, desc: Any, ch: str) -> str:
+    if opt.value_types != "paper" or ch not in "'\"`" or not _in_body(tr) or not isinstance(desc, Mapping):
+        return ""
+    scal = schema_scalars(desc)
+    if scal is None or "string" in scal[1] or (scal[0] is not None and any(isinstance(v, str) for v in scal[0])):
+        return ""
+    return "; with --value-types paper a body value is written as a literal (3, 1.5, true), not a string"
 
 
 def _ws_reason(opt: GrammarOptions, before: str, ch: str) -> str | None:

@@ -45,7 +45,8 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
@@ -58,6 +59,8 @@ from callbench.specs.schema import allows_additional_properties
 
 __all__ = [
     "BODY_METHODS",
+    "CD_PROFILES",
+    "VALUE_TYPES",
     "Credential",
     "CredentialValue",
     "GrammarError",
@@ -79,6 +82,18 @@ BODY_METHODS = ("post", "put", "patch")
 AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 _JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _PARAM_RX = re.compile(r"\{([^{}]*)\}")
+
+
+ValueTypes = Literal["lenient", "paper"]
+CdProfile = Literal["callbench", "paper"]
+VALUE_TYPES: tuple[str, ...] = ("lenient", "paper")
+#: What each constrained-decoding profile sets (fields left at None in :class:`GrammarOptions`).
+#: ``paper``: WAPIIBench's published CD (``MAX_RECURSION_DEPTH = 3``, ``MAX_OBJECTS_IN_ARRAY = 5``,
+#: literal-typed values); see docs/constrained-decoding.md for what differs.
+CD_PROFILES: dict[str, dict[str, Any]] = {
+    "callbench": {},
+    "paper": {"max_nesting": 3, "max_array_items": 5, "value_types": "paper"},
+}
 
 
 class GrammarError(CallbenchError, ValueError):
@@ -103,6 +118,21 @@ class GrammarOptions:
     require_credentials: an operation whose security requirement is not optional must carry one
         of its accepted credentials, in its place, with the placeholder value (off: credentials
         are optional keys with any string value, the behaviour before this switch).
+    value_types: ``"lenient"`` (callbench's default): ``numeric_strings`` applies everywhere.
+        ``"paper"`` (WAPIIBench's CD): in the request body (the ``data`` argument, or ``data`` in
+        the config) an integer field takes only an integer literal (``3``), a number field only a
+        number literal, a boolean only ``true``/``false``, enum members of those types likewise:
+        no ``'3'``/``'true'``. Query and header values keep the string forms (they are strings on
+        the wire); path holes are typed by the URL regex either way.
+    max_nesting: object/array literals nested inside an argument object, None = unbounded. The
+        ``data`` argument and the config's ``params``/``headers``/``data`` objects are level 0;
+        an object or array written as one of their values is level 1, one inside it level 2, ...
+        Past ``max_nesting`` a value whose schema is an object or array can only be ``null`` (or
+        an identifier in scope), as past ``max_depth``.
+    profile: the CD profile these options come from (:data:`CD_PROFILES`): ``"callbench"`` (the
+        defaults above) or ``"paper"`` (WAPIIBench's limits: ``max_nesting=3``,
+        ``max_array_items=5``, ``value_types="paper"``). A profile fills in only what is not given
+        explicitly (``value_types``/``max_nesting``/``max_array_items`` left at None).
     """
 
     max_depth: int = 6
@@ -113,6 +143,31 @@ class GrammarOptions:
     indent_max: int = 32
     numeric_strings: bool = True
     require_credentials: bool = True
+    value_types: ValueTypes = None  # type: ignore[assignment] - None: the profile's, resolved below
+    max_nesting: int | None = None
+    profile: CdProfile = "callbench"
+
+    def __post_init__(self) -> None:
+        if self.profile not in CD_PROFILES:
+            raise GrammarError(f"unknown CD profile {self.profile!r} (choose from {', '.join(CD_PROFILES)})")
+        for name, value in CD_PROFILES[self.profile].items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        if self.value_types is None:
+            object.__setattr__(self, "value_types", "lenient")
+        if self.value_types not in VALUE_TYPES:
+            raise GrammarError(f"unknown value typing {self.value_types!r} (choose from {', '.join(VALUE_TYPES)})")
+        for name in ("max_nesting", "max_array_items"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 0):
+                raise GrammarError(f"{name} must be a non-negative integer or None, not {v!r}")
+
+    @property
+    def paper_body_types(self) -> bool:
+        """Body values typed as the paper's CD types them (no numeric/boolean strings)."""
+        return self.value_types == "paper"
+
+
 
 
 # ============================================================================ shapes (shared)
@@ -736,6 +791,38 @@ class _Builder:
         self.key_bytes: set[int] = set()
         self.n = 0
         self.ident_rx = "|".join(_rx(i) for i in idents)
+        # Where a value is being built: the nesting level a container written here would have
+        # (tracked only under ``max_nesting``) and whether it is in the request body (only under
+        # ``value_types="paper"``). Both are part of every value rule's memo key; without the two
+        # options they stay constant, so the grammar is what it was before them.
+        self.nest = 0
+        self.in_body = False
+
+    # -- context ---------------------------------------------------------------------
+    def ctx(self) -> tuple[int, bool]:
+        o = self.opt
+        return (self.nest if o.max_nesting is not None else 0, self.in_body and o.paper_body_types)
+
+    @contextmanager
+    def at(self, nest: int | None = None, in_body: bool | None = None) -> Iterator[None]:
+        """Build values at another nesting level and/or body-ness (restored afterwards)."""
+        saved = (self.nest, self.in_body)
+        if nest is not None:
+            self.nest = nest
+        if in_body is not None:
+            self.in_body = in_body
+        try:
+            yield
+        finally:
+            self.nest, self.in_body = saved
+
+    def can_nest(self) -> bool:
+        """May an object or array literal be written here (``max_nesting``)?"""
+        return self.opt.max_nesting is None or self.nest <= self.opt.max_nesting
+
+    def numeric_strings(self) -> bool:
+        """Are '3'/'true' accepted for integer/number/boolean values here?"""
+        return self.opt.numeric_strings and not (self.in_body and self.opt.paper_body_types)
 
     # -- naming ----------------------------------------------------------------------
     def _name(self, prefix: str) -> str:
@@ -862,20 +949,21 @@ class _Builder:
 
     def any_value(self, depth: int) -> str:
         """Any JSON-like value, containers nested at most ``max_depth - depth`` deep."""
-        key = ("any", depth)
+        key = ("any", depth, *self.ctx())
         hit = self.memo.get(key)
         if hit is not None:
             return hit
         ws = self.ws()
         scalars = [self.base(t) for t in ("STR", "NUM", "BOOL", "NULL")]
         scalars = self.with_ident(scalars)
-        if depth >= self.opt.max_depth:
+        if depth >= self.opt.max_depth or not self.can_nest():
             name = self.alt("any", scalars)
             self.memo[key] = name
             return name
         name = self._name("any")
         self.memo[key] = name
-        inner = self.any_value(depth + 1)
+        with self.at(nest=self.nest + 1):
+            inner = self.any_value(depth + 1)
         member = self.rule("am", f'{self.base("ANYKEY")} {ws} ":" {ws} {inner}')
         obj = self.rule("ao", f'"{{" {ws} ({member} {ws} ("," {ws} {member} {ws})* ("," {ws})?)? "}}"')
         arr = self.array_of(inner)
@@ -891,21 +979,28 @@ class _Builder:
         return self.rule("a", f'"[" {ws} ({item} {ws} ("," {ws} {item} {ws}){more} ("," {ws})?)? "]"')
 
     def object_rule(self, shape: ObjShape) -> str:
-        key = ("obj", id(shape))
+        key = ("obj", id(shape), *self.ctx())
         hit = self.memo.get(key)
         if hit is not None:
             return hit
         ws = self.ws()
         members = []
+        inner = self.nest + 1
         for name, desc in shape.props.items():
             k = self.key_term(name, shape.ci)
-            members.append(self.rule("p", f'{k} {ws} ":" {ws} {self.value(desc)}'))
+            # the config's `data` is the request body; its params/headers are not
+            body = (name == "data") if shape.kind == "config" else None
+            with self.at(nest=inner, in_body=body):
+                v = self.value(desc)
+            members.append(self.rule("p", f'{k} {ws} ":" {ws} {v}'))
         if shape.extra is not NO:
             anykey = self.base("ANYKEY")
             if shape.props:
                 declared = " | ".join(self.key_term(n, shape.ci) for n in shape.props)
                 anykey = self.term("XK", f"{anykey} & ~({declared})")
-            members.append(self.rule("p", f'{anykey} {ws} ":" {ws} {self.value(shape.extra)}'))
+            with self.at(nest=inner):
+                v = self.value(shape.extra)
+            members.append(self.rule("p", f'{anykey} {ws} ":" {ws} {v}'))
         if members:
             m = self.alt("m", members)
             name = self.rule("o", f'"{{" {ws} ({m} {ws} ("," {ws} {m} {ws})* ("," {ws})?)? "}}"')
@@ -923,7 +1018,7 @@ class _Builder:
         level = self.path.get(sid, 0)
         if level > self.opt.max_depth:
             return self.alt("v", self.with_ident([self.base("NULL")]))
-        key = ("s", sid, level)
+        key = ("s", sid, level, *self.ctx())
         hit = self.memo.get(key)
         if hit is not None:
             return hit
@@ -946,7 +1041,7 @@ class _Builder:
             alts.append(self.enum_term(enums))
             if None in enums:
                 alts.append(self.base("NULL"))
-        ns = self.opt.numeric_strings
+        ns = self.numeric_strings()
         for t in ("string", "integer", "number", "boolean", "null"):
             if t not in types:
                 continue
@@ -966,27 +1061,30 @@ class _Builder:
                     alts.append(self.base("BOOLSTR"))
             elif t == "null":
                 alts.append(self.base("NULL"))
-        if "object" in types:
+        if "object" in types and self.can_nest():
             alts.append(self.object_rule(self.model.shape(schema)))
-        if "array" in types:
-            alts.append(self.array_of(self.value(self.model.items(schema))))
+        if "array" in types and self.can_nest():
+            with self.at(nest=self.nest + 1):
+                item = self.value(self.model.items(schema))
+            alts.append(self.array_of(item))
         if not alts:  # e.g. an empty enum: nothing legal but null keeps the grammar closed
             alts.append(self.base("NULL"))
         return self.with_ident(alts)
 
     def enum_term(self, values: list[Any]) -> str:
         forms: list[str] = []
+        ns = self.numeric_strings()
         for v in values:
             if v is None:
                 continue
             if isinstance(v, bool):
                 forms.append("true" if v else "false")
-                if self.opt.numeric_strings:
+                if ns:
                     forms += [_js_string("true" if v else "false", q) for q in "'\"`"]
             elif isinstance(v, int | float):
                 text = json.dumps(v)
                 forms.append(text)
-                if self.opt.numeric_strings:
+                if ns:
                     forms += [_js_string(text, q) for q in "'\"`"]
             elif isinstance(v, str):
                 forms += [_js_string(v, q) for q in "'\"`"]
@@ -1001,16 +1099,19 @@ class _Builder:
     def data_value(self, args: OpArgs) -> str:
         d = args.data
         alts = []
-        if isinstance(d, ObjShape):
-            alts.append(self.object_rule(d))
-        else:
-            alts.append(self.value(d))
+        with self.at(nest=0, in_body=True):  # the body argument itself is level 0
+            if isinstance(d, ObjShape):
+                alts.append(self.object_rule(d))
+            else:
+                alts.append(self.value(d))
         if not args.data_mandatory:
             alts += [self.base("NULL"), self.base("UNDEF")]
         return self.alt("d", self.with_ident(alts))
 
     def config_value(self, args: OpArgs) -> str:
-        return self.alt("c", self.with_ident([self.object_rule(args.config)]))
+        with self.at(nest=-1, in_body=False):  # its params/headers/data objects are level 0
+            obj = self.object_rule(args.config)
+        return self.alt("c", self.with_ident([obj]))
 
     def rest_rule(self, args: OpArgs) -> str:
         """Everything after the comma that follows the URL (leading whitespace consumed)."""

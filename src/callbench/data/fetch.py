@@ -56,13 +56,15 @@ class DatasetSource:
 _WAPIIBENCH_COMMIT = "5234c50c1e6474bcd06ac5d1e18970a6852aec52"
 
 # NESTFUL (IBM, Apache-2.0). Upstream layout of github.com/IBM/NESTFUL: data_v2/nestful_data.jsonl
-# (1,861 rows), src/icl_examples.json (the published in-context examples), LICENSE. The commit is
+# (1,861 rows), src/icl_examples.json (the published in-context examples), src/PROMPTS.json (the
+# published per-model prompt templates), LICENSE. The commit is
 # the one another public project pins for these files (found in a code index; it could not be
 # opened from here, so it is not verified by this project). Its LICENSE digest is the Apache-2.0
 # text that the NESTFUL copy under ../shared/data/nestful also has. The data file's digest could
 # not be computed offline, so it is trusted on first use and recorded in the lock file; that other
 # project reports e7c9999e2eaaa2bea87776bc55e2b0913a0cf089f4b6817c7644554547df22c1 for it.
 _NESTFUL_COMMIT = "fc2c4123e73500a56185a5fb354f05d1c8b4890c"
+_NESTFUL_FUNCTIONS = "data_v2/executable_functions"
 # The Hugging Face copy (ibm-research/nestful) at its main branch: no commit of it was found, so
 # it is not pinned; the lock file records what was fetched. Same rows, JSON text in string columns.
 _NESTFUL_HF_REVISION = "main"
@@ -115,6 +117,16 @@ UPSTREAMS: dict[str, dict[str, DatasetSource]] = {
                     "openapi/test/petstore-expanded-modified.yaml",
                     "e89cf6c1863cce8155f1e435ed5d2af04a1f3c6944f8d28271501b95769004b6",
                 ),
+                # The published code-generation prompt (`run webapi --prompt published`), the file
+                # upstream's wapiibench/evaluation.py reads. Digest of the copy at this commit in a
+                # code index (that index's copies of slack.yaml and petstore-expanded-modified.yaml
+                # at this commit match the digests above in length and ending); not downloaded from
+                # here. Optional: a mirror without it is skipped; --sha256 pins another copy.
+                RemoteFile(
+                    "resources/code_generation_prompt.md",
+                    "46ab71ce42c3abe47a187323f7aff6c78190d89c27cdede118ace1fb10b0e2a1",
+                    required=False,
+                ),
             ),
         ),
     },
@@ -127,6 +139,18 @@ UPSTREAMS: dict[str, dict[str, DatasetSource]] = {
                 RemoteFile("LICENSE", "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"),
                 RemoteFile("data_v2/nestful_data.jsonl", None, validate="nestful-v2"),
                 RemoteFile("src/icl_examples.json", None, validate="nestful-v2", required=False),
+                # The per-model prompt templates (`run nested --prompt published`). Path as upstream's
+                # own evaluation code reads it (src/PROMPTS.json, next to icl_examples.json), and as
+                # the project that pins this commit reads it from its checkout (both seen in a code
+                # index; not opened here at this commit, so not verified by this project). Optional;
+                # parsed when a run reads it (prompting_published.load_prompts), not at fetch.
+                RemoteFile("src/PROMPTS.json", None, required=False),
+                # The code-domain tool implementations (the win rate's executable portion beyond
+                # math): a map function -> file, then every file it names (_library_files), each
+                # trusted on first use like the rest. Upstream path as its README and scorer
+                # (--executable_func_dir data_v2/executable_functions) name it, seen in a public
+                # fork; not opened at this commit from here. Optional.
+                RemoteFile(f"{_NESTFUL_FUNCTIONS}/func_file_map.json", None, required=False),
             ),
         ),
         "hf": DatasetSource(
@@ -141,6 +165,20 @@ UPSTREAMS: dict[str, dict[str, DatasetSource]] = {
 
 # The default upstream of each dataset.
 DATASETS: dict[str, DatasetSource] = {name: ups["github"] for name, ups in UPSTREAMS.items()}
+
+
+def _library_files(name: str, dest_root: Path) -> tuple[RemoteFile, ...]:
+    """The tool files that a fetched ``func_file_map.json`` names (NESTFUL), each optional and
+    trusted on first use; () when the dataset has no map or it is not fetched."""
+    if name != "nestful":
+        return ()
+    path = dest_root / _NESTFUL_FUNCTIONS / "func_file_map.json"
+    if not path.is_file():
+        return ()
+    from callbench.tracks.nested.tools.library import read_func_file_map
+
+    files = sorted(set(read_func_file_map(path).values()), key=lambda f: (len(f), f))
+    return tuple(RemoteFile(f"{_NESTFUL_FUNCTIONS}/{f}", None, required=False) for f in files)
 
 
 def _sha256(path: Path) -> str:
@@ -301,80 +339,116 @@ def fetch_data(
     own_client = client is None
     if own_client and mirror is None:
         client = httpx.Client(timeout=60.0, follow_redirects=True)
+
+    def one(f: RemoteFile, report: Callable[..., None], save_lock: bool = True) -> None:
+        """Fetch (or keep) one file; ``save_lock`` False defers writing new lock entries (the
+        library's thousands of files): a file without its entry is fetched again next time."""
+        dest = dest_root / f.path
+        pinned = pins.get(f.path) or f.sha256
+        recorded = (lock.get(f.path) or {}).get("sha256")
+        expected = pinned or (None if force else recorded)
+        if not force and expected is not None and dest.is_file() and _sha256(dest) == expected:
+            if tofu and recorded != expected:  # pinned with --sha256: the lock follows the pin
+                lock[f.path] = lock_entry(expected, (lock.get(f.path) or {}).get("url") or src.url(f))
+                write_lock(dest_root, name, lock)
+            report(f.path, "present")
+            return
+        if mirror_dir is not None:
+            src_file = _mirror_file(mirror_dir, f)
+            if src_file is None:
+                report(f.path, "skipped", f"not in {mirror_dir}")
+                return
+            origin = str(src_file)
+        else:
+            origin = src.url(f)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=".part-", suffix=Path(f.path).suffix)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            if mirror_dir is not None:
+                shutil.copyfile(src_file, tmp)
+            else:
+                try:
+                    _download(client, origin, tmp)
+                except DataError:
+                    if not f.required:
+                        report(f.path, "skipped", f"not available at {origin}")
+                        return
+                    raise
+                except httpx.HTTPError as exc:
+                    raise DataError(
+                        f"{origin}: download failed ({type(exc).__name__}: {exc}); "
+                        f"offline? use 'callbench data fetch {name} --from DIR' with a local copy"
+                    ) from exc
+            digest = _sha256(tmp)
+            if expected is not None and digest != expected:
+                if pinned is not None and not f.required and f.path not in pins:
+                    # an optional file pinned from a copy nobody downloaded here (e.g. a prompt
+                    # file): a different upstream byte must not break the dataset's fetch
+                    report(f.path, "skipped", f"checksum mismatch (sha256 {digest}, expected {expected}); not kept")
+                    return
+                if pinned is not None:
+                    raise DataError(f"{origin}: checksum mismatch (sha256 {digest}, expected {expected})")
+                changed = (
+                    f"the copy in mirror {mirror_dir} is not the file recorded"
+                    if mirror_dir is not None
+                    else "the upstream file changed"
+                )
+                raise DataError(
+                    f"{origin}: checksum mismatch with {lock_path(dest_root)} (sha256 {digest}, recorded "
+                    f"{expected} on {lock[f.path].get('fetched_at', '?')}); {changed} - "
+                    f"re-run with --force to re-record it"
+                )
+            found = _validate(f.validate, tmp, origin) if f.validate else ""
+            # File and lock are two renames, so an interruption may fall between them. Order them
+            # so that a file on disk never disagrees with its lock entry: when the lock records a
+            # different digest (--force re-recording, a --sha256 pin), drop that entry first; the
+            # file then has no entry until the new one is written after the rename, and
+            # default_task_file refuses a file without one (telling to re-fetch) rather than
+            # trusting it. When the lock already records this digest, the file can go first.
+            if tofu and f.path in lock and lock[f.path].get("sha256") != digest:
+                del lock[f.path]
+                write_lock(dest_root, name, lock)
+            tmp.replace(dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+        if tofu:
+            lock[f.path] = lock_entry(digest, origin)
+            if save_lock:
+                write_lock(dest_root, name, lock)
+        if expected is None:
+            report(f.path, "recorded", f"sha256 {digest}" + (f", {found}" if found else ""))
+        else:
+            report(f.path, "fetched", found)
+
     try:
         for f in src.files:
-            dest = dest_root / f.path
-            pinned = pins.get(f.path) or f.sha256
-            recorded = (lock.get(f.path) or {}).get("sha256")
-            expected = pinned or (None if force else recorded)
-            if not force and expected is not None and dest.is_file() and _sha256(dest) == expected:
-                if tofu and recorded != expected:  # pinned with --sha256: the lock follows the pin
-                    lock[f.path] = lock_entry(expected, (lock.get(f.path) or {}).get("url") or src.url(f))
-                    write_lock(dest_root, name, lock)
-                report(f.path, "present")
-                continue
-            if mirror_dir is not None:
-                src_file = _mirror_file(mirror_dir, f)
-                if src_file is None:
-                    report(f.path, "skipped", f"not in {mirror_dir}")
-                    continue
-                origin = str(src_file)
-            else:
-                origin = src.url(f)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=".part-", suffix=Path(f.path).suffix)
-            os.close(fd)
-            tmp = Path(tmp_name)
+            one(f, report)
+        library = _library_files(name, dest_root)
+        if library:
+            counts: dict[str, int] = {}
+
+            def tally(path: str, state: str, detail: str = "") -> None:
+                counts[state] = counts.get(state, 0) + 1
+
             try:
-                if mirror_dir is not None:
-                    shutil.copyfile(src_file, tmp)
-                else:
-                    try:
-                        _download(client, origin, tmp)
-                    except DataError:
-                        if not f.required:
-                            report(f.path, "skipped", f"not available at {origin}")
-                            continue
-                        raise
-                    except httpx.HTTPError as exc:
-                        raise DataError(
-                            f"{origin}: download failed ({type(exc).__name__}: {exc}); "
-                            f"offline? use 'callbench data fetch {name} --from DIR' with a local copy"
-                        ) from exc
-                digest = _sha256(tmp)
-                if expected is not None and digest != expected:
-                    if pinned is not None:
-                        raise DataError(f"{origin}: checksum mismatch (sha256 {digest}, expected {expected})")
-                    changed = (
-                        f"the copy in mirror {mirror_dir} is not the file recorded"
-                        if mirror_dir is not None
-                        else "the upstream file changed"
-                    )
-                    raise DataError(
-                        f"{origin}: checksum mismatch with {lock_path(dest_root)} (sha256 {digest}, recorded "
-                        f"{expected} on {lock[f.path].get('fetched_at', '?')}); {changed} - "
-                        f"re-run with --force to re-record it"
-                    )
-                found = _validate(f.validate, tmp, origin) if f.validate else ""
-                # File and lock are two renames, so an interruption may fall between them. Order them
-                # so that a file on disk never disagrees with its lock entry: when the lock records a
-                # different digest (--force re-recording, a --sha256 pin), drop that entry first; the
-                # file then has no entry until the new one is written after the rename, and
-                # default_task_file refuses a file without one (telling to re-fetch) rather than
-                # trusting it. When the lock already records this digest, the file can go first.
-                if tofu and f.path in lock and lock[f.path].get("sha256") != digest:
-                    del lock[f.path]
-                    write_lock(dest_root, name, lock)
-                tmp.replace(dest)
+                for i, f in enumerate(library, 1):
+                    one(f, tally, save_lock=False)
+                    if tofu and i % 500 == 0:
+                        write_lock(dest_root, name, lock)
             finally:
-                tmp.unlink(missing_ok=True)
-            if tofu:
-                lock[f.path] = lock_entry(digest, origin)
-                write_lock(dest_root, name, lock)
-            if expected is None:
-                report(f.path, "recorded", f"sha256 {digest}" + (f", {found}" if found else ""))
-            else:
-                report(f.path, "fetched", found)
+                if tofu:
+                    write_lock(dest_root, name, lock)
+            state = next((s for s in ("recorded", "fetched", "present") if counts.get(s)), "skipped")
+            detail = ", ".join(
+                f"{counts[s]} {s}" for s in ("recorded", "fetched", "present", "skipped") if counts.get(s)
+            )
+            report(
+                f"{_NESTFUL_FUNCTIONS}/*.py",
+                state,
+                f"{len(library)} tool files named by func_file_map.json: {detail}",
+            )
     finally:
         if own_client and client is not None:
             client.close()

@@ -1,4 +1,5 @@
-"""``hf:PATH`` — a Hugging Face causal LM loaded in-process from a local directory with transformers.
+"""``hf:PATH`` — a Hugging Face causal LM (or encoder-decoder) loaded in-process from a local
+directory with transformers.
 
 Why this backend exists next to llama.cpp: it runs any architecture transformers knows, in full
 precision, and on a GPU when there is one; and like llama.cpp it exposes logits, so constrained
@@ -11,6 +12,21 @@ continue from the last position, so padding must not sit between prompt and cont
 decodes a whole batch in one ``generate`` call. Each constrained row gets its own processor, and
 that processor sees only its own row with the padding stripped, so it behaves identically batched
 or alone. Greedy decoding (temperature 0) is deterministic.
+
+Encoder-decoder checkpoints (``config.is_encoder_decoder``: T5, CodeT5+ 220M/770M, BART, ...) load
+with ``AutoModelForSeq2SeqLM``. The prompt (the completion prompt, or the rendered chat template in
+chat mode) is the *encoder's* input, and the decoder writes the answer from its
+``decoder_start_token_id``: that is how CodeT5+ completes code (the code prefix goes in, the
+continuation comes out of the decoder; its model cards call ``generate`` on the encoded prefix
+alone). The decoder's output is therefore the continuation of the prompt, as for a causal model.
+The CodeT5+ 2B-16B checkpoints, which also prefill the decoder with the prompt, ship custom code
+(``trust_remote_code``), which this backend does not run. Encoder inputs are padded on the right
+(an encoder sees the whole input at once; models with absolute positions, like BART, expect it).
+Token healing is a decoder-only notion (the prompt's last token is what the model continues), so a
+seq2seq model is never healed: the decoder starts at a token boundary anyway, and ``heal_boundary``
+is ignored. A grammar constraint constrains the decoder from its first generated token; its
+processor never sees the decoder start token (the torch adapter learns the width of what precedes
+the generated tokens at its first call, which here is that one token).
 
 Only local directories are accepted: downloading weights is a separate, explicit step.
 """
@@ -107,7 +123,11 @@ class HFBackend(ModelBackend):
                 raise ConfigError(f"model 'hf:{path}': unknown dtype '{dtype}' (e.g. float32, bfloat16)")
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+            model_config = transformers.AutoConfig.from_pretrained(path)
+            #: An encoder-decoder checkpoint: the prompt goes to the encoder, the decoder answers.
+            self.is_encoder_decoder = bool(getattr(model_config, "is_encoder_decoder", False))
+            auto = transformers.AutoModelForSeq2SeqLM if self.is_encoder_decoder else transformers.AutoModelForCausalLM
+            self.model = auto.from_pretrained(path, dtype=torch_dtype)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"model 'hf:{path}': cannot load ({' '.join(str(exc).split())[:300]})") from exc
         self.model.to(self.device).eval()
@@ -115,7 +135,16 @@ class HFBackend(ModelBackend):
             raise ConfigError(
                 f"model 'hf:{path}': mode 'chat' needs a tokenizer chat template, and it has none"
             )
-        self.tokenizer.padding_side = "left"
+        # Decoder-only: left padding, so every row continues from the last column. Encoder input:
+        # right padding, the usual layout (the decoder has no padding; it starts from one token).
+        self.tokenizer.padding_side = "right" if self.is_encoder_decoder else "left"
+        if self.is_encoder_decoder:
+            # Nothing to heal: the answer starts fresh in the decoder (see the module docstring).
+            self.token_healing = False
+            if self.model.generation_config.decoder_start_token_id is None and getattr(
+                self.model.config, "decoder_start_token_id", None
+            ) is None:
+                raise ConfigError(f"model 'hf:{path}': encoder-decoder model without a decoder_start_token_id")
         if self.tokenizer.pad_token is None:
             # Left padding is masked out, so any token will do; EOS is the conventional choice.
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -135,7 +164,7 @@ class HFBackend(ModelBackend):
 
     @property
     def identity(self) -> str:
-        tags = [self.mode] + (["heal"] if self.token_healing else [])
+        tags = [self.mode] + (["seq2seq"] if self.is_encoder_decoder else []) + (["heal"] if self.token_healing else [])
         return f"hf:{self.path.name}[{','.join(tags)}]"
 
     @property
@@ -158,7 +187,7 @@ class HFBackend(ModelBackend):
     def _prompt_ids(self, inp: ModelInput) -> tuple[list[int], Healing | None]:
         # A chat template already contains any BOS the model wants; do not add a second one.
         ids = self.tokenizer(self._text_for(inp), add_special_tokens=self.mode != "chat")["input_ids"]
-        if not (inp.heal_boundary and self.token_healing):
+        if not (inp.heal_boundary and self.token_healing):  # never for seq2seq (token_healing off)
             return list(ids), None
         table = self._prefix_table()
         special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
@@ -200,7 +229,6 @@ class HFBackend(ModelBackend):
     def _run_batch(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
         torch = self._torch
         prompts = [self._prompt_ids(inp) for inp in inputs]
-        processors = [self._row_processor(inp, h, config.max_tokens) for inp, (_, h) in zip(inputs, prompts, strict=True)]
         enc = self.tokenizer.pad({"input_ids": [ids for ids, _ in prompts]}, return_tensors="pt", padding=True)
         enc = {k: v.to(self.device) for k, v in enc.items()}
         width = enc["input_ids"].shape[1]
@@ -209,16 +237,33 @@ class HFBackend(ModelBackend):
             self.model.config, "n_positions", None
         )
         max_new = config.max_tokens
-        if limit is not None:
-            if width >= limit:
-                raise ConfigError(
-                    f"{self.identity}: prompt of {width} tokens does not fit the model ({limit})"
-                )
-            max_new = min(max_new, limit - width)
+        if self.is_encoder_decoder:
+            # generate's output is the decoder's sequence: the start token, then the answer.
+            start = 1
+            # Encoder and decoder each have the positions when they are absolute (BART); T5's
+            # relative positions have no hard limit (its configs' n_positions is advisory).
+            if limit is not None and not self._relative_positions():
+                if width > limit:
+                    raise ConfigError(
+                        f"{self.identity}: prompt of {width} tokens does not fit the encoder ({limit})"
+                    )
+                max_new = min(max_new, limit - start)
+        else:
+            start = width
+            if limit is not None:
+                if width >= limit:
+                    raise ConfigError(
+                        f"{self.identity}: prompt of {width} tokens does not fit the model ({limit})"
+                    )
+                max_new = min(max_new, limit - width)
         kwargs = self._generation_kwargs(config, max_new)
+        # Built once the budget is known: a constraint closes its call within max_new tokens.
+        processors = [self._row_processor(inp, h, max_new) for inp, (_, h) in zip(inputs, prompts, strict=True)]
         if any(p is not None for p in processors):
-            pads = [width - n for n in lengths]
-            row_proc = _RowProcessors(processors, pads, self._end_ids, width)
+            # A decoder-only row is the prompt (left-padded) plus what it generated; a seq2seq row
+            # is the decoder's own sequence, which has no padding.
+            pads = [0] * len(lengths) if self.is_encoder_decoder else [width - n for n in lengths]
+            row_proc = _RowProcessors(processors, pads, self._end_ids, start)
             kwargs["logits_processor"] = self._transformers.LogitsProcessorList([row_proc])
 
         with self._lock:
@@ -231,7 +276,7 @@ class HFBackend(ModelBackend):
 
         results = []
         for i in range(len(inputs)):
-            generated = out[i, width:].tolist()
+            generated = out[i, start:].tolist()
             n_real = next((k for k, tok in enumerate(generated) if tok in self._end_ids), len(generated))
             ended_by_eos = n_real < len(generated)
             text = self.tokenizer.decode(generated[:n_real], skip_special_tokens=True)
@@ -251,6 +296,8 @@ class HFBackend(ModelBackend):
                 if self.mode == "completion"
                 else ("chat-prefill" if inputs[i].assistant_prefix is not None else "chat"),
             }
+            if self.is_encoder_decoder:
+                extra["encoder_decoder"] = True
             if healing is not None and healing.prefix:
                 extra["token_healing"] = healing.as_record()
             results.append(
@@ -267,6 +314,10 @@ class HFBackend(ModelBackend):
                 )
             )
         return results
+
+    def _relative_positions(self) -> bool:
+        """True for models whose positions are relative (T5 and its descendants, CodeT5+)."""
+        return getattr(self.model.config, "relative_attention_num_buckets", None) is not None
 
     def _run_all(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
         outputs: list[ModelOutput] = []
@@ -293,6 +344,9 @@ class HFBackend(ModelBackend):
 
 class _RowProcessors:
     """Applies each row's own logits processor to that row alone, without its left padding.
+
+    ``width``: the column where generated tokens start (the padded prompt width for a decoder-only
+    model; 1, after the decoder start token, for an encoder-decoder model).
 
     A constraint processor is written for one sequence (prompt + what it generated so far). Here it
     is called with exactly that, batched or not. Rows that already ended (an EOS/pad token appears in

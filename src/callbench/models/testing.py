@@ -1,5 +1,6 @@
-"""Test helpers that other test suites share: a tiny, random GPT-2 with the real GPT-2 tokenizer,
-and a scriptable OpenAI-compatible HTTP server on loopback.
+"""Test helpers that other test suites share: a tiny, random GPT-2 (and a tiny random T5, for the
+encoder-decoder path) with the real GPT-2 tokenizer, and a scriptable OpenAI-compatible HTTP server
+on loopback.
 
 Tests of the in-process Hugging Face backend (and of constrained decoding on top of it) need a model
 that loads in milliseconds, runs without a network, and has a *realistic* byte-level BPE vocabulary
@@ -104,6 +105,54 @@ def build_tiny_gpt2(dest: Path, *, chat_template: bool = True, seed: int = 0) ->
     )
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(config).eval()
+    model.save_pretrained(dest)
+    tokenizer.save_pretrained(dest)
+    return dest
+
+
+def build_tiny_t5(dest: Path, *, seed: int = 0, chat_template: bool = False) -> Path:
+    """Write a 2+2-layer, 32-wide random T5 (encoder-decoder) plus a GPT-2 BPE tokenizer to
+    ``dest``; return ``dest``.
+
+    Shaped like CodeT5+ 220M/770M (a ``T5ForConditionalGeneration`` with a byte-level BPE
+    tokenizer, not T5's SentencePiece): a ``<pad>`` token is added to the GPT-2 vocabulary and,
+    as in T5 and CodeT5+, is also the decoder start token; ``<|endoftext|>`` is EOS. ``hf:dest``
+    then loads it as a seq2seq model. The same ``seed`` gives the same weights.
+    ``chat_template`` adds :data:`TINY_CHAT_TEMPLATE` (off by default: CodeT5+ has none).
+    """
+    try:
+        import torch
+        from transformers import GPT2TokenizerFast, T5Config, T5ForConditionalGeneration
+    except ImportError as exc:
+        raise MissingExtraError("transformers", "hf") from exc
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    vocab_src, merges_src = gpt2_bpe_files()
+    shutil.copyfile(vocab_src, dest / "vocab.json")
+    shutil.copyfile(merges_src, dest / "merges.txt")
+    tokenizer = GPT2TokenizerFast.from_pretrained(dest)
+    tokenizer.add_special_tokens({"pad_token": "<pad>"})
+    if chat_template:
+        tokenizer.chat_template = TINY_CHAT_TEMPLATE
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=2,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=32,
+        dropout_rate=0.0,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(seed)
+    model = T5ForConditionalGeneration(config).eval()
     model.save_pretrained(dest)
     tokenizer.save_pretrained(dest)
     return dest

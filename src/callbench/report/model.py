@@ -61,11 +61,23 @@ class Series:
     lo: list[float | None] | None = None  # interval bounds (error bars), same length as values
     hi: list[float | None] | None = None
     title: str | None = None  # full name (legend tooltip)
+    color: str | None = None  # fixed colour (e.g. an outcome class); None: the palette's, by position
+
+
+CHART_KINDS = ("bars", "stacked", "parallel")
 
 
 @dataclass
 class ChartSpec:
-    """A grouped bar chart: ``categories`` on one axis, one bar per series in each."""
+    """A chart of ``series`` over ``categories``; ``kind`` says how it is drawn:
+
+    * ``"bars"``: grouped bars, ``categories`` on one axis, one bar per series in each;
+    * ``"stacked"``: one bar per category (e.g. a run), stacked from one segment per series (e.g.
+      an outcome class); values are counts that partition the category, drawn as shares of the
+      category's total (the sum over the series);
+    * ``"parallel"``: parallel coordinates, one axis per category (e.g. a metric), one polyline per
+      series (e.g. a run) through its values, a marker per value.
+    """
 
     id: str
     title: str
@@ -74,6 +86,15 @@ class ChartSpec:
     unit: str = "%"  # "%": values are shares in [0, 1] drawn as percent
     horizontal: bool = False
     drop_if_zero: bool = False  # not drawn when every value is 0 (e.g. error classes of a perfect run)
+    kind: str = "bars"  # one of CHART_KINDS
+
+    def __post_init__(self) -> None:
+        if self.kind not in CHART_KINDS:
+            raise ValueError(f"chart kind {self.kind!r} is not one of {CHART_KINDS}")
+
+    def totals(self) -> list[float]:
+        """Per category, the sum of the series' values (a stacked bar's total)."""
+        return [sum(s.values[i] or 0 for s in self.series) for i in range(len(self.categories))]
 
     @property
     def n_points(self) -> int:

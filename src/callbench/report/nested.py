@@ -1,7 +1,8 @@
-"""Report view of the nested track (NESTFUL): F1, sequence accuracy and win rate overall, by domain
-and by gold sequence length, side by side for several runs; each sample as a call-by-call diff
-against the gold sequence, with the references of the predicted calls resolved to the values the
-executed calls returned."""
+"""Report view of the nested track (NESTFUL): F1, sequence accuracy and win rate overall, by domain,
+by gold sequence length, by number of nested references and by dependency-graph shape (the paper's
+analyses; definitions in :mod:`callbench.tracks.nested.analysis`), side by side for several runs;
+each sample as a call-by-call diff against the gold sequence, with the references of the predicted
+calls resolved to the values the executed calls returned."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from callbench.report.model import (
     truncate,
 )
 from callbench.report.stats import Interval, Units
+from callbench.tracks.nested.metrics import win_rate_note
 
 NESTED_KEYS = (
     ("F1 function", "f1_function"),
@@ -42,6 +44,24 @@ def groups_of(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+# The paper's analyses beyond length: (title, summary key, column prefix). Runs stored before these
+# existed have no such keys, and their tables and charts are left out.
+ANALYSES = (
+    ("by nested references", "by_references", "refs"),
+    ("by graph shape", "by_shape", "shape"),
+)
+
+
+def ordered(key: str, names: Any) -> list[str]:
+    """Group names in reading order: shapes as :data:`~callbench.tracks.nested.analysis.SHAPES`
+    lists them (simplest first), anything else numerically (``6+`` last), then by name."""
+    from callbench.tracks.nested.analysis import SHAPES
+
+    if key == "by_shape":
+        return sorted(names, key=lambda g: (SHAPES.index(g) if g in SHAPES else len(SHAPES), g))
+    return sorted(names, key=lambda g: (_num(g), g))
+
+
 def _num(text: Any) -> float:
     try:
         return float(text)
@@ -55,12 +75,39 @@ def group_table(summary: dict[str, Any], label: str | None = None) -> Table:
     table = Table(
         title=f"nested · {label or summary.get('model')} · scoring={summary.get('scoring')}",
         columns=[Column("metric", align="left")] + [Column(f"{name}\n(n={m.get('n')})") for name, m in groups],
-        caption="in %",
+        caption="in %; " + win_rate_note(summary.get("metrics") or {}),
         id="groups",
     )
     for name, key in NESTED_KEYS:
         table.add(name, *[fmt(m.get(key)) for _, m in groups])
     return table
+
+
+def analysis_tables(summary: dict[str, Any], label: str | None = None) -> list[Table]:
+    """One run: metrics (rows) × reference-count bins, and × graph shapes (columns); none for a
+    summary without those breakdowns."""
+    out = []
+    for title, key, prefix in ANALYSES:
+        groups = summary.get(key) or {}
+        if not groups:
+            continue
+        names = ordered(key, groups)
+        table = Table(
+            title=f"nested · {label or summary.get('model')} · {title}",
+            columns=[Column("metric", align="left")]
+            + [Column(f"{prefix}={g}\n(n={groups[g].get('n')})") for g in names],
+            caption="in %",
+            id=f"groups-{key}",
+        )
+        for name, mkey in NESTED_KEYS:
+            table.add(name, *[fmt(groups[g].get(mkey)) for g in names])
+        out.append(table)
+    return out
+
+
+def summary_tables(summary: dict[str, Any], label: str | None = None) -> list[Table]:
+    """Every table of one run: overall, by domain and length, then the paper's other analyses."""
+    return [group_table(summary, label), *analysis_tables(summary, label)]
 
 
 class NestedView(TrackView):
@@ -72,13 +119,14 @@ class NestedView(TrackView):
         "F1 over functions and parameters, partial/full sequence accuracy, win rate (executed final answer "
         "equals gold), parse error rate; in %. A sample passes when its executed answer equals the gold "
         "answer (win), or, where the task cannot be executed, when its sequence is fully correct. "
-        "Scoring modes: see docs/nested-scoring.md."
+        "Breakdowns by domain, gold length, nested references and graph shape (chain, fan-in, fan-out, "
+        "mixed). Scoring modes and breakdowns: see docs/nested-scoring.md."
     )
 
     # -- tables
     def tables(self, runs: list[RunInfo]) -> list[Table]:
         if len(runs) == 1:
-            return [group_table(runs[0].summary, runs[0].label)]
+            return summary_tables(runs[0].summary, runs[0].label)
         side = Table(
             title=f"nested · scoring={runs[0].summary.get('scoring')} · side by side",
             columns=[Column("metric (%)", align="left")] + [Column(r.label, r.model) for r in runs],
@@ -88,20 +136,24 @@ class NestedView(TrackView):
             side.add(name, *[fmt(r.summary["metrics"].get(key)) for r in runs])
         side.section()
         side.add("Samples", *[str(r.summary["metrics"].get("n", "–")) for r in runs])
-        side.add("Executable (win counted)", *[str(r.summary["metrics"].get("win_n", "–")) for r in runs])
+        side.add("Executable (win counted)", *[str(r.summary["metrics"].get("n_executable", r.summary["metrics"].get("win_n", "–"))) for r in runs])
+        side.add("Not executable", *[str((r.summary["metrics"].get("non_executable") or {}).get("n", "–")) for r in runs])
         out = [side]
-        for title, key in (("by domain", "by_domain"), ("by gold length", "by_length")):
-            names = sorted({g for r in runs for g in r.summary.get(key, {})}, key=lambda g: (_num(g), g))
+        breakdowns = (("by domain", "by_domain", "domain"), ("by gold length", "by_length", "length"), *ANALYSES)
+        for title, key, head in breakdowns:
+            names = ordered(key, {g for r in runs for g in (r.summary.get(key) or {})})
             if not names:
                 continue
-            cols = [Column(title.split()[-1], align="left"), Column("n")]
+            cols = [Column(head, align="left"), Column("n")]
             for r in runs:
                 cols += [Column(f"{r.label}\n{c}", r.model) for c, _ in _GROUP_COLUMNS]
             t = Table(title=f"nested · {title}", columns=cols, caption="in %", id=f"side-{key}")
             for g in names:
-                row: list[Cell | str] = [g, str(runs[0].summary.get(key, {}).get(g, {}).get("n", "–"))]
+                # the shared samples' n: the first run that has the breakdown (an old run may not)
+                n = next((m[g].get("n", "–") for r in runs if g in (m := r.summary.get(key) or {})), "–")
+                row: list[Cell | str] = [g, str(n)]
                 for r in runs:
-                    m = r.summary.get(key, {}).get(g, {})
+                    m = (r.summary.get(key) or {}).get(g, {})
                     row += [fmt(m.get(k)) for _, k in _GROUP_COLUMNS]
                 t.add(*row)
             out.append(t)
@@ -153,14 +205,18 @@ class NestedView(TrackView):
         for cid, title, group_key, metric in (
             ("by-domain", "Win rate by domain", "by_domain", "win_rate"),
             ("by-length", "Full sequence accuracy by gold length", "by_length", "full_sequence_accuracy"),
+            ("by-references", "Full sequence accuracy by nested references", "by_references", "full_sequence_accuracy"),
+            ("by-shape", "Full sequence accuracy by graph shape", "by_shape", "full_sequence_accuracy"),
         ):
-            names = sorted({g for r in runs for g in r.summary.get(group_key, {})}, key=lambda g: (_num(g), g))
+            names = ordered(group_key, {g for r in runs for g in (r.summary.get(group_key) or {})})
+            if not names and group_key in ("by_references", "by_shape"):
+                continue  # a run stored before these breakdowns existed
             out.append(
                 ChartSpec(
                     cid,
                     title,
                     names,
-                    [Series(r.label, [r.summary.get(group_key, {}).get(g, {}).get(metric) for g in names], title=r.model) for r in runs],
+                    [Series(r.label, [(r.summary.get(group_key) or {}).get(g, {}).get(metric) for g in names], title=r.model) for r in runs],
                 )
             )
         return out

@@ -28,7 +28,7 @@ from callbench.report.model import (
     fmt_diff,
     fmt_p,
 )
-from callbench.report.nested import NESTED_KEYS, group_table
+from callbench.report.nested import NESTED_KEYS, summary_tables
 from callbench.report.stateful import scenario_table
 from callbench.report.webapi import by_api_table as _by_api_model
 from callbench.report.webapi import constraint_line, paper_table, relative_gain
@@ -193,8 +193,13 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
 
 
 def print_nested_summary(summary: dict[str, Any], console: Console) -> None:
-    """Overall metrics plus the by-domain and by-length breakdowns of a nested run."""
-    print_table(console, group_table(summary))
+    """Overall metrics plus the by-domain, by-length, by-references and by-shape breakdowns of a nested run."""
+    for table in summary_tables(summary):
+        print_table(console, table)
+    if summary.get("metrics"):  # the rows win rate is over, and why the rest are not executable
+        from callbench.tracks.nested.metrics import win_rate_note
+
+        console.print(win_rate_note(summary["metrics"]), highlight=False)
 
 
 def print_stateful_summary(summary: dict[str, Any], console: Console) -> None:

@@ -43,6 +43,32 @@ _HEADLINE = (
     ("Correct arg. values", "correct_argument_values_t"),
     ("Illegal arguments", "illegal_arguments_t"),
 )
+# the paper's parallel-coordinate plot: the fine-grained metrics (_t), one axis each
+PARALLEL_METRICS = (
+    ("Correct URLs", "correct_urls_t"),
+    ("Correct methods", "correct_methods_t"),
+    ("Correct arg. names", "correct_argument_names_t"),
+    ("Correct arg. values", "correct_argument_values_t"),
+    ("Arg. precision", "mean_argument_precision_t"),
+    ("Arg. recall", "mean_argument_recall_t"),
+    ("Value cond. acc.", "mean_argument_value_conditional_accuracy_t"),
+    ("Missing args", "missing_arguments_t"),
+    ("Unexpected args", "unexpected_arguments_t"),
+    ("Illegal URLs", "illegal_urls_t"),
+    ("Illegal methods", "illegal_methods_t"),
+    ("Illegal args", "illegal_arguments_t"),
+)
+# how a sample ends (the stacked bars): (verdict key, label, colour, where summary["metrics"] counts it)
+OUTCOME_CLASSES = (
+    ("correct", "correct", "#54A24B", "correct_implementations_t"),
+    ("wrong", "wrong (legal)", "#EECA3B", "wrong_implementations_t"),
+    ("illegal", "illegal", "#E45756", "illegal_implementations_t"),
+    ("no_request", "no request", "#BAB0AC", "absent_requests"),
+    ("incomplete_request", "incomplete", "#9D755D", "incomplete_implementations"),
+    ("runtime_error", "runtime error", "#B279A2", "runtime_errors"),
+    ("timeout", "timeout", "#72B7B2", "timeouts"),
+    ("unsatisfiable", "unsatisfiable", "#4C78A8", "unsatisfiable_constraints"),
+)
 # argument micro-rates: the denominator each one divides by (argument_counts of one sample)
 _ARG_DENOMINATOR = {
     "correct_argument_names_t": "expected_t",
@@ -117,6 +143,37 @@ def by_api_table(summary: dict[str, Any], label: str | None = None) -> Table:
     for api, m in summary.get("by_api", {}).items():
         table.add(api, *[fmt(m.get(key)) for _, key in BY_API_COLUMNS])
     return table
+
+
+def outcome_counts(summary: dict[str, Any]) -> dict[str, int] | None:
+    """How the samples of a run end, keyed by the verdict key of :data:`OUTCOME_CLASSES`; the
+    classes partition the samples (the counts sum to ``n``). A sample falls into exactly one:
+
+    * not executable (its verdict has an ``error``): by that error -- ``no_request`` (the code ran
+      but sent no request), ``incomplete_request`` (incomplete implementation), ``runtime_error``,
+      ``timeout``, ``unsatisfiable`` (constrained decoding found no legal continuation); counted
+      in ``absent_requests``, ``incomplete_implementations``, ``runtime_errors``, ``timeouts``,
+      ``unsatisfiable_constraints``;
+    * executable (no ``error``): by its ``sample`` verdict -- ``correct`` (right endpoint and
+      every counted argument right), ``illegal`` (the request breaks the API spec: an illegal URL,
+      method or argument), ``wrong`` (legal but not correct); counted as the shares
+      ``correct_implementations_t``, ``illegal_implementations_t``, ``wrong_implementations_t`` of
+      ``n`` (``wrong`` is ``n_executable`` minus the other two where a summary lacks it).
+
+    None when the summary does not add up (no ``n``, or counts that do not sum to it)."""
+    m = summary.get("metrics") or {}
+    n = m.get("n", summary.get("n"))
+    if not isinstance(n, int) or n <= 0:
+        return None
+    out: dict[str, int] = {}
+    for key, _, _, metric in OUTCOME_CLASSES:
+        value = m.get(metric)
+        if value is None and key == "wrong" and m.get("n_executable") is not None:
+            value = (m["n_executable"] - out.get("correct", 0) - round((m.get("illegal_implementations_t") or 0) * n)) / n
+        if value is None:
+            value = 0
+        out[key] = round(value * n) if metric.endswith("_t") else int(value)
+    return out if sum(out.values()) == n else None
 
 
 class WebApiView(TrackView):
@@ -207,7 +264,32 @@ class WebApiView(TrackView):
                 for r in runs
             ],
         )
-        return [headline, by_api]
+        return [headline, by_api, *self.paper_figures(runs)]
+
+    def paper_figures(self, runs: list[RunInfo]) -> list[ChartSpec]:
+        """The WAPIIBench paper's figures: the fine-grained metrics as parallel coordinates (one
+        line per run) and how the samples end as stacked bars (one bar per run, see
+        :func:`outcome_counts`)."""
+        parallel = ChartSpec(
+            "parallel",
+            "Fine-grained metrics (_t), one line per run",
+            [n for n, _ in PARALLEL_METRICS],
+            [Series(r.label, [r.summary["metrics"].get(key) for _, key in PARALLEL_METRICS], title=r.model) for r in runs],
+            kind="parallel",
+        )
+        counts = [outcome_counts(r.summary) for r in runs]
+        if any(c is None for c in counts):
+            return [parallel]
+        classes = [c for c in OUTCOME_CLASSES if any(cnt[c[0]] for cnt in counts)]  # classes no run has: left out
+        outcomes = ChartSpec(
+            "outcomes",
+            "How the samples end",
+            [r.label for r in runs],
+            [Series(label, [cnt[key] for cnt in counts], color=color) for key, label, color, _ in classes],
+            unit="",
+            kind="stacked",
+        )
+        return [parallel, outcomes]
 
     # -- samples
     def sample(self, row: dict[str, Any], scoring: str, context: Any) -> SampleOutcome:

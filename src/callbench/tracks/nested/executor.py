@@ -21,6 +21,7 @@ Bounds: resolved arguments and tool outputs are at most ``max_value_chars`` as J
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ from callbench.tracks.nested.references import (
 )
 from callbench.tracks.nested.schema import FINAL_CALL, ToolCall, ToolSpec
 from callbench.tracks.nested.tools import ToolModule, builtin_tools
+from callbench.tracks.nested.tools.library import CodeLibrary
 
 
 class CallError:
@@ -133,6 +135,17 @@ def answers_match(predicted: Any, gold: Any, rel_tol: float = 1e-6) -> bool:
     return predicted == gold
 
 
+# PythonSandbox() parses the tool sources (boundary.View.of_sources: ast.parse). CPython 3.11's
+# ast.parse can fail with "SystemError: AST constructor recursion depth mismatch" when threads parse
+# at once (each evaluation thread builds its own executor), so sandboxes are built one at a time.
+_BUILD_LOCK = threading.Lock()
+
+
+def _sandbox(modules: list[ToolModule], limits: Limits | None) -> PythonSandbox:
+    with _BUILD_LOCK:
+        return PythonSandbox(modules, limits)
+
+
 class NestedExecutor:
     """Runs sequences against ``modules`` (default: the built-in MathQA tools)."""
 
@@ -144,8 +157,16 @@ class NestedExecutor:
         fresh_per_sequence: bool = True,
         max_value_chars: int = MAX_VALUE_CHARS,
         max_value_depth: int = MAX_VALUE_DEPTH,
+        library: CodeLibrary | None = None,
     ):
-        self.sandbox = PythonSandbox(builtin_tools() if modules is None else modules, limits)
+        self.modules = builtin_tools() if modules is None else modules
+        self.limits = limits
+        # NESTFUL code-domain tools: a sequence's sandbox also holds the files of the library tools
+        # it calls (not the thousands of others); ``modules`` win a name both have.
+        self.library = library
+        self._own_names = {f for m in self.modules for f in m.functions}
+        self._extra: tuple[str, ...] = ()
+        self.sandbox = _sandbox(self.modules, limits)
         self.fresh_per_sequence = fresh_per_sequence
         self.max_value_chars = max_value_chars
         self.max_value_depth = max_value_depth
@@ -157,6 +178,14 @@ class NestedExecutor:
         call that would start after it (a call already running is bounded by its own timeout)."""
         if self.fresh_per_sequence:
             self.sandbox.close()  # global state of one sequence's tools never leaks into the next
+        if self.library is not None:
+            with _BUILD_LOCK:  # reads (ast.parse) the tool files: see _BUILD_LOCK
+                extra = self.library.modules_for({c.name for c in calls} - self._own_names)
+            paths = tuple(m.path for m in extra)
+            if paths != self._extra:
+                self.sandbox.close()
+                self.sandbox = _sandbox([*extra, *self.modules], self.limits)
+                self._extra = paths
         specs = {t.name: t for t in tools or []}
         env: dict[str, Any] = {}
         result = SequenceResult()

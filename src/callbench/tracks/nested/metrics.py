@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from callbench.tracks.nested.analysis import REFERENCE_BINS, SHAPES, analyse, reference_bin
 from callbench.tracks.nested.schema import label_number
 
 Mode = Literal["strict", "compat"]
@@ -492,6 +493,7 @@ def score_sample(
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     domain: str | None = None,
     sample_id: str | None = None,
+    not_executable: str | None = None,
 ) -> dict:
     """Score one prediction against its gold sequence.
 
@@ -500,14 +502,25 @@ def score_sample(
     ``gold_answer`` unset for non-executable samples, whose win is then None and not counted.
     Per-sample F1 values are returned for inspection, but :func:`aggregate` recomputes corpus
     F1 from the raw counts/labels carried under ``_``-prefixed keys.
+
+    ``not_executable`` says why a sample's win cannot be computed (see :data:`NO_GOLD_ANSWER` and
+    :func:`tools_not_implemented`); it is stored as ``non_executable_reason`` and listed by
+    :func:`aggregate` under ``non_executable``, so no such row is dropped silently.
     """
     _check_mode(mode)
+    structure = analyse(gold_calls)
     base = {
         "mode": mode,
         "domain": domain,
         "sample_id": sample_id,
         "gold_length": len(gold_calls),
+        # the gold sequence's structure, for by_references / by_shape (see analysis.py)
+        "gold_references": structure.references,
+        "gold_referencing_calls": structure.referencing_calls,
+        "gold_shape": structure.shape,
     }
+    if not_executable is not None:
+        base["non_executable_reason"] = not_executable
     if mode == "compat":
         parts = _compat_parts(
             pred_calls, gold_calls, pred_answer=pred_answer, gold_answer=gold_answer, executed_ok=executed_ok
@@ -554,8 +567,65 @@ def aggregate(samples: list[dict], mode: Mode = "strict") -> dict:
     wins = [s["win"] for s in samples if s["win"] is not None]
     out["win_rate"] = _ratio(sum(bool(w) for w in wins), len(wins))
     out["win_n"] = len(wins)
+    out["n_executable"] = len(wins)  # the rows win_rate is over (win_n, kept for stored summaries)
+    out["non_executable"] = non_executable(samples)
     out["parse_error_rate"] = _ratio(sum(bool(s["parse_error"]) for s in samples), n)
     return out
+
+
+NO_GOLD_ANSWER = "no gold answer"
+_NOT_IMPLEMENTED = "tool not implemented: "
+_UNKNOWN_REASON = "not executable (reason not recorded)"
+
+
+def tools_not_implemented(names: Iterable[str]) -> str:
+    """The ``not_executable`` reason of a row whose gold calls use tools without an implementation."""
+    return _NOT_IMPLEMENTED + ", ".join(sorted(set(names)))
+
+
+def non_executable(samples: list[dict]) -> dict:
+    """The rows whose win is not computed (``win`` None), never dropped silently: ``n``, counts
+    ``by_reason`` (``no gold answer``, ``tool not implemented``) and ``rows`` (``id``, ``reason``;
+    the reason names the missing tools). ``missing_tools`` counts rows per unimplemented tool."""
+    rows = []
+    by_reason: dict[str, int] = defaultdict(int)
+    missing: dict[str, int] = defaultdict(int)
+    for s in samples:
+        if s.get("win") is not None:
+            continue
+        reason = s.get("non_executable_reason") or _UNKNOWN_REASON
+        if reason.startswith(_NOT_IMPLEMENTED):
+            kind = _NOT_IMPLEMENTED[:-2]
+            for name in reason[len(_NOT_IMPLEMENTED) :].split(", "):
+                missing[name] += 1
+        else:
+            kind = reason
+        by_reason[kind] += 1
+        rows.append({"id": s.get("sample_id"), "reason": reason})
+    return {
+        "n": len(rows),
+        "by_reason": dict(sorted(by_reason.items())),
+        "missing_tools": dict(sorted(missing.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "rows": rows,
+    }
+
+
+def win_rate_line(metrics: dict) -> str:
+    """``win rate 0.xx over N of M rows`` (``win rate – over 0 of M rows`` when none is executable)."""
+    n_exec = metrics.get("n_executable", metrics.get("win_n", 0)) or 0
+    rate = metrics.get("win_rate")
+    shown = "–" if rate is None else f"{rate:.2f}"
+    return f"win rate {shown} over {n_exec} of {metrics.get('n', 0)} rows"
+
+
+def win_rate_note(metrics: dict) -> str:
+    """:func:`win_rate_line` plus why the other rows are not executable, e.g. ``win rate 0.50 over
+    3 of 5 rows (not executable: 1 no gold answer, 1 tool not implemented)``."""
+    line = win_rate_line(metrics)
+    reasons = (metrics.get("non_executable") or {}).get("by_reason") or {}
+    if reasons:
+        line += " (not executable: " + ", ".join(f"{n} {why}" for why, n in reasons.items()) + ")"
+    return line
 
 
 def by_group(samples: list[dict], key: Callable[[dict], Hashable], mode: Mode = "strict") -> dict:
@@ -564,7 +634,10 @@ def by_group(samples: list[dict], key: Callable[[dict], Hashable], mode: Mode = 
     groups: dict[Hashable, list[dict]] = defaultdict(list)
     for s in samples:
         groups[key(s)].append(s)
-    return {g: aggregate(members, mode) for g, members in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+    out = {g: aggregate(members, mode) for g, members in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+    for agg in out.values():  # the row list is in the overall summary; groups keep the counts
+        agg["non_executable"] = {k: v for k, v in agg["non_executable"].items() if k != "rows"}
+    return out
 
 
 def by_domain(samples: list[dict], mode: Mode = "strict") -> dict:
@@ -577,6 +650,30 @@ def by_length(samples: list[dict], mode: Mode = "strict") -> dict:
     return by_group(samples, lambda s: s["gold_length"], mode)
 
 
+def by_references(samples: list[dict], mode: Mode = "strict") -> dict:
+    """Breakdown by the number of nested references in the gold sequence, binned 0, 1, 2, 3, 4, 5, 6+
+    (:data:`~callbench.tracks.nested.analysis.REFERENCE_BINS`, in that order)."""
+    groups = by_group(samples, lambda s: reference_bin(s["gold_references"]), mode)
+    return {b: groups[b] for b in REFERENCE_BINS if b in groups}
+
+
+def by_shape(samples: list[dict], mode: Mode = "strict") -> dict:
+    """Breakdown by the gold dependency graph's shape, in the order of
+    :data:`~callbench.tracks.nested.analysis.SHAPES` (independent, chain, fan-in, fan-out, mixed)."""
+    groups = by_group(samples, lambda s: s["gold_shape"], mode)
+    return {k: groups[k] for k in (*SHAPES, *sorted(set(groups) - set(SHAPES))) if k in groups}
+
+
+def has_structure(samples: list[dict]) -> bool:
+    """Whether every sample carries the gold structure (verdicts stored before it was added do not)."""
+    return all("gold_references" in s and "gold_shape" in s for s in samples)
+
+
 def summarize(samples: list[dict], mode: Mode = "strict") -> dict:
-    """Overall summary plus ``by_domain`` and ``by_length`` breakdowns in one dict."""
-    return {**aggregate(samples, mode), "by_domain": by_domain(samples, mode), "by_length": by_length(samples, mode)}
+    """Overall summary plus the ``by_domain`` and ``by_length`` breakdowns, and ``by_references``
+    and ``by_shape`` when every sample carries its gold structure."""
+    out = {**aggregate(samples, mode), "by_domain": by_domain(samples, mode), "by_length": by_length(samples, mode)}
+    if has_structure(samples):
+        out["by_references"] = by_references(samples, mode)
+        out["by_shape"] = by_shape(samples, mode)
+    return out

@@ -5,6 +5,13 @@ of a list, or run out of tokens mid-list. We look for the first JSON value that 
 trying (in order) tool-call tags, fenced blocks, and the raw text from its first ``[`` or ``{``;
 a truncated list keeps the complete calls it holds (``raw_decode`` on each element).
 
+NESTFUL's published per-model templates (:mod:`~callbench.tracks.nested.prompting_published`) ask
+for other shapes, read here too: Granite's ``<function_call> {...} <function_call> {...}``, a list
+written without its brackets (``{...}, {...}``: the calls that follow the first one), Cohere's and
+Llama's key names (``tool_name``, ``parameters``), Markdown-escaped underscores (``arg\\_0``, retried
+unescaped) and, only when asked (``pythonic=True``: the ToolACE and Gorilla templates), Python call
+syntax (:func:`pythonic_calls`).
+
 Reading is bounded (:class:`ParseLimits`): output length, nesting depth and number literal length.
 Hostile or runaway text ends as a parse error with its reason (:func:`read_calls`), never as a
 ``RecursionError``, Python's int-conversion ``ValueError`` or minutes of scanning. A value nested
@@ -20,9 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 _TAGS = re.compile(
-    r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)|<\|tool_call\|>\s*(.*?)\s*(?:<\|/tool_call\|>|$)|\[TOOL_CALLS\]\s*(.*)",
+    r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)|<\|tool_call\|>\s*(.*?)\s*(?:<\|/tool_call\|>|$)|\[TOOL_CALLS\]\s*(.*)"
+    # Granite-20B-FunctionCalling: "<function_call> {...} <function_call> {...}" (no closing tag)
+    r"|<function_call>\s*(.*?)\s*(?=<function_call>|$)",
     re.DOTALL,
 )
+# Separators between the calls of a list written without its brackets ('{...}, {...}' or one per line)
+_BETWEEN_CALLS = " \t\r\n,;"
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)(?:```|$)", re.DOTALL)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -277,8 +288,8 @@ class _Search:
 
     def as_calls(self, value: Any) -> list[dict] | None:
         if isinstance(value, dict):
-            if "name" in value:
-                return [value]
+            if "name" in value or "tool_name" in value:
+                return [_aliased(value)]
             for key in ("calls", "tool_calls", "function_calls", "answer"):
                 if isinstance(value.get(key), list):
                     return self.as_calls(value[key])
@@ -298,7 +309,7 @@ class _Search:
                         except json.JSONDecodeError:
                             return None
                     c = {"name": fn.get("name"), "label": c.get("label"), "arguments": args or {}}
-                out.append(c)
+                out.append(_aliased(c))
             return out
         return None
 
@@ -330,8 +341,26 @@ class _Search:
                 continue
             calls = self.accept(self.as_calls(found[0]))
             if calls is not None:
+                if isinstance(found[0], dict) and len(calls) == 1:
+                    calls = calls + self.following_calls(text, found[1], decoder)
                 return calls
         return None
+
+    def following_calls(self, text: str, pos: int, decoder: json.JSONDecoder) -> list[dict]:
+        """The call objects that follow one at ``pos``, separated by commas, semicolons or
+        whitespace only: a list written without its brackets (Llama 3.1 answers so)."""
+        out: list[dict] = []
+        while True:
+            while pos < len(text) and text[pos] in _BETWEEN_CALLS:
+                pos += 1
+            if pos >= len(text) or text[pos] != "{":
+                return out
+            found = self.decode(text, pos, decoder)
+            if found is None or not isinstance(found[0], dict) or not ("name" in found[0] or "tool_name" in found[0]):
+                return out
+            value = self.accept([_aliased(found[0])])
+            out.extend(value or [])
+            pos = found[1]
 
     def run(self, text: str) -> list[dict] | None:
         try:
@@ -365,6 +394,126 @@ class _Search:
         return self.from_text(text)
 
 
+def _aliased(call: dict) -> dict:
+    """A call written with other key names read as ``name``/``arguments``: ``tool_name`` (Cohere
+    Command R) and ``parameters`` (Llama 3.1's own format, Command R), as NESTFUL's scorer reads them."""
+    if not isinstance(call, dict) or ("name" in call and "arguments" in call):
+        return call
+    out = dict(call)
+    if "name" not in out and "tool_name" in out:
+        out["name"] = out.pop("tool_name")
+    if "arguments" not in out and isinstance(out.get("parameters"), dict):
+        out["arguments"] = out.pop("parameters")
+    return out
+
+
+# A name followed by "(": the lookbehind makes a match start only where a name starts, so a long
+# run of name characters without "(" is scanned once, not once per character
+_PY_CALL_START = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\s*\(")
+_GORILLA_MARK = "<<function>>"
+
+
+def _bracket_depth(src: str) -> int:
+    """The deepest nesting of ()[]{} in ``src`` (quotes ignored: an over-estimate is only stricter)."""
+    depth = deepest = 0
+    for ch in src:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def pythonic_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> list[dict] | None:
+    """Calls written as Python: ``[f(a=1, b="x"), g(c=2)]``, one ``f(...)`` per line, or Gorilla's
+    ``<<function>>f(a=1)<<function>>g(b=2)`` (the ToolACE and Gorilla templates ask for this).
+
+    Argument values must be literals; positional arguments are named ``arg_0``, ``arg_1``, ... (the
+    i-th parameter, as NESTFUL's math tools name them). The calls carry no labels in this form, so
+    the k-th call is labelled ``$var_k``. None when nothing parses as calls."""
+    import ast
+
+    if len(text) > limits.max_chars:
+        return None
+    for m in _FENCE.finditer(text):
+        text = m.group(1)
+        break
+    if _GORILLA_MARK in text:
+        chunks = [c.strip() for c in text.split(_GORILLA_MARK) if c.strip()]
+    else:
+        start = _PY_CALL_START.search(text)
+        if start is None:
+            return None
+        at = start.start()
+        before = text[:at].rstrip()
+        if before.endswith("["):  # the list's bracket
+            at = len(before) - 1
+        body = text[at:].strip()
+        chunks = [body]
+        for closer in ("]", ")"):
+            cut = body.rfind(closer)
+            if cut >= 0:
+                chunks.append(body[: cut + 1])
+        chunks.append("\n")  # marker: then try line by line
+    calls: list[dict] = []
+
+    def convert(node: Any) -> dict | None:
+        if not isinstance(node, ast.Call):
+            return None
+        parts: list[str] = []
+        fn = node.func
+        while isinstance(fn, ast.Attribute):
+            parts.append(fn.attr)
+            fn = fn.value
+        if not isinstance(fn, ast.Name):
+            return None
+        parts.append(fn.id)
+        args: dict[str, Any] = {}
+        for i, a in enumerate(node.args):
+            args[f"arg_{i}"] = ast.literal_eval(a)
+        for kw in node.keywords:
+            if kw.arg is None:
+                return None
+            args[kw.arg] = ast.literal_eval(kw.value)
+        return {"name": ".".join(reversed(parts)), "arguments": args}
+
+    def parse(src: str) -> list[dict] | None:
+        if _bracket_depth(src) > limits.max_depth:
+            return None  # deep nesting is where CPython's parser recurses (and 3.11 may raise SystemError)
+        try:
+            tree = ast.parse(src.strip(), mode="eval").body
+            nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
+            out = [convert(n) for n in nodes]
+        except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError, SystemError):
+            return None
+        if not out or any(c is None for c in out):
+            return None
+        return out  # type: ignore[return-value]
+
+    if _GORILLA_MARK in text:
+        for chunk in chunks:
+            found = parse(chunk)
+            if found is None:
+                return None
+            calls.extend(found)
+    else:
+        for chunk in chunks:
+            if chunk == "\n":
+                for line in chunks[0].splitlines():
+                    found = parse(line.strip().rstrip(","))
+                    if found is not None:
+                        calls.extend(found)
+                break
+            found = parse(chunk)
+            if found is not None:
+                calls = found
+                break
+    if not calls or too_deep(calls, limits.max_depth):
+        return None
+    return [{"name": c["name"], "label": f"$var_{k}", "arguments": c["arguments"]} for k, c in enumerate(calls, 1)]
+
+
 def find_json(text: str, pos: int = 0, limits: ParseLimits = DEFAULT_LIMITS) -> tuple[Any, int] | None:
     """The first JSON value starting at a ``[`` or ``{`` at or after ``pos``: ``(value, end)``, or
     None. :class:`JSONBoundError` when there is none and a bound refused a candidate (or ended the
@@ -387,17 +536,27 @@ def find_json(text: str, pos: int = 0, limits: ParseLimits = DEFAULT_LIMITS) -> 
     return None
 
 
-def read_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> ReadCalls:
-    """The calls in ``text``, with the reason when there are none or one is malformed."""
+def read_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS, *, pythonic: bool = False) -> ReadCalls:
+    """The calls in ``text``, with the reason when there are none or one is malformed.
+
+    JSON first; then, when the text holds Markdown-escaped underscores (``arg\\_0``, which JSON
+    refuses), the text without those escapes; then, with ``pythonic`` (templates that ask for
+    ``[f(a=1)]``), :func:`pythonic_calls`."""
     if len(text) > limits.max_chars:
         return ReadCalls(None, f"the output has {len(text):,} characters; calls are read from at most {limits.max_chars:,}")
     search = _Search(limits)
     calls = search.run(text)
+    if calls is None and "\\_" in text:
+        retry = _Search(limits)
+        calls = retry.run(text.replace("\\_", "_"))
+        search.bound = search.bound or retry.bound
+    if calls is None and pythonic:
+        calls = pythonic_calls(text, limits)
     if calls is None:
         return ReadCalls(None, f"no calls could be read: {search.bound or 'no JSON list of calls found'}")
     return ReadCalls(calls, call_problem(calls))
 
 
-def parse_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> list[dict] | None:
+def parse_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS, *, pythonic: bool = False) -> list[dict] | None:
     """The calls in ``text``, or None (a parse error)."""
-    return read_calls(text, limits).calls
+    return read_calls(text, limits, pythonic=pythonic).calls

@@ -1,8 +1,11 @@
 """The nested tool-call track (NESTFUL) on the shared runner.
 
 A sample's model output is parsed into calls, executed in the sandboxed Python executor when the
-task is executable (its tools are built in or given with ``--functions``) and scored in both
-scoring modes; aggregation breaks down by domain and by gold sequence length.
+task is executable (it has a gold answer and its tools are built in, NESTFUL code-domain files of
+:mod:`~callbench.tracks.nested.tools.library`, or given with ``--functions``; the summary counts
+these rows as ``n_executable`` and lists the others under ``non_executable``) and scored in both
+scoring modes; aggregation breaks down by domain, by gold sequence length, by the number of nested
+references and by dependency-graph shape (:mod:`~callbench.tracks.nested.analysis`).
 
 Three modes produce the predicted calls: ``direct`` (one JSON answer, parsed), ``react`` (one call
 per turn as text, executed and observed: :mod:`~callbench.tracks.nested.react`) and ``tools`` (the
@@ -48,6 +51,9 @@ class NestedOptions:
     shots: int = 0
     icl_file: str | None = None  # in-context examples (v2 schema); default <data dir>/nestful/v2-samples/
     functions: str | None = None  # directory of Python files with executable tools
+    # NESTFUL code-domain implementations (func_file_map.json + one file per tool: tools.library);
+    # None: the fetched ones under the data dir when present; "" or "none": none.
+    code_functions: str | None = None
     mode: str = "direct"  # "direct" (one answer), "react" (call, observe, call again) or "tools" (native tool calls)
     max_steps: int = 12  # react/tools: most model turns per sample (a 9-call task needs 10)
     call_timeout_s: float = 5.0
@@ -57,6 +63,14 @@ class NestedOptions:
     # (each has its own timeout). Not part of the fingerprint: resuming with another budget is allowed.
     sample_timeout_s: float | None = 600.0
     constrained: bool = False  # reference-aware constrained decoding (direct mode)
+    # Prompt: "callbench" (callbench's own versioned prompt) or "published" (NESTFUL's per-model
+    # template from PROMPTS.json: prompting_published). prompt_template: "auto" (by the family of
+    # model_spec), a family ("llama"), a PROMPTS.json name, or "callbench-v1"; None: the default of
+    # `prompt`. prompts_file: the PROMPTS.json to read (default: the fetched one under the data dir).
+    prompt: str | None = None
+    prompt_template: str | None = None
+    prompts_file: str | None = None
+    model_spec: str | None = None  # the --model spec ("auto" reads the family from it)
 
 
 class NestedTrack(Track):
@@ -76,6 +90,7 @@ class NestedTrack(Track):
             raise ConfigError("--shots must be 0, 1, 2 or 3")
         if self.options.constrained and self.options.mode != "direct":
             raise ConfigError("--constrained works with --mode direct only (the strategy direct: one JSON answer per sample)")
+        self.published = self._choose_prompt()  # None: callbench's own prompt
         self._constraints = None
         self._active: dict[str, Any] = {}
         self._deadlines: dict[str, float] = {}  # sample id -> end of its time budget (episodes)
@@ -93,8 +108,11 @@ class NestedTrack(Track):
             self.task_file, self.data_note = default_task_file(given)
         self._tasks: dict[str, NestedTask] = {}
         self._examples: list[NestedTask] = []
+        self._raw_rows: dict[str, dict[str, Any]] = {}  # published prompts: rows as the file has them
+        self._raw_examples: list[dict[str, Any]] | None = None
         self._executors = None  # one NestedExecutor (tool process) per thread
         self._modules = None
+        self._library: Any = False  # False: not looked up yet; None: no code-domain library
 
     # -- data
     def load_samples(self) -> list[Sample]:
@@ -110,6 +128,33 @@ class NestedTrack(Track):
             out.append(Sample(id=t.id, group=t.domain or "unknown", payload=t))
         return out
 
+    def _choose_prompt(self):
+        """The published template this run uses (None: callbench's prompt); ConfigError when the
+        options contradict each other or name nothing known."""
+        from callbench.tracks.nested.prompting_published import select_template
+
+        o = self.options
+        prompt = (o.prompt or "").strip().lower() or None
+        choice = (o.prompt_template or "").strip() or None
+        if prompt not in (None, "callbench", "published"):
+            raise ConfigError(f"--prompt {o.prompt}: choose callbench or published")
+        own = choice is not None and choice.lower().startswith("callbench")
+        if own:
+            if choice.lower() not in ("callbench", f"callbench-{PROMPT_VERSION}"):
+                raise ConfigError(f"--prompt-template {choice}: callbench's prompt versions: callbench-{PROMPT_VERSION}")
+            if prompt == "published":
+                raise ConfigError(f"--prompt published contradicts --prompt-template {choice}")
+            return None
+        if prompt == "callbench" and choice is not None:
+            raise ConfigError(f"--prompt callbench contradicts --prompt-template {choice} (a NESTFUL template)")
+        if prompt is None and choice is None:
+            return None
+        if o.mode != "direct":
+            raise ConfigError("--prompt published works with --mode direct only (the templates ask for one answer)")
+        if o.constrained:
+            raise ConfigError("--constrained works with callbench's prompt only (the published templates ask for other answer formats)")
+        return select_template(choice or "auto", o.model_spec, o.prompts_file)
+
     def _icl_file(self) -> Path:
         if self.options.icl_file:
             return Path(self.options.icl_file)
@@ -121,6 +166,10 @@ class NestedTrack(Track):
             if not icl.is_file():
                 raise DataError(f"{icl}: in-context examples not found (give --icl FILE or fetch the NESTFUL data)")
             self._examples = load_nested(icl)[: self.options.shots]
+        if self.published is not None and self._raw_examples is None:
+            from callbench.tracks.nested.prompting_published import raw_rows
+
+            self._raw_examples = raw_rows(self._icl_file())[: self.options.shots] if self.options.shots else []
 
     def fingerprint(self) -> dict[str, Any]:
         """Generation. A direct answer depends on its prompt only, so the prompts' digest stands
@@ -130,8 +179,16 @@ class NestedTrack(Track):
         mode = self.options.mode
         fp: dict[str, Any] = {
             "setup": f"{mode}-{self.options.shots}shot",
-            "prompt_version": PROMPT_VERSION,
-            "prompt_hash": templates_hash(),
+            **(
+                {"prompt_version": PROMPT_VERSION, "prompt_hash": templates_hash()}
+                if self.published is None
+                else {
+                    "prompt_version": "nestful-published",
+                    "prompt_template": self.published.key,
+                    "prompt_hash": self.published.sha256[:16],
+                    "prompt_template_sha256": self.published.sha256,
+                }
+            ),
             "constrained": self.options.constrained,
             **({"max_steps": self.options.max_steps, "react_prompt_hash": _react_hash()} if mode == "react" else {}),
             **({"max_steps": self.options.max_steps, "tools_prompt_hash": _tools_hash()} if mode == "tools" else {}),
@@ -156,6 +213,9 @@ class NestedTrack(Track):
         if self.options.functions:
             files = sorted(Path(self.options.functions).glob("*.py"))
             out["functions_sha256"] = {f.name: file_sha256(f) for f in files}
+        library = self._code_library()
+        if library is not None:
+            out["code_functions_sha256"] = library.digest()
         return out
 
     def _prompts_digest(self) -> str:
@@ -164,8 +224,25 @@ class NestedTrack(Track):
         tasks = list(self._tasks.values()) or load_nested(self.task_file)
         h = hashlib.sha256()
         for task in tasks:
-            h.update(json.dumps(build_prompt(task, self._examples), sort_keys=True, ensure_ascii=False).encode())
+            h.update(json.dumps(self._prompt(task), sort_keys=True, ensure_ascii=False).encode())
         return h.hexdigest()[:16]
+
+    def _prompt(self, task: NestedTask) -> tuple[str, list[dict[str, str]]]:
+        """(completion prompt, chat messages) of a direct answer. A published template is a
+        completion prompt with the model's chat markup in it; in chat mode it is sent as the one
+        user message."""
+        if self.published is None:
+            return build_prompt(task, self._examples)
+        from callbench.tracks.nested.prompting_published import build_published_prompt, raw_rows
+
+        self._load_examples()
+        if not self._raw_rows:
+            tasks = list(self._tasks.values()) or load_nested(self.task_file)
+            rows = raw_rows(self.task_file)
+            if len(rows) == len(tasks):
+                self._raw_rows = {t.id: r for t, r in zip(tasks, rows, strict=True) if isinstance(r, dict)}
+        text = build_published_prompt(self.published, self._raw_rows.get(task.id), task, self._raw_examples or [])
+        return text, [{"role": "user", "content": text}]
 
     def default_generation(self, mode: str) -> GenerationConfig:
         return GenerationConfig(max_tokens=512)
@@ -177,7 +254,7 @@ class NestedTrack(Track):
             from callbench.tracks.nested.tools_mode import build_tools_input
 
             return build_tools_input(task, self._examples, sample.id)
-        prompt, messages = build_prompt(task, self._examples)
+        prompt, messages = self._prompt(task)
         constraint = None
         if self._constraints is not None:
             constraint = self._constraints.for_task(task)
@@ -225,11 +302,37 @@ class NestedTrack(Track):
             self._modules = list(builtin_tools()) + (load_tools(self.options.functions) if self.options.functions else [])
         return self._modules
 
-    def _executable(self, task: NestedTask) -> bool:
-        if task.gold_answer is None:
-            return False
+    def _code_library(self):
+        """The NESTFUL code-domain implementations this run executes (tools.library), or None."""
+        if self._library is False:
+            from callbench.tracks.nested.tools.library import CodeLibrary, fetched_library
+
+            given = self.options.code_functions
+            if given is None:
+                self._library = fetched_library(data_dir())
+            elif given.strip().lower() in ("", "none"):
+                self._library = None
+            else:
+                self._library = CodeLibrary(given)
+        return self._library
+
+    def _tool_names(self) -> set[str]:
         names = {f for m in self._tool_modules() for f in m.functions}
-        return all(c.name in names for c in task.output)
+        library = self._code_library()
+        return names | set(library.names) if library is not None else names
+
+    def _not_executable(self, task: NestedTask) -> str | None:
+        """Why the task's win cannot be computed (metrics' reasons), or None when it can."""
+        from callbench.tracks.nested.metrics import NO_GOLD_ANSWER, tools_not_implemented
+
+        if task.gold_answer is None:
+            return NO_GOLD_ANSWER
+        names = self._tool_names()
+        missing = [c.name for c in task.output if c.name not in names]
+        return tools_not_implemented(missing) if missing else None
+
+    def _executable(self, task: NestedTask) -> bool:
+        return self._not_executable(task) is None
 
     @property
     def executor(self):
@@ -240,7 +343,8 @@ class NestedTrack(Track):
             from callbench.tracks.nested.executor import NestedExecutor
 
             modules, limits = self._tool_modules(), Limits(timeout_s=self.options.call_timeout_s)
-            self._executors = PerThread(lambda: NestedExecutor(modules, limits))
+            library = self._code_library()
+            self._executors = PerThread(lambda: NestedExecutor(modules, limits, library=library))
         return self._executors.get()
 
     def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
@@ -258,9 +362,10 @@ class NestedTrack(Track):
                 last = record.get("last_invalid")
                 problem = "the model never wrote a parsable action" + (f" (last: {last})" if last else "")
         else:
-            read = read_calls(output.text)
+            read = read_calls(output.text, pythonic=self.published is not None and self.published.pythonic)
             calls, problem = read.calls, read.error
-        executable = self._executable(task)
+        why_not = self._not_executable(task)
+        executable = why_not is None
         pred_answer: Any = None
         executed_ok = False
         execution = None
@@ -293,6 +398,7 @@ class NestedTrack(Track):
                 executed_ok=executed_ok and not timed_out,
                 domain=task.domain,
                 sample_id=task.id,
+                not_executable=why_not,
             )
             for mode in SCORING_MODES
         }
@@ -325,15 +431,21 @@ class NestedTrack(Track):
     def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
         if scoring not in SCORING_MODES:
             raise ConfigError(f"--scoring '{scoring}': choose from {', '.join(SCORING_MODES)}")
-        scored = [r.verdicts[scoring] for r in results]
+        scored = [_with_structure(r.verdicts[scoring], s) for s, r in zip(samples, results, strict=True)]
         summary = summarize(scored, scoring) if scored else {}
         by_domain = summary.pop("by_domain", {})
         by_length = summary.pop("by_length", {})
+        # the paper's analyses; absent when verdicts stored without the gold structure are
+        # re-aggregated without their tasks (an old run in a comparison)
+        by_references = summary.pop("by_references", None)
+        by_shape = summary.pop("by_shape", None)
         out: dict[str, Any] = {
             "metrics": summary,
             "by_domain": by_domain,
             "by_length": {str(k): v for k, v in by_length.items()},
         }
+        if by_references is not None and by_shape is not None:
+            out["by_references"], out["by_shape"] = by_references, by_shape
         cd = summarize_constraint_stats([(r.stats or {}).get("constraint", {}) for r in results])
         if cd is not None:
             out["constrained_decoding"] = cd
@@ -342,6 +454,23 @@ class NestedTrack(Track):
     def close(self) -> None:
         if self._executors is not None:
             self._executors.close()
+
+
+def _with_structure(verdict: dict[str, Any], sample: Sample) -> dict[str, Any]:
+    """``verdict`` with its gold sequence's structure (references, shape): a verdict stored before
+    those keys existed gets them from the sample's task when it is loaded."""
+    task = sample.payload
+    if "gold_shape" in verdict or not isinstance(task, NestedTask):
+        return verdict
+    from callbench.tracks.nested.analysis import analyse
+
+    structure = analyse(task.output)
+    return {
+        **verdict,
+        "gold_references": structure.references,
+        "gold_referencing_calls": structure.referencing_calls,
+        "gold_shape": structure.shape,
+    }
 
 
 def _react_hash() -> str:

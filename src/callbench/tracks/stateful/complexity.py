@@ -117,3 +117,40 @@ def analyse(code: str, roots: Iterable[str]) -> dict[str, int]:
         "binding_count": len(flow.edges),
         "code_lines": len(lines),
     }
+
+
+# -- task files (``callbench analyze complexity``) ------------------------------------------------
+SUMMARY_KEYS = {"n_calls": "mean_calls", "binding_count": "mean_bindings", "path_depth": "mean_path_depth", "code_lines": "mean_lines"}
+
+
+def task_metrics(task: dict) -> dict[str, int]:
+    """The four metrics of one task's reference program, recomputed from its source (the stored
+    ``complexity`` is not trusted: a task file may come from another generator). The API call
+    roots are the scenario's, or the task's own ``call_roots`` list for a scenario callbench does
+    not know."""
+    from callbench.errors import DataError
+    from callbench.tracks.stateful.scenarios import available_scenarios, get_scenario
+
+    roots = task.get("call_roots")
+    if roots is None:
+        name = task.get("scenario")
+        if name not in available_scenarios():
+            raise DataError(f"task {task.get('id')}: unknown scenario {name!r} and no 'call_roots' list")
+        roots = get_scenario(name).runtime.call_roots
+    code = task.get("reference")
+    if not isinstance(code, str):
+        raise DataError(f"task {task.get('id')}: no 'reference' program")
+    try:
+        return analyse(code, roots)
+    except SyntaxError as exc:
+        raise DataError(f"task {task.get('id')}: reference is not Python ({exc.msg}, line {exc.lineno})") from None
+
+
+def summarize(tasks: list[dict]) -> dict:
+    """``mean_calls``, ``mean_bindings``, ``mean_path_depth``, ``mean_lines`` over ``tasks`` (and
+    ``n_tasks``); None means when there is no task."""
+    rows = [task_metrics(t) for t in tasks]
+    out: dict = {"n_tasks": len(rows)}
+    for metric, key in SUMMARY_KEYS.items():
+        out[key] = round(sum(r[metric] for r in rows) / len(rows), 4) if rows else None
+    return out

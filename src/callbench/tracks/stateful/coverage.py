@@ -19,6 +19,18 @@ from callbench.tracks.stateful.sampling import explore_pairs, sample_program
 from callbench.tracks.stateful.scenario import Scenario
 
 
+def _call_head(template: str) -> str:
+    return template.split("(", 1)[0] + "("
+
+
+def apis_called(scenario: Scenario, codes: list[str]) -> list[str]:
+    """Scenario APIs whose call head (the template up to its first parenthesis, e.g.
+    ``api.text_to_speech(``) appears in any of ``codes``: the coverage measure that also applies
+    to programs not sampled from the state model (the LLM-only baseline). Session APIs sharing an
+    HTTP method share a head, so they count together."""
+    return sorted(a.name for a in scenario.apis if any(_call_head(a.template) in c for c in codes))
+
+
 def curve(scenario: Scenario, sampler: str, seed: int, programs: int, min_calls: int = 3, max_calls: int = 6) -> tuple[list[int], set]:
     rng = Random(seed)
     counts: Counter = Counter()

@@ -8,7 +8,7 @@ Output directory layout (one scenario per directory; ``run stateful --bench`` re
 
 Resumable: attempt *i* uses its own seed (``seed * 100003 + i``), the energy sampler's pair counts
 are rebuilt from the tasks already written, and kept tasks are never rewritten; a resume with
-another seed, sampler, call range or text mode is refused.
+another seed, sampler, call range, size targets or text mode is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import ModelBackend
 from callbench.tracks.stateful.complexity import analyse
+from callbench.tracks.stateful.coverage import apis_called
 from callbench.tracks.stateful.oracles import record
 from callbench.tracks.stateful.program import render
 from callbench.tracks.stateful.sampling import explore_pairs, sample_program, unreachable_apis
@@ -36,15 +37,53 @@ from callbench.tracks.stateful.writer import AgentResult, agents_text, template_
 TASK_SCHEMA_VERSION = 1
 
 
+# The paper's StateEval: 7.16 API calls and 5.03 bindings per task on average.
+PAPER_CALLS = 7.16
+PAPER_BINDINGS = 5.03
+
+
 @dataclass
 class GenerateOptions:
     n: int = 40
     seed: int = 0
     sampler: str = "energy"
-    min_calls: int = 3
-    max_calls: int = 6
+    min_calls: int = 3  # bounds of a task's length (calls written in the program)
+    max_calls: int = 12
+    target_calls: float = PAPER_CALLS  # mean calls per task the set should have
+    target_bindings: float = PAPER_BINDINGS  # mean bindings per task
+    candidates: int = 120  # programs sampled per attempt; the one closest to the task's targets is kept
     rounds: int = 3  # two-agent revision rounds
     max_attempts_factor: int = 5  # give up after n * factor attempts
+
+
+# candidate j of an attempt is sampled with _VARIANTS[j % len(_VARIANTS)]: (sampler length minus
+# the task's length, data-flow boost (see sampling.choose), probability of an if/else). Low boosts
+# leave results unused more often (fewer bindings, or reads pruned), high ones chain calls (more
+# bindings, no dead computations); an if/else ends two paths, so it saves a binding.
+_VARIANTS = tuple((off, reuse, p_branch) for p_branch in (0.6, 1.0) for reuse in (0.3, 1.0, 4.0, 30.0, 200.0) for off in (0, -1, 1))
+
+
+def task_targets(opts: GenerateOptions, index: int, sums: tuple[float, float]) -> tuple[int, int]:
+    """The (calls, bindings) task ``index`` (0-based) aims at.
+
+    Calls: ``min_calls + Binomial(max_calls - min_calls, p)`` with ``p`` chosen so the mean is
+    ``target_calls``; bindings: ``calls * target_bindings / target_calls``, rounded up or down at
+    random so its mean is ``target_bindings``. Both are then moved (by at most 1) toward what the
+    ``index`` tasks already kept lack (``sums``: their total calls and bindings), so the set's means
+    stay on target when some targets are harder to reach. Seeded by (seed, index): a resumed
+    generation draws the same targets."""
+    rng = Random(f"targets:{opts.seed}:{index}")
+    span = opts.max_calls - opts.min_calls
+    p = (opts.target_calls - opts.min_calls) / span if span else 0.0
+    calls = opts.min_calls + sum(rng.random() < p for _ in range(span))
+    exact = calls * opts.target_bindings / opts.target_calls
+    bindings = int(exact) + (rng.random() < exact - int(exact))
+
+    def nudge(value: int, target: float, total: float) -> int:
+        return value + max(-1, min(1, round(target * index - total)))
+
+    calls = max(opts.min_calls, min(opts.max_calls, nudge(calls, opts.target_calls, sums[0])))
+    return calls, max(0, nudge(bindings, opts.target_bindings, sums[1]))
 
 
 def make_task(
@@ -87,7 +126,12 @@ def _check_resume(tasks_path: Path, done: list[dict[str, Any]], manifest: dict[s
     for t in done:
         if not isinstance(t.get("seed"), int) or t["seed"] // _SEED_STRIDE != opts.seed:
             raise ConfigError(f"{tasks_path}: task {t.get('id')} was not generated with --seed {opts.seed}; use another --out")
-    want = {"sampler": opts.sampler, "calls": [opts.min_calls, opts.max_calls], "text": "agents" if writer else "template"}
+    want = {
+        "sampler": opts.sampler,
+        "calls": [opts.min_calls, opts.max_calls],
+        "targets": [opts.target_calls, opts.target_bindings],
+        "text": "agents" if writer else "template",
+    }
     for key, value in want.items():
         if key in manifest and manifest[key] != value:
             raise ConfigError(f"{tasks_path.parent / 'manifest.json'}: {key} was {manifest[key]!r}, now {value!r}; resume with the same settings or use another --out")
@@ -179,6 +223,10 @@ def generate(
         raise ConfigError("task text by agents needs both --writer and --evaluator (or neither: templates)")
     if opts.min_calls < 1 or opts.max_calls < opts.min_calls:
         raise ConfigError(f"--min-calls {opts.min_calls} --max-calls {opts.max_calls}: need 1 <= min-calls <= max-calls")
+    if not opts.min_calls <= opts.target_calls <= opts.max_calls:
+        raise ConfigError(f"--target-calls {opts.target_calls}: must lie between --min-calls {opts.min_calls} and --max-calls {opts.max_calls}")
+    if not 0 <= opts.target_bindings <= opts.target_calls or opts.candidates < 1:
+        raise ConfigError(f"--target-bindings {opts.target_bindings}: need 0 <= target-bindings <= target-calls (and --candidates >= 1)")
     out.mkdir(parents=True, exist_ok=True)
     tasks_path = out / "tasks.jsonl"
     done = read_tasks(tasks_path)
@@ -190,6 +238,8 @@ def generate(
     manifest = json.loads(manifest_path.read_text("utf-8")) if manifest_path.exists() and done else {}
     _check_resume(tasks_path, done, manifest, opts, writer)
     dropped: Counter = Counter(manifest.get("dropped", {}))
+    rejected: Counter = Counter(manifest.get("candidates_rejected", {}))  # candidates no attempt could use
+    sums = (sum(t["complexity"]["n_calls"] for t in done), sum(t["complexity"]["binding_count"] for t in done))
     # attempts are numbered within the seed; the tasks themselves say how far a crashed run got
     attempt = max([int(manifest.get("attempts", 0))] + [t["seed"] - opts.seed * _SEED_STRIDE + 1 for t in done])
     kept = len(done)
@@ -198,18 +248,12 @@ def generate(
         attempt_seed = opts.seed * _SEED_STRIDE + attempt
         attempt += 1
         rng = Random(attempt_seed)
-        trial = Counter(counts)  # only kept programs count as covered
-        program = sample_program(
-            scenario, rng, n_calls=rng.randint(opts.min_calls, opts.max_calls), sampler=opts.sampler, counts=trial
-        )
-        if program is None:
-            dropped["no valid first call"] += 1
+        want_calls, want_bindings = task_targets(opts, kept, sums)
+        picked = _pick(scenario, opts, rng, counts, want_calls, want_bindings, rejected)
+        if picked is None:
+            dropped["no usable candidate"] += 1
             continue
-        dead = _prune_dead_reads(program, scenario, trial)
-        if dead is not None:
-            dropped[dead] += 1
-            continue
-        code = render(program, scenario)
+        program, trial, code = picked
         _drop_unused_inputs(program, code)
         rec = record(scenario, program, code, rng)
         if rec.dropped:
@@ -227,19 +271,50 @@ def generate(
             os.fsync(fh.fileno())
         counts = trial
         kept += 1
-        manifest = _manifest(scenario, opts, kept, attempt, dropped, counts, writer, evaluator)
+        sums = (sums[0] + task["complexity"]["n_calls"], sums[1] + task["complexity"]["binding_count"])
+        manifest = _manifest(scenario, opts, kept, attempt, dropped, counts, writer, evaluator, rejected)
         _write_json(manifest_path, manifest)
         if on_task:
             on_task(kept, opts.n)
     reachable = explore_pairs(scenario)
-    manifest = _manifest(scenario, opts, kept, attempt, dropped, counts, writer, evaluator)
+    manifest = _manifest(scenario, opts, kept, attempt, dropped, counts, writer, evaluator, rejected)
     manifest["reachable_pairs_estimate"] = len(reachable | set(counts))
     manifest["unreachable_apis"] = unreachable_apis(scenario, reachable | set(counts))
+    manifest["apis_called"] = apis_called(scenario, [t["reference"] for t in read_tasks(tasks_path)])  # as for --method llm
+    manifest["api_coverage"] = round(len(manifest["apis_called"]) / len(scenario.apis), 4)
     _write_json(manifest_path, manifest)
     return manifest
 
 
-def _manifest(scenario, opts, kept, attempts, dropped, counts, writer, evaluator) -> dict[str, Any]:
+def _pick(scenario: Scenario, opts: GenerateOptions, rng: Random, counts: Counter, calls: int, bindings: int, rejected: Counter):
+    """Sample ``opts.candidates`` programs and return the one whose (calls, bindings) is closest to
+    the task's targets (a call off counts twice a binding off) (ties: more transition pairs not covered yet, then the first), as
+    ``(program, pair counts with it, code)``; None when every candidate was unusable. The
+    selection only looks at the code (no execution), so it costs little."""
+    best = None
+    for j in range(opts.candidates):
+        trial = Counter(counts)  # only kept programs count as covered
+        off, reuse, p_branch = _VARIANTS[j % len(_VARIANTS)]
+        program = sample_program(
+            scenario, rng, n_calls=max(1, calls + off), sampler=opts.sampler, counts=trial, reuse=reuse, p_branch=p_branch
+        )
+        if program is None:
+            rejected["no valid first call"] += 1
+            continue
+        dead = _prune_dead_reads(program, scenario, trial)
+        if dead is not None:
+            rejected[dead] += 1
+            continue
+        code = render(program, scenario)
+        m = analyse(code, scenario.runtime.call_roots)
+        new_pairs = len({tuple(p) for p in program.pairs} - {p for p, c in counts.items() if c > 0})
+        score = (2 * abs(m["n_calls"] - calls) + abs(m["binding_count"] - bindings), -new_pairs)  # length first
+        if best is None or score < best[0]:
+            best = (score, program, trial, code)
+    return None if best is None else best[1:]
+
+
+def _manifest(scenario, opts, kept, attempts, dropped, counts, writer, evaluator, rejected=None) -> dict[str, Any]:
     return {
         "scenario": scenario.name,
         "n_requested": opts.n,
@@ -249,6 +324,9 @@ def _manifest(scenario, opts, kept, attempts, dropped, counts, writer, evaluator
         "seed": opts.seed,
         "sampler": opts.sampler,
         "calls": [opts.min_calls, opts.max_calls],
+        "targets": [opts.target_calls, opts.target_bindings],
+        "candidates": opts.candidates,
+        "candidates_rejected": dict(rejected or {}),
         "text": "agents" if writer else "template",
         "writer": writer.identity if writer else None,
         "evaluator": evaluator.identity if evaluator else None,

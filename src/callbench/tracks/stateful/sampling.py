@@ -76,24 +76,42 @@ def candidates(scenario: Scenario, world: World, rng: Random, *, only: Api | Non
     return out
 
 
-def choose(cands: list[Candidate], sampler: str, counts: Counter, rng: Random, temperature: float = 0.5) -> Candidate:
+def choose(
+    cands: list[Candidate],
+    sampler: str,
+    counts: Counter,
+    rng: Random,
+    temperature: float = 0.5,
+    *,
+    prefer: set[int] | None = None,
+    boost: float = 1.0,
+) -> Candidate:
+    """One candidate. With ``prefer`` (object ids: results nothing has used yet) and ``boost`` > 1,
+    a candidate taking such an object gets ``boost`` times the weight the sampler gives it, so
+    results tend to feed later calls (data flow) instead of being dropped."""
+    if sampler not in SAMPLERS:
+        raise ConfigError(f"--sampler {sampler}: choose from {', '.join(SAMPLERS)}")
+    bonus = [boost if prefer and any(o.oid in prefer for o in c.objs.values()) else 1.0 for c in cands]
     if sampler == "random":
-        apis = sorted({c.api.name for c in cands})
-        name = rng.choice(apis)
-        return rng.choice([c for c in cands if c.api.name == name])
-    if sampler == "energy":
-        energies = [counts[c.pair()] for c in cands]
-        low = min(energies)  # shifting by the minimum leaves P unchanged and avoids underflow
-        weights = [math.exp(-(e - low) / temperature) for e in energies]
-        return rng.choices(cands, weights=weights, k=1)[0]
-    raise ConfigError(f"--sampler {sampler}: choose from {', '.join(SAMPLERS)}")
+        if max(bonus) == 1.0:
+            apis = sorted({c.api.name for c in cands})
+            name = rng.choice(apis)
+            return rng.choice([c for c in cands if c.api.name == name])
+        per_api = Counter(c.api.name for c in cands)  # uniform over APIs, then over bindings
+        return rng.choices(cands, weights=[b / per_api[c.api.name] for c, b in zip(cands, bonus, strict=True)], k=1)[0]
+    energies = [counts[c.pair()] for c in cands]
+    low = min(energies)  # shifting by the minimum leaves P unchanged and avoids underflow
+    weights = [b * math.exp(-(e - low) / temperature) for e, b in zip(energies, bonus, strict=True)]
+    return rng.choices(cands, weights=weights, k=1)[0]
 
 
 class _Builder:
     """Accumulates one program: variable names, inputs, pairs."""
 
-    def __init__(self, scenario: Scenario, rng: Random, sampler: str, counts: Counter, alternatives: int):
+    def __init__(self, scenario: Scenario, rng: Random, sampler: str, counts: Counter, alternatives: int, reuse: float = 1.0):
         self.s = scenario
+        self.reuse = reuse
+        self.unused: dict[int, str] = {}  # object id -> the variable of the (not yet used) result holding it
         self.rng = rng
         self.sampler = sampler
         self.counts = counts
@@ -166,23 +184,27 @@ class _Builder:
         self.pairs.append(pair)
         result = api.effect(world, values, cand.objs)
         self.last_result = result
+        used = {self.unused[o.oid] for o in cand.objs.values() if o.oid in self.unused}
+        self.unused = {oid: var for oid, var in self.unused.items() if var not in used}  # one element uses the list
         for o in cand.objs.values():
             if api.target is not None and o is cand.objs[api.target]:
                 o.last = api.name
         if api.returns == "object" and isinstance(result, AbsObject):
             result.expr = out
             result.last = api.name
+            self.unused[result.oid] = out
         elif api.returns == "objects":
             for i, o in enumerate(result or []):
                 o.expr = f"{out}[{i}]"
                 o.last = api.name
+                self.unused[o.oid] = out
         return Call(api.name, args, out, [pair], described)
 
     def step(self, world: World) -> Call | None:
         cands = candidates(self.s, world, self.rng)
         if not cands:
             return None
-        cand = choose(cands, self.sampler, self.counts, self.rng)
+        cand = choose(cands, self.sampler, self.counts, self.rng, prefer=set(self.unused), boost=self.reuse)
         return self.apply(cand, world, self.fresh(cand.api.out))
 
     def loop(self, world: World, coll: Call) -> Loop | None:
@@ -253,13 +275,16 @@ def sample_program(
     p_loop: float = 0.5,
     p_branch: float = 0.6,
     alternatives: int = 3,
+    reuse: float = 1.0,
 ) -> Program | None:
     """One program of about ``n_calls`` calls (loops count once), or None when the scenario gets
-    stuck (no candidate at the first step). ``counts`` (pair -> times covered) is updated."""
+    stuck (no candidate at the first step). ``counts`` (pair -> times covered) is updated.
+    ``reuse`` > 1 multiplies the weight of candidates that take a result no call has used yet
+    (see :func:`choose`); 1 leaves both samplers as they are."""
     counts = counts if counts is not None else Counter()
     init = scenario.initial(rng)
     world = init.world
-    b = _Builder(scenario, rng, sampler, counts, alternatives)
+    b = _Builder(scenario, rng, sampler, counts, alternatives, reuse)
     b.inputs.update(init.preload)
     b.words.update(init.inputs)
     b.alts.update(init.alternatives)
@@ -309,6 +334,7 @@ def _branch(b: _Builder, world: World, steps: list[Step], remaining: int) -> Bra
         return None
     code, words, value = probe
     before = world.clone()
+    unused = dict(b.unused)  # the else branch starts from the results held at the split
     then: list[Call | Loop] = []
     for _ in range(max(1, remaining)):
         call = b.step(world)
@@ -317,6 +343,7 @@ def _branch(b: _Builder, world: World, steps: list[Step], remaining: int) -> Bra
         then.append(call)
     orelse: list[Call | Loop] = []
     other = before
+    b.unused = unused
     for _ in range(max(1, min(2, remaining - 1))):
         call = b.step(other)
         if call is None:

@@ -4,9 +4,15 @@
 * ``args``: the starter code ends at ``axios.<method>('<url>',`` — only the arguments are left.
 
 Templates are files under ``prompts/<version>/``; their hash is part of a run's fingerprint.
+``published`` is not a version of these: it is WAPIIBench's own prompt, fetched with the data
+(:mod:`callbench.tracks.webapi.published`).
 ``v1`` is the instruction text modelled on the paper's prompt (it asks for ``<key>``/``<token>``
 placeholders but does not say that a credential is expected); ``v2`` (the default) also states
 where the API's credential goes and its placeholder form.
+
+``--context`` (see :mod:`callbench.tracks.webapi.retrieval`) and the base URL hint add a
+preamble from ``context.md``/``base_url.md`` before the instructions; without them the prompts
+are byte-identical to those of earlier releases.
 
 Three prompt formats, chosen by the backend's mode (see docs/webapi-prompts.md):
 
@@ -36,7 +42,13 @@ Setup = Literal["full", "args"]
 SETUPS: tuple[str, ...] = ("full", "args")
 PROMPT_VERSIONS: tuple[str, ...] = ("v1", "v2")
 PROMPT_VERSION = "v2"  # the default
+# WAPIIBench's own prompt, read from the fetched data (callbench.tracks.webapi.published).
+PUBLISHED = "published"
+PROMPT_CHOICES: tuple[str, ...] = (*PROMPT_VERSIONS, PUBLISHED)
 _FILES = ("instructions.md", "full.js", "args.js", "chat_system.md", "chat_user.md")
+# Loaded and hashed apart from _FILES, so runs without a context or base URL keep their identity.
+_CONTEXT_FILES = ("context.md", "base_url.md")
+CONTEXTS: tuple[str, ...] = ("none", "rag", "spec-excerpt")
 AXIOS_DEFAULT_ACCEPT = "application/json, text/plain, */*"
 
 
@@ -51,6 +63,16 @@ def templates_hash(version: str = PROMPT_VERSION) -> str:
     return templates_digest(templates(version))
 
 
+@lru_cache(maxsize=4)
+def context_templates(version: str = PROMPT_VERSION) -> dict[str, str]:
+    templates(version)  # the version check
+    return load_templates("callbench.tracks.webapi.prompts", version, _CONTEXT_FILES)
+
+
+def context_templates_hash(version: str = PROMPT_VERSION) -> str:
+    return templates_digest(context_templates(version))
+
+
 @dataclass(frozen=True)
 class Prompt:
     starter: str  # code the model continues (no trailing newline after 'axios.' / ',')
@@ -60,11 +82,13 @@ class Prompt:
     prefill_messages: list[dict[str, str]]  # the conversation before the prefilled answer
 
 
-def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION) -> str:
+def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION, *, task_text: str | None = None) -> str:
+    """``task_text`` replaces the task as written in the comment (the published prompt keeps it
+    as the dataset has it)."""
     t = templates(version)
     base = task.starter_code if task.starter_code else t["full.js"].rstrip("\n")
     # The task sits in a `//` comment: a newline in it would turn the rest of the task into code.
-    base = base.replace("{task}", " ".join(task.task.split()))
+    base = base.replace("{task}", " ".join(task.task.split()) if task_text is None else task_text)
     if setup == "full":
         return base
     if setup == "args":
@@ -73,10 +97,34 @@ def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION) 
     raise ConfigError(f"--setup '{setup}': choose from {', '.join(SETUPS)}")
 
 
-def build_prompt(task: WebApiTask, setup: Setup, *, version: str = PROMPT_VERSION) -> Prompt:
+def preamble(api: str, *, context: str = "", base_url: str | None = None, version: str = PROMPT_VERSION) -> str:
+    """What comes before the instructions: the spec context (``--context``), then the base URL.
+    Empty without either, so the default prompts are unchanged."""
+    if not context and not base_url:
+        return ""
+    t = context_templates(version)
+    parts = []
+    if context:
+        parts.append(t["context.md"].strip().format(api=api, excerpt=context))
+    if base_url:
+        parts.append(t["base_url.md"].strip().format(api=api, base_url=base_url))
+    return "\n\n".join(parts) + "\n\n"
+
+
+def build_prompt(
+    task: WebApiTask,
+    setup: Setup,
+    *,
+    version: str = PROMPT_VERSION,
+    context: str = "",
+    base_url: str | None = None,
+) -> Prompt:
+    """``context`` (spec excerpts) and ``base_url`` are placed before the instructions, and so
+    before the task, in every format."""
     t = templates(version)
     api = KNOWN_APIS.get(task.api, task.api)
-    instructions = t["instructions.md"].strip().format(
+    pre = preamble(api, context=context, base_url=base_url, version=version)
+    instructions = pre + t["instructions.md"].strip().format(
         syntax="axios.method(url[, data][, config])", api=api, extra=""
     )
     starter = starter_code(task, setup, version)
@@ -87,7 +135,7 @@ def build_prompt(task: WebApiTask, setup: Setup, *, version: str = PROMPT_VERSIO
         {"role": "system", "content": t["chat_system.md"].strip()},
         {"role": "user", "content": user},
     ]
-    prefill_user = t["instructions.md"].strip().format(
+    prefill_user = pre + t["instructions.md"].strip().format(
         syntax="axios.method(url[, data][, config])", api=api, extra=_PREFILL_EXTRA
     )
     prefill_messages = [messages[0], {"role": "user", "content": prefill_user}]

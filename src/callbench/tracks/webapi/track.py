@@ -27,14 +27,19 @@ from callbench.tracks.webapi.dataset import (
 from callbench.tracks.webapi.metrics import aggregate
 from callbench.tracks.webapi.parsing import assemble_program
 from callbench.tracks.webapi.prompting import (
+    CONTEXTS,
+    PROMPT_CHOICES,
     PROMPT_VERSION,
-    PROMPT_VERSIONS,
+    PUBLISHED,
     SETUPS,
     build_prompt,
+    context_templates_hash,
     reference_completion,
     templates_hash,
 )
 from callbench.tracks.webapi.scoring import SCORING_MODES, SampleVerdict, compare_requests, error_verdict
+
+BASE_URL_HINTS: tuple[str, ...] = ("auto", "on", "off")
 
 # Sandbox statuses -> WAPIIBench error verdicts.
 _STATUS_TO_ERROR = {
@@ -58,6 +63,10 @@ class WebApiOptions:
     constrained: bool = False  # constrained decoding from the spec (steerable backends, vLLM)
     grammar_options: Any = None  # callbench.constrain.webapi_grammar.GrammarOptions
     prompt_version: str = PROMPT_VERSION  # prompts/<version>/ (v1: the paper-style text; v2: + credentials)
+    context: str = "none"  # spec context before the task: none | rag | spec-excerpt (retrieval.py)
+    context_k: int = 5  # rag: endpoints retrieved
+    context_chars: int = 30_000  # rag: the context's cut, at an endpoint boundary
+    base_url_hint: str = "auto"  # name the spec's base URL: auto (APIs other than the 4 known) | on | off
 
 
 class WebApiTrack(Track):
@@ -73,11 +82,19 @@ class WebApiTrack(Track):
         self.options = options or WebApiOptions()
         if self.options.setup not in SETUPS:
             raise ConfigError(f"--setup '{self.options.setup}': choose from {', '.join(SETUPS)}")
-        if self.options.prompt_version not in PROMPT_VERSIONS:
+        if self.options.prompt_version not in PROMPT_CHOICES:
             raise ConfigError(
-                f"--prompt-version '{self.options.prompt_version}': choose from {', '.join(PROMPT_VERSIONS)}"
+                f"--prompt-version '{self.options.prompt_version}': choose from {', '.join(PROMPT_CHOICES)}"
             )
+        self._check_context_options()
         self.root = data_dir(self.options.data)
+        self.published = None  # WAPIIBench's published prompt (--prompt published)
+        if self.options.prompt_version == PUBLISHED:
+            if self.options.base_url_hint == "on":
+                raise ConfigError("--base-url-hint on: the published prompt has no base-URL hint (use callbench's v1/v2)")
+            from callbench.tracks.webapi.published import load_template
+
+            self.published = load_template(self.root)
         self.tasks_file = Path(self.options.tasks_file) if self.options.tasks_file else self.root / DEFAULT_DATA_FILE
         if not self.tasks_file.is_file():
             hint = (
@@ -98,6 +115,21 @@ class WebApiTrack(Track):
             from callbench.tracks.webapi.constraints import ConstraintFactory
 
             self._constraints = ConstraintFactory(self.options.setup, self.options.grammar_options)
+
+    def _check_context_options(self) -> None:
+        o = self.options
+        if o.context not in CONTEXTS:
+            raise ConfigError(f"--context '{o.context}': choose from {', '.join(CONTEXTS)}")
+        if o.base_url_hint not in BASE_URL_HINTS:
+            raise ConfigError(f"--base-url-hint '{o.base_url_hint}': choose from {', '.join(BASE_URL_HINTS)}")
+        if o.context_k < 1:
+            raise ConfigError(f"--context-k {o.context_k}: must be at least 1")
+        if o.context_chars < 1:
+            raise ConfigError(f"--context-chars {o.context_chars}: must be at least 1")
+        if o.context == "rag":
+            from callbench.tracks.webapi.retrieval import require_rank_bm25
+
+            require_rank_bm25()
 
     # -- data
     def load_samples(self) -> list[Sample]:
@@ -177,12 +209,34 @@ class WebApiTrack(Track):
         return {
             "setup": self.options.setup,
             "prompt_version": self.options.prompt_version,
-            "prompt_hash": templates_hash(self.options.prompt_version),
+            **(
+                {"prompt_hash": templates_hash(self.options.prompt_version)}
+                if self.published is None
+                else {"prompt_hash": self.published.sha256[:16], "prompt_file_sha256": self.published.sha256}
+            ),
             "prompts_sha256": self._prompts_digest(),
             "constrained": self.options.constrained,
+            **self._context_fingerprint(),
             **({"grammar_options": repr(self._grammar_options())} if self.options.constrained else {}),
             **(self._inputs_digest() if self.options.constrained else {}),
         }
+
+    def _context_fingerprint(self) -> dict[str, Any]:
+        """The context options, spelt out when not the defaults (default runs keep their identity;
+        the prompts digest covers the text either way)."""
+        o = self.options
+        out: dict[str, Any] = {}
+        if o.context != "none":
+            out.update(context=o.context, context_chars=o.context_chars)
+            if o.context == "rag":
+                from callbench.tracks.webapi.retrieval import RETRIEVER
+
+                out.update(context_k=o.context_k, retriever=RETRIEVER)
+        if o.base_url_hint != "auto":
+            out["base_url_hint"] = o.base_url_hint
+        if self.published is None and (out or any(self._base_url(t) for t in self._all_tasks())):
+            out["context_prompt_hash"] = context_templates_hash(o.prompt_version)
+        return out
 
     def scoring_fingerprint(self) -> dict[str, Any]:
         return {} if self.options.constrained else self._inputs_digest()
@@ -256,10 +310,54 @@ class WebApiTrack(Track):
     def _prompt(self, task: WebApiTask):
         """The task's prompt (built once: build_input and evaluate both need it)."""
         prompt = self._prompts.get(task.id)  # ids are unique within the track's one task file
+        if prompt is None and self.published is not None:
+            from callbench.tracks.webapi.published import build_published_prompt
+
+            prompt = build_published_prompt(
+                task,
+                self.options.setup,  # type: ignore[arg-type]
+                self.published,
+                context=self._context(task),
+            )
+            self._prompts[task.id] = prompt
         if prompt is None:
-            prompt = build_prompt(task, self.options.setup, version=self.options.prompt_version)  # type: ignore[arg-type]
+            prompt = build_prompt(
+                task,
+                self.options.setup,  # type: ignore[arg-type]
+                version=self.options.prompt_version,
+                context=self._context(task),
+                base_url=self._base_url(task),
+            )
             self._prompts[task.id] = prompt
         return prompt
+
+    def _context(self, task: WebApiTask) -> str:
+        """The spec text placed before the task: the retrieved endpoints (``rag``) or, as an oracle
+        upper bound, the documentation of the endpoint the expected request hits (``spec-excerpt``)."""
+        o = self.options
+        if o.context == "none":
+            return ""
+        from callbench.tracks.webapi import retrieval
+
+        spec = self._spec_for(task)
+        if o.context == "rag":
+            return retrieval.rag_context(spec, " ".join(task.task.split()), o.context_k, o.context_chars)
+        op = retrieval.gold_operation(spec, task.config.method, task.config.url)
+        if op is None:
+            raise DataError(f"{self.tasks_file}: [{task.index}].config.url: no operation of the spec matches it")
+        return retrieval.join_excerpts([retrieval.operation_excerpt(op)], o.context_chars)
+
+    def _base_url(self, task: WebApiTask) -> str | None:
+        """The spec's base URL when the prompt should name it: ``on``, or ``auto`` for an API the
+        model cannot know (not one of WAPIIBench's four); None when the spec has no absolute server."""
+        hint = self.options.base_url_hint
+        if self.published is not None:
+            return None  # the published prompt names no base URL
+        if hint == "off" or (hint == "auto" and task.api in KNOWN_APIS and not task.spec):
+            return None
+        from callbench.tracks.webapi.retrieval import base_url
+
+        return base_url(self._spec_for(task))
 
     # -- evaluation
     @property

@@ -147,6 +147,7 @@ _APIS = (
         "reorder the dimensions of {input} as {dims}",
         target="input",
         returns_type=_T,
+        writes=False,  # a new tensor; the input is unchanged (an unused result is a dead computation)
         precondition=lambda w, o: len(_shape(o["input"])) >= 2,
     ),
     Api(
@@ -159,6 +160,7 @@ _APIS = (
         "swap dimensions {dim0} and {dim1} of {input}",
         target="input",
         returns_type=_T,
+        writes=False,  # a new tensor; the input is unchanged (an unused result is a dead computation)
         precondition=lambda w, o: len(_shape(o["input"])) >= 2,
     ),
     Api(
@@ -175,6 +177,7 @@ _APIS = (
         "split {input} into chunks of size {split_size} along dimension {dim}",
         target="input",
         returns_type=_T,
+        writes=False,  # a new tensor; the input is unchanged (an unused result is a dead computation)
         precondition=lambda w, o: any(_divisors(n) for n in _shape(o["input"])),
     ),
     Api(
@@ -187,6 +190,7 @@ _APIS = (
         "concatenate {first} and {second} along dimension {dim}",
         target="first",
         returns_type=_T,
+        writes=False,  # a new tensor; the input is unchanged (an unused result is a dead computation)
         precondition=lambda w, o: bool(_cat_dims(o["first"], o["second"])),
     ),
     Api(
@@ -202,6 +206,7 @@ _APIS = (
         "convolve {input} with the kernel {weight}",
         target="input",
         returns_type=_T,
+        writes=False,  # a new tensor; the input is unchanged (an unused result is a dead computation)
     ),
     Api(
         "linear",
@@ -213,6 +218,7 @@ _APIS = (
         "apply a linear map with weight {weight} (no bias) to {input}",
         target="input",
         returns_type=_T,
+        writes=False,  # a new tensor; the input is unchanged (an unused result is a dead computation)
     ),
 )
 

@@ -1,0 +1,83 @@
+"""``callbench analyze``: measurements of benchmark task files (``analyze complexity``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from callbench.cli.options import fail, out_console
+from callbench.cli.root import app
+from callbench.errors import CallbenchError, ConfigError
+
+analyze_app = typer.Typer(help="Measure benchmark task files.", no_args_is_help=True)
+app.add_typer(analyze_app, name="analyze")
+
+
+def _label(path: Path, *, builtin: bool) -> str:
+    """How a file is named in the table and the JSON: ``stateval_v1/<scenario>`` for the built-in
+    set, else the path relative to the working directory when it is below it."""
+    if builtin:
+        return f"stateval_v1/{path.parent.name}"
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+@analyze_app.command("complexity")
+def complexity_cmd(
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Stateful task files (tasks.jsonl) or directories (every tasks.jsonl below); default: the built-in StateEval set."),
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")] = None,
+) -> None:
+    """Complexity of the reference programs of stateful task files: API calls, bindings (API result -> later API argument edges), path depth (longest chain of such edges, in calls) and non-blank code lines, as means per file and over all files. Recomputed from each task's reference program, so task files made by other generators compare on the same terms. The JSON has mean_calls, mean_bindings, mean_path_depth, mean_lines and n_tasks over all tasks, and the same per file under 'files' and per scenario under 'by_scenario'."""
+    from callbench.report.model import Column, Table
+    from callbench.report.table import print_table
+    from callbench.tracks.stateful.complexity import summarize
+    from callbench.tracks.stateful.generator import read_tasks
+    from callbench.tracks.stateful.track import bench_files, builtin_bench
+
+    try:
+        paths = list(dict.fromkeys(p.resolve() for f in (files or [builtin_bench()]) for p in bench_files(f)))  # a file named twice counts once
+        per_file: dict[str, dict] = {}
+        by_scenario: dict[str, list[dict]] = {}
+        every: list[dict] = []
+        for p in paths:
+            tasks = read_tasks(p)
+            per_file[_label(p, builtin=not files)] = summarize(tasks)
+            every.extend(tasks)
+            for t in tasks:
+                by_scenario.setdefault(str(t.get("scenario")), []).append(t)
+        figures = {**summarize(every), "files": per_file, "by_scenario": {s: summarize(ts) for s, ts in sorted(by_scenario.items())}}
+        if json_out is not None:
+            try:
+                json_out.parent.mkdir(parents=True, exist_ok=True)
+                json_out.write_text(json.dumps(figures, indent=1) + "\n", "utf-8")
+            except OSError as exc:
+                raise ConfigError(f"--json {json_out}: cannot write ({exc.strerror})") from None
+    except CallbenchError as exc:
+        fail(exc)
+    table = Table(
+        "task complexity (means per task)",
+        [Column("file", align="left"), Column("tasks"), Column("calls"), Column("bindings"), Column("path depth"), Column("lines")],
+        caption="calls: API calls in the reference; bindings: API result -> later API argument edges; "
+        "path depth: longest chain of such edges, in calls; lines: non-blank code lines",
+    )
+
+    def row(label: str, s: dict) -> None:
+        cells = [s[k] for k in ("mean_calls", "mean_bindings", "mean_path_depth", "mean_lines")]
+        table.add(label, str(s["n_tasks"]), *("-" if v is None else f"{v:.2f}" for v in cells))
+
+    for name, s in per_file.items():
+        row(name, s)
+    if len(per_file) > 1:
+        table.sections.append(len(table.rows))
+        row("all", figures)
+    print_table(out_console, table)
+    if json_out is not None:
+        out_console.print(f"figures: {json_out}", highlight=False)

@@ -1,0 +1,94 @@
+"""``callbench analyze complexity`` against values computed by hand (issue 13, part 9)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from callbench.cli import app
+
+runner = CliRunner()
+
+# 3 calls; bindings: sessions_1 -> 2nd call, fetched_1 -> 3rd call = 2; depth 3 (a chain of 3); 4 lines
+SESSION = (
+    'sessions_1 = requests.get(f"{BASE_URL}/api/sessions/a/b").json()\n'
+    "fetched_1 = requests.get(f\"{BASE_URL}/api/sessions/a/b/{sessions_1[0]['id']}\").json()\n"
+    "\n"
+    "gone_1 = requests.delete(f\"{BASE_URL}/api/sessions/a/b/{fetched_1['id']}\").status_code\n"
+    "result = gone_1\n"
+)
+# 3 calls; bindings: a -> join, b -> join = 2 (the condition reads a, but it is not an API argument);
+# depth 2; 7 lines (the comment and the blank line do not count)
+OTHER = (
+    "a = api.make(x)\n"
+    "b = api.make(y)\n"
+    "# join them when a is big\n"
+    "\n"
+    "if a['n'] > t:\n"
+    "    c = api.join(a, b)\n"
+    "    result = c\n"
+    "else:\n"
+    "    result = a\n"
+)
+
+
+def _write(path: Path, tasks: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks), "utf-8")
+    return path
+
+
+def _tasks() -> list[dict]:
+    return [
+        {"id": "s1", "scenario": "session", "reference": SESSION},
+        {"id": "o1", "scenario": "elsewhere", "call_roots": ["api"], "reference": OTHER},
+    ]
+
+
+def test_hand_computed_means(tmp_path: Path):
+    f = _write(tmp_path / "bench" / "mixed" / "tasks.jsonl", _tasks())
+    out = tmp_path / "cx.json"
+    r = runner.invoke(app, ["analyze", "complexity", str(f), "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert {k: data[k] for k in ("mean_calls", "mean_bindings", "mean_path_depth", "mean_lines", "n_tasks")} == {
+        "mean_calls": 3.0,
+        "mean_bindings": 2.0,
+        "mean_path_depth": 2.5,
+        "mean_lines": 5.5,
+        "n_tasks": 2,
+    }
+    assert data["by_scenario"]["session"] == {"n_tasks": 1, "mean_calls": 3.0, "mean_bindings": 2.0, "mean_path_depth": 3.0, "mean_lines": 4.0}
+    assert data["by_scenario"]["elsewhere"]["mean_path_depth"] == 2.0
+    assert "calls" in r.output and "2.50" in r.output and "5.50" in r.output
+
+
+def test_directories_and_several_files(tmp_path: Path):
+    a = _write(tmp_path / "b" / "x" / "tasks.jsonl", _tasks()[:1])
+    _write(tmp_path / "b" / "y" / "tasks.jsonl", _tasks()[1:])
+    out = tmp_path / "cx.json"
+    r = runner.invoke(app, ["analyze", "complexity", str(tmp_path / "b"), str(a), "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["n_tasks"] == 2 and len(data["files"]) == 2  # x/tasks.jsonl named twice counts once
+    assert data["mean_calls"] == 3.0 and data["mean_path_depth"] == 2.5
+    assert "all" in r.output
+
+
+def test_default_is_the_builtin_set(tmp_path: Path):
+    out = tmp_path / "cx.json"
+    r = runner.invoke(app, ["analyze", "complexity", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["n_tasks"] == 120 and set(data["by_scenario"]) == {"session", "tensor", "voice"}
+    assert set(data["files"]) == {"stateval_v1/session", "stateval_v1/tensor", "stateval_v1/voice"}
+
+
+def test_errors_are_one_line(tmp_path: Path):
+    bad = _write(tmp_path / "t.jsonl", [{"id": "z", "scenario": "nowhere", "reference": "x = 1\n"}])
+    r = runner.invoke(app, ["analyze", "complexity", str(bad)])
+    assert r.exit_code != 0 and "unknown scenario 'nowhere'" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, ["analyze", "complexity", str(tmp_path / "missing")])
+    assert r.exit_code != 0 and "no such benchmark file" in r.output
