@@ -58,6 +58,9 @@ def test_setup_warnings_name_each_kind_of_difference():
     # the model is what is compared; a key only one run recorded (an older identity) is no difference
     old = {"track": "webapi", "model": "m3", "setup": "full", "prompt_version": "v1", "data_sha256": "aaa"}
     assert setup_warnings([a, old], ["A", "old"]) == []
+    # an option recorded only when set (--context): a run without it used the default
+    rag = {**a, "context": "rag", "context_k": 5}
+    assert setup_warnings([a, rag], ["A", "rag"]) == ["runs differ in setup: context none (A) vs rag (rag)"]
     assert sample_warning(4, [76, 0], ["A", "B"]) == (
         "runs differ in sample set: 4 shared, 76 only in A; the comparison uses the 4 shared samples only"
     )

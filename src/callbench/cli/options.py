@@ -172,6 +172,14 @@ ConfigFile = Annotated[
 ]
 
 
+def print_outcome(outcome: Any, print_summary: Any) -> None:
+    """After a run: the track's summary table, the backend-error note and where the run is."""
+    print_summary(outcome.summary, out_console)
+    backend_error_note(outcome.summary)
+    shown = path_text(outcome.run_dir)
+    out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
+
+
 def backend_error_note(summary: dict) -> None:
     n = summary.get("n_backend_errors") or 0
     if n:

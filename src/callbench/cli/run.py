@@ -26,15 +26,14 @@ from callbench.cli.options import (
     Setup,
     UnsafeNoSandbox,
     ValueTypes,
-    backend_error_note,
     check_seed,
     csv_list,
     err_console,
     fail,
     grammar_options,
-    out_console,
     parse_model_args,
     path_text,
+    print_outcome,
     run_track,
     setup_sandbox,
 )
@@ -220,10 +219,7 @@ def run_webapi(
         )
     except CallbenchError as exc:
         fail(exc)
-    print_summary(outcome.summary, out_console)
-    backend_error_note(outcome.summary)
-    shown = path_text(outcome.run_dir)
-    out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
+    print_outcome(outcome, print_summary)
 
 
 @run_app.command("nested")
@@ -395,6 +391,4 @@ def run_nested(
         )
     except CallbenchError as exc:
         fail(exc)
-    print_nested_summary(outcome.summary, out_console)
-    backend_error_note(outcome.summary)
-    out_console.print(f"run directory: {path_text(outcome.run_dir)}", highlight=False)
+    print_outcome(outcome, print_nested_summary)

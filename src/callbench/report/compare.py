@@ -110,10 +110,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else "…" + text[-39:]
 
 
+# Options a track records only when they are not at their default (so that runs made before the
+# option existed keep their identity): a run without the key used the default.
+_UNRECORDED_DEFAULTS = {"context": "none", "base_url_hint": "auto"}
+
+
 def setup_warnings(identities: list[dict[str, Any]], labels: list[str]) -> list[str]:
     """One line per kind of difference between the runs' recorded identities (the model aside),
-    on the keys every run recorded."""
+    on the keys every run recorded (or, for options recorded only when set, whose default it is)."""
     flats = [_normalized(i) for i in identities]
+    for key, default in _UNRECORDED_DEFAULTS.items():
+        if any(key in f for f in flats):
+            for f in flats:
+                f.setdefault(key, default)
     keys = sorted(set.intersection(*(set(f) for f in flats))) if flats else []
     kinds: dict[str, list[str]] = {}
     for key in keys:

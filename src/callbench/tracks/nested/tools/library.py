@@ -24,11 +24,10 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import json
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from callbench.data.func_map import read_func_file_map
 from callbench.errors import DataError
 from callbench.tracks.nested.tools import ToolModule, _module
 
@@ -36,24 +35,6 @@ FUNC_FILE_MAP = "func_file_map.json"
 # Under the data dir: where `data fetch nestful` puts the implementations (upstream path).
 FETCHED_DIR = "nestful/data_v2/executable_functions"
 # A file the map may name: a plain file name in the directory, never a path.
-SAFE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\.py")
-
-
-def read_func_file_map(path: Path) -> dict[str, str]:
-    """The map ``function name -> file name``; DataError (one line) when it is not such a map or
-    names a file outside its directory."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: not a readable JSON map of function -> file ({exc})") from None
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected a JSON object mapping function names to file names")
-    for name, file in data.items():
-        if not isinstance(file, str) or not SAFE_FILE.fullmatch(file) or not name.isidentifier():
-            raise DataError(f"{path}: entry {name!r}: {file!r} is not a file name like py_code_file_1.py")
-    return data
-
-
 class CodeLibrary:
     """The implemented tools of one directory (see the module docstring)."""
 
