@@ -56,6 +56,23 @@ def run_sandbox(items) -> tuple[float, int]:
     return len(items) / elapsed, correct
 
 
+def run_sandbox_batched(items, batch: int = 32) -> tuple[float, int]:
+    """As :func:`run_sandbox`, but the programs go to the worker ``batch`` at a time
+    (``JsSandbox.run_many``, as the run's scoring workers send them)."""
+    correct = 0
+    with JsSandbox() as sandbox:
+        sandbox.run(items[0][2])
+        t0 = time.perf_counter()
+        for k in range(0, len(items), batch):
+            chunk = items[k : k + batch]
+            for i, res in sandbox.run_many([(program, task.definitions) for task, _, program in chunk]):
+                task, spec, _ = chunk[i]
+                if res.status == "ok" and compare_requests(task.config.as_dict(), res.request, spec).sample == "correct":
+                    correct += 1
+        elapsed = time.perf_counter() - t0
+    return len(items) / elapsed, correct
+
+
 def run_node(items, node: str) -> tuple[float, int]:
     correct = 0
     t0 = time.perf_counter()
@@ -88,12 +105,19 @@ def main() -> int:
         rate, correct = run_sandbox(items)
         rates.append(rate)
     sandbox_rate = statistics.median(rates)
+    batched, batched_correct = [], 0
+    for _ in range(args.rounds):
+        rate, batched_correct = run_sandbox_batched(items)
+        batched.append(rate)
+    batched_rate = statistics.median(batched)
     node_rate, node_correct = run_node(items[: args.node_samples], node)
     n_node = min(args.node_samples, len(items))
     result = {
         "samples_per_s": round(sandbox_rate, 1),
         "process_per_sample_samples_per_s": round(node_rate, 2),
         "ratio": round(sandbox_rate / node_rate, 1),
+        "batched_samples_per_s": round(batched_rate, 1),
+        "batched_correct": batched_correct,
         "n_samples": len(items),
         "sandbox_correct": correct,
         "node_samples": n_node,
@@ -108,6 +132,7 @@ def main() -> int:
     table.add_column("correct", justify="right")
     table.add_column("samples/s", justify="right")
     table.add_row("V8 sandbox (callbench)", str(len(items)), str(correct), f"{sandbox_rate:,.0f}")
+    table.add_row("V8 sandbox, batches of 32 (run_many)", str(len(items)), str(batched_correct), f"{batched_rate:,.0f}")
     table.add_row("node process per sample", str(n_node), str(node_correct), f"{node_rate:,.1f}")
     table.add_row("ratio", "", "", f"{sandbox_rate / node_rate:,.0f}×")
     Console().print(table)
