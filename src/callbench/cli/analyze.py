@@ -43,6 +43,14 @@ def complexity_cmd(
     from callbench.tracks.stateful.track import bench_files, builtin_bench
 
     try:
+        from callbench.tracks.stateful.published import detect
+
+        for f in files or []:
+            if f.is_dir() and detect(f):
+                raise ConfigError(
+                    f"{f}: the published StateEval layout; 'analyze complexity' reads callbench task files "
+                    "(tasks.jsonl) and does not convert published tasks yet"
+                )
         paths = list(dict.fromkeys(p.resolve() for f in (files or [builtin_bench()]) for p in bench_files(f)))  # a file named twice counts once
         per_file: dict[str, dict] = {}
         by_scenario: dict[str, list[dict]] = {}

@@ -48,6 +48,11 @@ def bench_files(path: Path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise DataError(f"{path}: no such benchmark file or directory")
+    from callbench.tracks.stateful.published import detect
+
+    published = detect(path)  # the published StateEval's layout (rows / evaluator files)
+    if published:
+        return published
     files = sorted(path.rglob("tasks.jsonl"))
     if not files:
         raise DataError(f"{path}: no tasks.jsonl below it (make one with 'callbench generate stateful')")
@@ -79,7 +84,15 @@ def _check_task(f: Path, n: int, t: Any) -> None:
         raise DataError(f"{where}: field 'complexity' must be an object")
 
 
-def load_bench(path: Path) -> list[dict[str, Any]]:
+def load_bench(path: Path, *, timeout_s: float = 20.0) -> list[dict[str, Any]]:
+    from callbench.tracks.stateful import published
+
+    files = published.detect(path)
+    if files:  # converted (and its oracles recorded) by running each reference; skips are listed
+        tasks, _skipped = published.load(path, files, timeout_s=timeout_s)
+        for n, t in enumerate(tasks, 1):
+            _check_task(path, n, t)
+        return tasks
     tasks: list[dict[str, Any]] = []
     seen: set[str] = set()
     for f in bench_files(path):
@@ -151,7 +164,7 @@ class StatefulTrack(Track):
 
     # -- data
     def load_samples(self) -> list[Sample]:
-        tasks = load_bench(self.path)
+        tasks = load_bench(self.path, timeout_s=self.options.timeout_s)
         if self.options.scenarios:
             tasks = [t for t in tasks if t["scenario"] in self.options.scenarios]
         from callbench.tracks.stateful.scenarios import check_extras

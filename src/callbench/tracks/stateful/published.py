@@ -1,0 +1,450 @@
+"""Loading the published StateEval (StateGen's benchmark) into callbench's task form.
+
+No StateEval data is committed here: a user who has it points ``--bench`` at it. Two layouts of
+the upstream project (github.com/YuhengHuang42/stateful_bench) are recognised:
+
+* **Hugging Face rows as JSON Lines**: the dataset ``yuhenghuang/StateEval`` has one split per
+  scenario (``session``, ``tensor``, ``voice``) whose rows are ``example_id`` (int),
+  ``evaluator_json`` (a JSON string), ``prompt`` (the task text) and ``metadata_json`` (a JSON
+  string: ``evaluation_config``, ``doc``). A split exported with ``datasets``'
+  ``Dataset.to_json`` is a file ``<split>.jsonl`` (or ``<split>-*.jsonl``) with those keys; that
+  key set is the marker.
+* **The upstream local trace directory** (what its ``scripts/hf_dataset.py pack`` reads):
+  ``evaluator_<idx>.json`` files next to one ``<split>_metadata.json`` whose ``prompt_book``
+  maps ``str(idx)`` to the task text.
+
+An evaluator holds ``test_cases``: each a ``program`` (the reference), ``program_info``
+(``init_local_str``: Python assigning the preloaded constants; ``init_load_info``: preloaded
+objects such as tensors; ``init_implicit_dict``: the session service's initial rows), the
+recorded ``result`` (of the program's ``RESULT`` variable) and a ``state_oracle``.
+
+Conversion. Each test case becomes a callbench case: the constants of ``init_local_str`` (plain
+literal assignments only) are the preload, ``init_implicit_dict`` the session service's seed. The
+reference is the published program plus ``result = RESULT``. The oracle is then recorded the way
+callbench's generator records it, by running the reference in callbench's sandbox against
+callbench's service, and cross-checked against the published oracle: the run must succeed, its
+``result`` must agree with the published one (backend-assigned ``id``/``checksum`` keys that the
+published value lacks are ignored, numbers within 1e-2 as upstream compares), and for the session
+scenario every ``source||type`` group of the ``state_oracle`` must match the final rows. A task
+callbench cannot provide (preloaded objects, non-literal constants, an API callbench's service
+does not implement, a disagreeing oracle) is skipped with its reason; every skip is returned,
+counted and printed, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from callbench.errors import CallbenchError, DataError
+
+SPLITS = ("session", "tensor", "voice")
+ROW_KEYS = ("example_id", "evaluator_json", "prompt", "metadata_json")
+RESULT_LINE = 'result = globals().get("RESULT")\n'
+_TOL = 1e-2  # upstream's FLOAT_THRESHOLD
+_EVALUATOR = re.compile(r"evaluator_(\d+)\.json$")
+_BACKEND_KEYS = frozenset({"id", "checksum"})
+
+
+@dataclass
+class Row:
+    """One published task, whichever layout it came from."""
+
+    where: str  # "file:line" or the evaluator file: how errors name it
+    split: str
+    example_id: int
+    evaluator: dict[str, Any]
+    prompt: str
+
+
+@dataclass
+class Skipped:
+    task: str
+    reason: str
+
+
+# -- detection -------------------------------------------------------------------------------
+def _split_of(name: str) -> str | None:
+    for s in SPLITS:
+        if name == s or name.startswith(f"{s}-") or name.startswith(f"{s}_"):
+            return s
+    return None
+
+
+def _first_row(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    return json.loads(line)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return None
+
+
+def _is_row_file(path: Path) -> bool:
+    row = _first_row(path)  # a row with any of the published columns (callbench's tasks have none)
+    return isinstance(row, dict) and bool(set(row) & {"example_id", "evaluator_json", "metadata_json"})
+
+
+def detect(path: Path) -> list[Path] | None:
+    """The published files at ``path`` (JSON Lines rows, or evaluator + metadata files), or None
+    when ``path`` is not in a published StateEval layout."""
+    if path.is_file():
+        return (
+            [path] if path.suffix == ".jsonl" and path.name != "tasks.jsonl" and _is_row_file(path) else None
+        )
+    if not path.is_dir():
+        return None
+    rows = sorted(p for p in path.rglob("*.jsonl") if p.name != "tasks.jsonl" and _is_row_file(p))
+    evaluators = sorted(p for p in path.rglob("evaluator_*.json") if _EVALUATOR.search(p.name))
+    if not rows and not evaluators:
+        return None
+    metas = sorted({m for e in evaluators for m in e.parent.glob("*metadata.json")})
+    return rows + evaluators + metas
+
+
+# -- reading ---------------------------------------------------------------------------------
+def _json_field(where: str, row: dict, key: str) -> dict[str, Any]:
+    value = row[key]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: field '{key}' is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise DataError(f"{where}: field '{key}' must be a JSON object")
+    return value
+
+
+def _check_evaluator(where: str, ev: dict[str, Any]) -> None:
+    cases = ev.get("test_cases")
+    if not isinstance(cases, list) or not cases:
+        raise DataError(f"{where}: field 'test_cases' must be a non-empty list")
+    for i, tc in enumerate(cases):
+        if not isinstance(tc, dict):
+            raise DataError(f"{where}: test_cases[{i}] must be an object")
+        if not isinstance(tc.get("program"), str):
+            raise DataError(f"{where}: test_cases[{i}].program must be a string")
+        info = tc.get("program_info")
+        if not isinstance(info, dict) or not isinstance(info.get("init_local_str"), str):
+            raise DataError(f"{where}: test_cases[{i}].program_info.init_local_str must be a string")
+        if "result" not in tc:
+            raise DataError(f"{where}: test_cases[{i}]: missing field 'result'")
+
+
+def _rows_from_jsonl(path: Path) -> list[Row]:
+    split = _split_of(path.stem)
+    if split is None:
+        raise DataError(
+            f"{path}: cannot tell the scenario: name the file after its split ({', '.join(s + '.jsonl' for s in SPLITS)})"
+        )
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{where}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{where}: a row must be a JSON object")
+            missing = [k for k in ROW_KEYS if k not in row]
+            if missing:
+                raise DataError(f"{where}: missing field '{missing[0]}'")
+            if not isinstance(row["example_id"], int) or isinstance(row["example_id"], bool):
+                raise DataError(f"{where}: field 'example_id' must be an integer")
+            if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+                raise DataError(f"{where}: field 'prompt' must be a non-empty string")
+            ev = _json_field(where, row, "evaluator_json")
+            _json_field(where, row, "metadata_json")
+            _check_evaluator(f"{where}: evaluator_json", ev)
+            rows.append(Row(where, split, row["example_id"], ev, row["prompt"]))
+    return rows
+
+
+def _rows_from_trace_dir(directory: Path, evaluators: list[Path]) -> list[Row]:
+    metas = sorted(directory.glob("*metadata.json"))
+    if len(metas) != 1:
+        found = ", ".join(m.name for m in metas) or "none"
+        raise DataError(
+            f"{directory}: expected one <split>_metadata.json next to the evaluator files, found {found}"
+        )
+    meta_path = metas[0]
+    split = _split_of(meta_path.name) or _split_of(directory.name)
+    if split is None:
+        raise DataError(
+            f"{meta_path}: cannot tell the scenario: name it <split>_metadata.json ({', '.join(SPLITS)})"
+        )
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{meta_path}: not a JSON file ({exc})") from None
+    book = meta.get("prompt_book") if isinstance(meta, dict) else None
+    if not isinstance(book, dict):
+        raise DataError(
+            f"{meta_path}: field 'prompt_book' (index -> task text) missing; a materialized Hugging Face copy has no prompts, export the rows with Dataset.to_json instead"
+        )
+    rows = []
+    for ev_path in evaluators:
+        idx = int(_EVALUATOR.search(ev_path.name).group(1))
+        prompt = book.get(str(idx))
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise DataError(f"{meta_path}: prompt_book has no task text for '{idx}' ({ev_path.name})")
+        try:
+            ev = json.loads(ev_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{ev_path}: not a JSON file ({exc})") from None
+        if not isinstance(ev, dict):
+            raise DataError(f"{ev_path}: an evaluator must be a JSON object")
+        _check_evaluator(str(ev_path), ev)
+        rows.append(Row(str(ev_path), split, idx, ev, prompt))
+    return rows
+
+
+def read_rows(files: list[Path]) -> list[Row]:
+    rows: list[Row] = []
+    by_dir: dict[Path, list[Path]] = {}
+    for f in files:
+        if f.suffix == ".jsonl":
+            rows.extend(_rows_from_jsonl(f))
+        elif _EVALUATOR.search(f.name):
+            by_dir.setdefault(f.parent, []).append(f)
+    for d, evs in sorted(by_dir.items()):
+        rows.extend(
+            _rows_from_trace_dir(d, sorted(evs, key=lambda p: int(_EVALUATOR.search(p.name).group(1))))
+        )
+    return rows
+
+
+# -- conversion ------------------------------------------------------------------------------
+class _Unsupported(Exception):
+    pass
+
+
+def _constants(init_local_str: str) -> dict[str, Any]:
+    try:
+        tree = ast.parse(init_local_str)
+    except SyntaxError as exc:
+        raise _Unsupported(f"init_local_str is not Python ({exc.msg})") from None
+    out: dict[str, Any] = {}
+    for stmt in tree.body:
+        if not (
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        ):
+            raise _Unsupported(f"init_local_str line {stmt.lineno} is not a plain 'name = value' assignment")
+        try:
+            value = ast.literal_eval(stmt.value)
+        except (ValueError, SyntaxError):
+            raise _Unsupported(
+                f"init_local_str line {stmt.lineno}: the value of '{stmt.targets[0].id}' is not a literal"
+            ) from None
+        try:
+            if json.loads(json.dumps(value)) != value:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise _Unsupported(
+                f"init_local_str: '{stmt.targets[0].id}' does not survive JSON (tuples, non-string keys)"
+            ) from None
+        out[stmt.targets[0].id] = value
+    out.pop("BASE_URL", None)  # callbench binds the service's address itself
+    return out
+
+
+def _seed(split: str, info: dict[str, Any]) -> list[dict[str, Any]] | None:
+    implicit = info.get("init_implicit_dict")
+    if split != "session":
+        return None
+    if implicit in (None, {}):
+        return []
+    if not isinstance(implicit, dict):
+        raise _Unsupported("init_implicit_dict is not an object of sessions")
+    seed = []
+    for key, row in implicit.items():
+        if not isinstance(row, dict) or not {"source", "type"} <= set(row):
+            raise _Unsupported(f"init_implicit_dict['{key}'] is not a session with source and type")
+        data = row.get("data") or {}
+        if not isinstance(data, dict):
+            raise _Unsupported(f"init_implicit_dict['{key}'].data is not an object")
+        seed.append({"source": str(row["source"]), "type": str(row["type"]), "data": data})
+    return seed
+
+
+def agrees(published: Any, actual: Any) -> bool:
+    """Does callbench's value match the published one? Keys the server assigns (``id``,
+    ``checksum``) may be absent from the published value; numbers compare within 1e-2."""
+    if isinstance(published, bool) or isinstance(actual, bool):
+        return type(published) is type(actual) and published == actual
+    if isinstance(published, (int, float)) and isinstance(actual, (int, float)):
+        return math.isclose(published, actual, rel_tol=_TOL, abs_tol=_TOL)
+    if isinstance(published, dict) and isinstance(actual, dict):
+        if not set(published) <= set(actual) or set(actual) - set(published) - _BACKEND_KEYS:
+            return False
+        return all(agrees(published[k], actual[k]) for k in published)
+    if isinstance(published, (list, tuple)) and isinstance(actual, (list, tuple)):
+        return len(published) == len(actual) and all(
+            agrees(p, a) for p, a in zip(published, actual, strict=True)
+        )
+    return published == actual
+
+
+def _state_agrees(oracle: Any, state: Any) -> str | None:
+    """None when every ``source||type`` group of a session ``state_oracle`` matches the final rows
+    (as multisets), else why not."""
+    if oracle in (None, {}):
+        return None
+    if not isinstance(oracle, dict) or not isinstance(state, list):
+        return "state_oracle is not a source||type -> sessions object"
+    for key, want in oracle.items():
+        source, _, type_ = str(key).partition("||")
+        have = [
+            r for r in state if isinstance(r, dict) and r.get("source") == source and r.get("type") == type_
+        ]
+        if not isinstance(want, list) or len(want) != len(have):
+            return f"state_oracle['{key}']: {len(want) if isinstance(want, list) else '?'} sessions published, {len(have)} under callbench"
+        left = list(have)
+        for w in want:
+            hit = next((i for i, h in enumerate(left) if agrees(w, h)), None)
+            if hit is None:
+                return f"state_oracle['{key}']: a published session has no match in callbench's final state"
+            left.pop(hit)
+    return None
+
+
+def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
+    """callbench's task for one published row (``_Unsupported``: why callbench cannot provide it)."""
+    from callbench.tracks.stateful.complexity import analyse
+    from callbench.tracks.stateful.execution import Case, default_limits, execute
+    from callbench.tracks.stateful.generator import _oracle
+    from callbench.tracks.stateful.scenarios import get_scenario
+
+    scenario = get_scenario(row.split)
+    tcs = row.evaluator["test_cases"]
+    program = tcs[0]["program"]
+    if any(tc["program"] != program for tc in tcs):
+        raise _Unsupported("its test cases run different programs")
+    reference = program.rstrip("\n") + "\n" + RESULT_LINE
+    limits = default_limits(scenario, timeout_s=timeout_s)
+    cases = []
+    inputs: dict[str, str] = {}
+    for i, tc in enumerate(tcs):
+        info = tc["program_info"]
+        if info.get("init_load_info"):
+            names = ", ".join(str(x[0]) for x in info["init_load_info"] if isinstance(x, (list, tuple)) and x)
+            raise _Unsupported(
+                f"it preloads objects from init_load_info ({names or 'unnamed'}), which callbench's {row.split} scenario builds only from its own seeds"
+            )
+        preload = _constants(info["init_local_str"])
+        for name in preload:
+            if name != "RESULT":
+                inputs.setdefault(name, "a preloaded value")
+        case = Case("base" if i == 0 else f"case_{i}", preload, _seed(row.split, info))
+        try:
+            out = execute(scenario, reference, case, limits)
+        except CallbenchError:
+            raise  # a missing extra or bad data is the user's to fix, not the task's to skip
+        except Exception as exc:  # noqa: BLE001 - a setup the scenario rejects is a reason to skip
+            raise _Unsupported(
+                f"callbench's {row.split} scenario cannot run it: {type(exc).__name__}: {exc}"
+            ) from None
+        if out.status != "ok":
+            first = (out.error or "").strip().splitlines()[-1:] or [""]
+            raise _Unsupported(
+                f"test case {i}: the reference fails under callbench's {row.split} service ({out.status}: {first[0][:160]})"
+            )
+        if not agrees(tc["result"], out.result):
+            raise _Unsupported(
+                f"test case {i}: the reference's result under callbench differs from the published oracle"
+            )
+        if row.split == "session":
+            why = _state_agrees(tc.get("state_oracle"), out.state)
+            if why:
+                raise _Unsupported(f"test case {i}: {why}")
+        cases.append(
+            {
+                "name": case.name,
+                "preload": preload,
+                "service_seed": case.service_seed,
+                "expected": _oracle(out),
+            }
+        )
+    try:
+        complexity = analyse(reference, scenario.runtime.call_roots)
+    except SyntaxError as exc:
+        raise _Unsupported(f"the reference is not Python ({exc.msg})") from None
+    return {
+        "id": task_id(row),
+        "scenario": row.split,
+        "text": row.prompt.strip(),
+        "inputs": inputs,
+        "result_var": scenario.result_var,
+        "reference": reference,
+        "cases": cases,
+        "complexity": {
+            **complexity,
+            "instruction_chars": len(row.prompt.strip()),
+            "instruction_words": len(row.prompt.split()),
+        },
+        "source": {
+            "benchmark": "StateEval (published)",
+            "split": row.split,
+            "example_id": row.example_id,
+            "row": row.where,
+        },
+    }
+
+
+def task_id(row: Row) -> str:
+    return f"stateeval_{row.split}_{row.example_id:03d}"
+
+
+_CACHE: dict[str, tuple[list[dict[str, Any]], list[Skipped]]] = {}
+
+
+def load(
+    path: Path, files: list[Path] | None = None, *, timeout_s: float = 20.0, report: bool = True
+) -> tuple[list[dict[str, Any]], list[Skipped]]:
+    """(tasks, skipped) of the published StateEval at ``path``; skips are printed (count, then
+    one line each) to stderr when ``report``."""
+    files = files if files is not None else detect(path)
+    if not files:
+        raise DataError(
+            f"{path}: not a published StateEval layout (no <split>.jsonl rows with 'evaluator_json', no evaluator_<idx>.json)"
+        )
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    key = f"{h.hexdigest()}:{timeout_s}"
+    if key not in _CACHE:
+        rows = read_rows(files)
+        tasks: list[dict[str, Any]] = []
+        skipped: list[Skipped] = []
+        seen: set[str] = set()
+        for row in rows:
+            tid = task_id(row)
+            if tid in seen:
+                raise DataError(f"{row.where}: example_id {row.example_id} used twice in split '{row.split}'")
+            seen.add(tid)
+            try:
+                tasks.append(convert(row, timeout_s=timeout_s))
+            except _Unsupported as exc:
+                skipped.append(Skipped(tid, str(exc)))
+        _CACHE[key] = (tasks, skipped)
+    tasks, skipped = _CACHE[key]
+    if report and skipped:
+        print(
+            f"published StateEval at {path}: {len(tasks)} tasks loaded, {len(skipped)} skipped:",
+            file=sys.stderr,
+        )
+        for s in skipped:
+            print(f"  skipped {s.task}: {s.reason}", file=sys.stderr)
+    return [json.loads(json.dumps(t)) for t in tasks], list(skipped)
