@@ -592,3 +592,18 @@ def test_run_many_matches_one_by_one(reference):
         batch = [r for _, r in sorted(s.run_many([(c, None) for c in ("axios.get('https://a')", "text without code", "axios.get('https://b'")]), key=lambda ir: ir[0])]
         assert [comparable(r) for r in batch] == [comparable(r) for r in singles]
         assert [r.status for r in batch] == ["ok", "no_request", "incomplete"]
+
+
+def test_an_abandoned_batch_never_answers_a_later_call():
+    """A caller that stops reading a batch (an error while scoring one result) leaves lines with
+    the worker: their results must not be read as the answers to the next call."""
+    codes = [f"axios.get('https://api.example.com/{k}')" for k in range(6)]
+    with JsSandbox() as s:
+        batch = s.run_many([(c, None) for c in codes])
+        first = next(batch)
+        assert first[1].request["url"] == "https://api.example.com/0"
+        batch.close()  # abandoned with five samples still with the worker
+        after = s.run("axios.post('https://api.example.com/after', {a: 1})")
+        assert after.status == "ok" and after.request["url"] == "https://api.example.com/after"
+        assert [r.request["url"] for _, r in s.run_many([(c, None) for c in codes[:2]])] == [
+            "https://api.example.com/0", "https://api.example.com/1"]

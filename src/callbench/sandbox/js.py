@@ -402,34 +402,40 @@ class JsSandbox:
                 queue.append((i, job))
         queue.reverse()  # popped from the end: oldest last
         sent, in_flight = 0, 0  # the last `sent` of the queue are with the worker (in_flight bytes)
-        while queue:
-            try:
-                self.start()  # (re)starts a worker that is missing or died between samples
-                # Sent but unanswered lines stay under one pipe buffer: a write then never
-                # blocks while the worker waits to write its results (no deadlock).
-                batch = []
-                while sent < len(queue):
-                    line = queue[-1 - sent][1].line
-                    if sent and in_flight + len(line) > _PIPE_WINDOW:
-                        break
-                    batch.append(line)
-                    in_flight += len(line)
-                    sent += 1
-                if batch:
-                    self._send_lines(batch)
-                out = self._receive(time.monotonic() + self.timeout_s + self.kill_grace_s)
-            except _WorkerGone as gone:
-                # the oldest unanswered sample took the worker down; the others go to a new one
+        try:
+            while queue:
+                try:
+                    self.start()  # (re)starts a worker that is missing or died between samples
+                    # Sent but unanswered lines stay under one pipe buffer: a write then never
+                    # blocks while the worker waits to write its results (no deadlock).
+                    batch = []
+                    while sent < len(queue):
+                        line = queue[-1 - sent][1].line
+                        if sent and in_flight + len(line) > _PIPE_WINDOW:
+                            break
+                        batch.append(line)
+                        in_flight += len(line)
+                        sent += 1
+                    if batch:
+                        self._send_lines(batch)
+                    out = self._receive(time.monotonic() + self.timeout_s + self.kill_grace_s)
+                except _WorkerGone as gone:
+                    # the oldest unanswered sample took the worker down; the others go to a new one
+                    i, job = queue.pop()
+                    sent, in_flight = 0, 0
+                    yield i, job.result_for_gone(gone)
+                    continue
                 i, job = queue.pop()
-                sent, in_flight = 0, 0
-                yield i, job.result_for_gone(gone)
-                continue
-            i, job = queue.pop()
-            sent, in_flight = sent - 1, in_flight - len(job.line)
-            if out.get("fatal"):
-                self._kill_worker()  # it is exiting on its own; reap it before the next sample
-                sent, in_flight = 0, 0  # what was queued behind it died with the worker: send it again
-            yield i, job.result(out)
+                sent, in_flight = sent - 1, in_flight - len(job.line)
+                if out.get("fatal"):
+                    self._kill_worker()  # it is exiting on its own; reap it before the next sample
+                    sent, in_flight = 0, 0  # what was queued behind it died with the worker: send it again
+                yield i, job.result(out)
+        finally:
+            if sent:
+                # the caller stopped early (an error while it scored a result): results of lines
+                # the worker still holds must never be read as answers to a later call
+                self._kill_worker()
 
     def _prepare(self, code: str, definitions: dict | None, extract: bool) -> _Job | JsResult:
         """Check and extract one sample: the request for the worker, or the result already."""
