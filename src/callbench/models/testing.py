@@ -70,6 +70,25 @@ def gpt2_bpe_files() -> tuple[Path, Path]:
     raise ConfigError(f"no GPT-2 vocab (*.json) and merges (*.bpe) found in {TOKENIZER_DIST} at {roots}")
 
 
+def gpt2_tokenizer(dest: Path) -> Any:
+    """The real GPT-2 BPE tokenizer (50,257 tokens) as a transformers fast tokenizer, offline: the
+    files of :func:`gpt2_bpe_files` copied into ``dest`` as ``vocab.json``/``merges.txt``.
+
+    Loading from the directory (rather than passing file names to the constructor) works across
+    transformers 4.x and 5.x, whose tokenizer constructors take different arguments."""
+    try:
+        from transformers import GPT2TokenizerFast
+    except ImportError as exc:
+        raise MissingExtraError("transformers", "hf") from exc
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    vocab, merges = gpt2_bpe_files()
+    shutil.copyfile(vocab, dest / "vocab.json")
+    shutil.copyfile(merges, dest / "merges.txt")
+    return GPT2TokenizerFast.from_pretrained(dest)
+
+
 def build_tiny_gpt2(dest: Path, *, chat_template: bool = True, seed: int = 0) -> Path:
     """Write a 2-layer, 32-wide random GPT-2 plus its tokenizer to ``dest``; return ``dest``.
 
@@ -78,20 +97,11 @@ def build_tiny_gpt2(dest: Path, *, chat_template: bool = True, seed: int = 0) ->
     """
     try:
         import torch
-        from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+        from transformers import GPT2Config, GPT2LMHeadModel
     except ImportError as exc:
         raise MissingExtraError("transformers", "hf") from exc
 
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    vocab_src, merges_src = gpt2_bpe_files()
-    vocab, merges = dest / "vocab.json", dest / "merges.txt"
-    shutil.copyfile(vocab_src, vocab)
-    shutil.copyfile(merges_src, merges)
-
-    # Loading from the directory (rather than passing file names to the constructor) works across
-    # transformers 4.x and 5.x, whose tokenizer constructors take different arguments.
-    tokenizer = GPT2TokenizerFast.from_pretrained(dest)
+    tokenizer = gpt2_tokenizer(dest)
     if chat_template:
         tokenizer.chat_template = TINY_CHAT_TEMPLATE
     config = GPT2Config(
@@ -122,16 +132,11 @@ def build_tiny_t5(dest: Path, *, seed: int = 0, chat_template: bool = False) -> 
     """
     try:
         import torch
-        from transformers import GPT2TokenizerFast, T5Config, T5ForConditionalGeneration
+        from transformers import T5Config, T5ForConditionalGeneration
     except ImportError as exc:
         raise MissingExtraError("transformers", "hf") from exc
 
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    vocab_src, merges_src = gpt2_bpe_files()
-    shutil.copyfile(vocab_src, dest / "vocab.json")
-    shutil.copyfile(merges_src, dest / "merges.txt")
-    tokenizer = GPT2TokenizerFast.from_pretrained(dest)
+    tokenizer = gpt2_tokenizer(dest)
     tokenizer.add_special_tokens({"pad_token": "<pad>"})
     if chat_template:
         tokenizer.chat_template = TINY_CHAT_TEMPLATE
