@@ -4,6 +4,7 @@ report's structure without a browser."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import types
@@ -12,6 +13,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
+from rich.console import Console
 from typer.testing import CliRunner
 
 from callbench.cli import app
@@ -129,6 +132,38 @@ def check_charts(doc: Node) -> list[Node]:
 def dom():
     """``dom.parse(html)``, ``dom.samples(doc)``, ``dom.check_charts(doc)``."""
     return types.SimpleNamespace(parse=parse, samples=samples, check_charts=check_charts, marks=marks)
+
+
+def _console(width: int = 80) -> Console:
+    # a file, not a terminal: what a pipe or a log gets (rich's default width there is 80)
+    return Console(file=io.StringIO(), width=width, record=True, color_system=None)
+
+
+def _check_fits(text: str, width: int = 80) -> list[str]:
+    """No ellipsis anywhere; every table line within ``width`` (other lines are soft-wrapped: the
+    terminal folds them)."""
+    lines = text.splitlines()
+    assert "…" not in text, text
+    table_lines = [line for line in lines if set(line) & set("│┃━─")]
+    assert table_lines and max(cell_len(line) for line in table_lines) <= width, text
+    return lines
+
+
+def _cells_of(lines: list[str], label: str) -> list[str]:
+    """The cells right of ``label`` in every table row that starts with it (every part)."""
+    out = []
+    for line in lines:
+        parts = [p.strip() for p in line.strip("│┃ ").split("│")]
+        if parts and parts[0] == label:
+            out += parts[1:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def terminal():
+    """``terminal.console(width)`` records what rich prints; ``terminal.check_fits(text, width)``
+    checks nothing is cut or too wide; ``terminal.cells_of(lines, label)`` reads a row's cells."""
+    return types.SimpleNamespace(console=_console, check_fits=_check_fits, cells_of=_cells_of)
 
 
 def invoke(*args) -> object:

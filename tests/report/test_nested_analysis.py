@@ -4,41 +4,14 @@ comparison, and runs stored before the breakdowns existed."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
-
-from rich.cells import cell_len
-from rich.console import Console
 
 from callbench.report.build import build_report
 from callbench.report.model import RunInfo
 from callbench.report.nested import NestedView, analysis_tables, ordered
 from callbench.report.table import print_nested_summary
 from callbench.tracks.nested.analysis import SHAPES
-
-
-def console(width: int = 80) -> Console:
-    return Console(file=io.StringIO(), width=width, record=True, color_system=None)
-
-
-def check_fits(text: str, width: int = 80) -> list[str]:
-    """No ellipsis; every table line within ``width`` (as tests/report/test_table.py checks)."""
-    lines = text.splitlines()
-    assert "…" not in text, text
-    table_lines = [line for line in lines if set(line) & set("│┃━─")]
-    assert table_lines and max(cell_len(line) for line in table_lines) <= width, text
-    return lines
-
-
-def cells_of(lines: list[str], label: str) -> list[str]:
-    out = []
-    for line in lines:
-        parts = [p.strip() for p in line.strip("│┃ ").split("│")]
-        if parts and parts[0] == label:
-            out += parts[1:]
-    return out
-
 
 M = {
     "n": 10,
@@ -64,10 +37,10 @@ def summary_with_analyses() -> dict:
     }
 
 
-def test_terminal_tables_show_every_bin_within_80_columns():
-    con = console()
+def test_terminal_tables_show_every_bin_within_80_columns(terminal):
+    con = terminal.console()
     print_nested_summary(summary_with_analyses(), con)
-    lines = check_fits(con.export_text())
+    lines = terminal.check_fits(con.export_text())
     text = "\n".join(lines)
     assert "by nested references" in text and "by graph shape" in text
     for name in [
@@ -76,7 +49,7 @@ def test_terminal_tables_show_every_bin_within_80_columns():
     ]:
         assert name in text, name
     # all, domain, length; 7 reference bins; 5 shapes
-    assert cells_of(lines, "Win rate") == ["100.0"] * (3 + 7 + 5)
+    assert terminal.cells_of(lines, "Win rate") == ["100.0"] * (3 + 7 + 5)
     # shapes in SHAPES order, not as stored
     assert [text.index(f"shape={s}") for s in SHAPES] == sorted(text.index(f"shape={s}") for s in SHAPES)
 
