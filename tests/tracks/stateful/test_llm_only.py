@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.models.base import GenerationConfig, ModelBackend, ModelInput, ModelOutput
+from callbench.models.testing import ScriptedModel as Scripted
 from callbench.tracks.stateful.coverage import apis_called
 from callbench.tracks.stateful.generator import GenerateOptions, read_tasks
 from callbench.tracks.stateful.llm_only import generate_llm, parse_answer
@@ -30,20 +30,6 @@ FAILS = "TASK:\nFetch an audio that does not exist.\n\n```python\nresult = api.g
 NO_RESULT = "TASK:\nList the audio.\n\n```python\nx = api.list_audio()\n```\n"
 NO_CALL = "TASK:\nSet result to 3.\n\n```python\nresult = 3\n```\n"
 PROSE = "I would search for voices and then synthesize something."
-
-
-class Scripted(ModelBackend):
-    name = "scripted"
-    modes = ("chat",)
-
-    def __init__(self, answers):
-        super().__init__("chat")
-        self.answers = list(answers)
-        self.seen: list[ModelInput] = []
-
-    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
-        self.seen.append(inp)
-        return ModelOutput(text=self.answers.pop(0), mode="chat")
 
 
 def test_parse_answer():

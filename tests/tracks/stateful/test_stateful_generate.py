@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.models.base import GenerationConfig, ModelBackend, ModelInput, ModelOutput
+from callbench.models.testing import ScriptedModel as Scripted
 from callbench.tracks.stateful.coverage import run_coverage
 from callbench.tracks.stateful.generator import GenerateOptions, generate, read_tasks
 from callbench.tracks.stateful.program import Branch, render
@@ -71,20 +71,6 @@ def test_else_case_takes_the_other_branch():
     assert "else" in outcomes
     base, other = outcomes["base"], outcomes["else"]
     assert (base.result, base.state, base.writes) != (other.result, other.state, other.writes)
-
-
-class Scripted(ModelBackend):
-    name = "scripted"
-    modes = ("chat",)
-
-    def __init__(self, answers):
-        super().__init__("chat")
-        self.answers = list(answers)
-        self.seen: list[ModelInput] = []
-
-    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
-        self.seen.append(inp)
-        return ModelOutput(text=self.answers.pop(0), mode="chat")
 
 
 def _voice_program():
