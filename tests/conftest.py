@@ -41,3 +41,22 @@ def wapii_specs(data_root: Path):
 
     base = data_root / "wapiibench" / "openapi" / "real_world_specs"
     return {api: load_spec(base / f"{api}.yaml") for api in ("asana", "google_calendar_v3", "google_sheet_v4", "slack")}
+
+
+def _one_line_error(res, *needles):
+    """A CLI result that failed with exit code 2 and one line of output (no traceback) containing
+    every needle; returns the line."""
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def one_line_error():
+    """``one_line_error(result, *needles)``: see :func:`_one_line_error`."""
+    return _one_line_error

@@ -22,17 +22,6 @@ NESTED_ROW = {"sample_id": "a", "input": "2+3", "output": [{"name": "add", "labe
               "tools": [{"name": "add", "parameters": {"arg_0": {}}}]}
 
 
-def _one_line_error(res, *needles):
-    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
 def _run(tmp_path, *args):
     return runner.invoke(app, [*map(str, args), "--out", str(tmp_path / "runs"), "--no-progress"])
 
@@ -58,26 +47,26 @@ EMPTY_FILES = {
 
 
 @pytest.mark.parametrize("name", sorted(EMPTY_FILES))
-def test_webapi_task_file_without_tasks(tmp_path, data_root, name):
+def test_webapi_task_file_without_tasks(tmp_path, data_root, name, one_line_error):
     p = _file(tmp_path, name, EMPTY_FILES[name])
     res = _run(tmp_path, "run", "webapi", "--model", "gold", "--tasks", p, "--data", data_root)
-    _one_line_error(res, str(p), "no tasks")
+    one_line_error(res, str(p), "no tasks")
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 @pytest.mark.parametrize("name", ["empty.json", "empty.jsonl", "blank.jsonl", "list.json"])
-def test_nested_task_file_without_tasks(tmp_path, name):
+def test_nested_task_file_without_tasks(tmp_path, name, one_line_error):
     p = _file(tmp_path, name, EMPTY_FILES[name])
     res = _run(tmp_path, "run", "nested", "--model", "gold", "--data", p)
-    _one_line_error(res, str(p), "no tasks")
+    one_line_error(res, str(p), "no tasks")
 
 
-def test_stateful_bench_without_tasks(tmp_path):
+def test_stateful_bench_without_tasks(tmp_path, one_line_error):
     bench = tmp_path / "bench"
     bench.mkdir()
     (bench / "tasks.jsonl").write_text("")
     res = _run(tmp_path, "run", "stateful", "--model", "gold", "--bench", bench)
-    _one_line_error(res, "no samples")
+    one_line_error(res, "no samples")
 
 
 # -- task files that are not text or not rows ----------------------------------------------------
@@ -95,10 +84,10 @@ def test_stateful_bench_without_tasks(tmp_path):
         ("rows.json", json.dumps([{**WEBAPI_ROW, "config": {"url": "https://x"}}]), ["[0].config.method"]),
     ],
 )
-def test_webapi_malformed_task_file(tmp_path, data_root, name, content, needles):
+def test_webapi_malformed_task_file(tmp_path, data_root, name, content, needles, one_line_error):
     p = _file(tmp_path, name, content)
     res = _run(tmp_path, "run", "webapi", "--model", "gold", "--tasks", p, "--data", data_root)
-    _one_line_error(res, str(p), *needles)
+    one_line_error(res, str(p), *needles)
 
 
 @pytest.mark.parametrize(
@@ -112,10 +101,10 @@ def test_webapi_malformed_task_file(tmp_path, data_root, name, content, needles)
         ("rows.json", json.dumps([NESTED_ROW, None]), ["[1]: expected an object, got NoneType"]),
     ],
 )
-def test_nested_malformed_task_file(tmp_path, name, content, needles):
+def test_nested_malformed_task_file(tmp_path, name, content, needles, one_line_error):
     p = _file(tmp_path, name, content)
     res = _run(tmp_path, "run", "nested", "--model", "gold", "--data", p)
-    _one_line_error(res, str(p), *needles)
+    one_line_error(res, str(p), *needles)
 
 
 def test_loaders_raise_data_error_for_empty_files(tmp_path):
@@ -145,21 +134,21 @@ def test_loaders_raise_data_error_for_empty_files(tmp_path):
         (["--concurrency", "0"], ["--concurrency must be >= 1"]),
     ],
 )
-def test_webapi_bad_selection_is_one_line(tmp_path, data_root, args, needles):
+def test_webapi_bad_selection_is_one_line(tmp_path, data_root, args, needles, one_line_error):
     res = _run(tmp_path, "run", "webapi", "--model", "gold", "--limit", "1", *args, "--data", data_root)
-    _one_line_error(res, *needles)
+    one_line_error(res, *needles)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 @pytest.mark.parametrize("track", ["nested", "stateful"])
-def test_other_tracks_empty_ids(tmp_path, track):
+def test_other_tracks_empty_ids(tmp_path, track, one_line_error):
     res = _run(tmp_path, "run", track, "--model", "gold", "--limit", "1", "--ids", ",")
-    _one_line_error(res, "--ids", "no ids")
+    one_line_error(res, "--ids", "no ids")
 
 
-def test_nested_max_tokens_zero(tmp_path):
+def test_nested_max_tokens_zero(tmp_path, one_line_error):
     res = _run(tmp_path, "run", "nested", "--model", "gold", "--max-tokens", "0", "--limit", "1")
-    _one_line_error(res, "--max-tokens")
+    one_line_error(res, "--max-tokens")
 
 
 def test_api_empty_id_list_is_an_error(tmp_path, data_root):
@@ -170,39 +159,39 @@ def test_api_empty_id_list_is_an_error(tmp_path, data_root):
         run("webapi", "gold", out_dir=tmp_path, ids=[], data=str(data_root))
 
 
-def test_out_is_a_file(tmp_path, data_root):
+def test_out_is_a_file(tmp_path, data_root, one_line_error):
     out = _file(tmp_path, "outfile", "x")
     res = runner.invoke(app, ["run", "webapi", "--model", "gold", "--limit", "1", "--out", str(out), "--no-progress",
                               "--data", str(data_root)])
-    _one_line_error(res, str(out))
+    one_line_error(res, str(out))
 
 
 @pytest.mark.parametrize("run_id", ["../escape", "a/b", "", ".."])
-def test_run_id_must_be_a_plain_name(tmp_path, data_root, run_id):
+def test_run_id_must_be_a_plain_name(tmp_path, data_root, run_id, one_line_error):
     res = runner.invoke(app, ["run", "webapi", "--model", "gold", "--limit", "1", "--run-id", run_id,
                               "--out", str(tmp_path / "runs" / "deep"), "--no-progress", "--data", str(data_root)])
-    _one_line_error(res, "--run-id")
+    one_line_error(res, "--run-id")
     assert not (tmp_path / "escape").exists() and not (tmp_path / "runs").exists()
 
 
 # -- other commands' input and output files -------------------------------------------------------
 
 
-def test_generate_nested_out_is_a_directory(tmp_path):
+def test_generate_nested_out_is_a_directory(tmp_path, one_line_error):
     res = runner.invoke(app, ["generate", "nested", "--n", "2", "--out", str(tmp_path)])
-    _one_line_error(res, "--out", str(tmp_path), "cannot write")
+    one_line_error(res, "--out", str(tmp_path), "cannot write")
 
 
-def test_constrain_check_file_not_utf8(tmp_path, data_root):
+def test_constrain_check_file_not_utf8(tmp_path, data_root, one_line_error):
     js = _file(tmp_path, "bin.js", b"\xff\xfeaxios.get()")
     res = runner.invoke(app, ["constrain", "webapi", "--spec", "slack", "--check", str(js), "--data", str(data_root)])
-    _one_line_error(res, "--check", str(js), "not UTF-8")
+    one_line_error(res, "--check", str(js), "not UTF-8")
 
 
-def test_coverage_json_is_a_directory(tmp_path):
+def test_coverage_json_is_a_directory(tmp_path, one_line_error):
     res = runner.invoke(app, ["coverage", "--scenario", "session", "--programs", "3", "--seeds", "1",
                               "--json", str(tmp_path), "--plot", str(tmp_path / "p.svg")])
-    _one_line_error(res, str(tmp_path), "cannot write")
+    one_line_error(res, str(tmp_path), "cannot write")
 
 
 def test_replay_file_that_is_not_utf8_is_one_line(tmp_path):

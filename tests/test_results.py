@@ -32,16 +32,6 @@ def _invoke(*args):
     return runner.invoke(app, [str(a) for a in args])
 
 
-def _one_line_error(res, *needles):
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
 def _rows(run_dir: Path) -> list[dict]:
     store = RunStore.open(run_dir)
     try:
@@ -234,20 +224,20 @@ def test_parquet_round_trip(webapi_runs, nested_runs, tmp_path):
     assert str(table.schema.field("prompt_tokens").type) == "int64"
 
 
-def test_parquet_without_pyarrow_is_one_line_with_the_install_hint(webapi_runs, monkeypatch, tmp_path):
+def test_parquet_without_pyarrow_is_one_line_with_the_install_hint(webapi_runs, monkeypatch, tmp_path, one_line_error):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     res = _invoke("export", webapi_runs[0], "--format", "parquet", "--out", tmp_path / "x.parquet")
-    _one_line_error(res, "pip install 'callbench[parquet]'")
+    one_line_error(res, "pip install 'callbench[parquet]'")
     assert not (tmp_path / "x.parquet").exists()
 
 
-def test_export_errors_are_one_line(tmp_path, webapi_runs):
-    _one_line_error(_invoke("export", tmp_path / "missing"), "not a callbench run directory")
-    _one_line_error(_invoke("export", webapi_runs[0], "--format", "parquet", "--out", "-"), "stdout")
+def test_export_errors_are_one_line(tmp_path, webapi_runs, one_line_error):
+    one_line_error(_invoke("export", tmp_path / "missing"), "not a callbench run directory")
+    one_line_error(_invoke("export", webapi_runs[0], "--format", "parquet", "--out", "-"), "stdout")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "run.sqlite").write_text("not sqlite")
-    _one_line_error(_invoke("export", tmp_path / "run"), "config.json")
+    one_line_error(_invoke("export", tmp_path / "run"), "config.json")
 
 
 # -- load_run --------------------------------------------------------------------------------------
@@ -331,12 +321,12 @@ def test_show_finds_the_reference_by_its_digest(tmp_path, data_root):
     assert "Raw output" in res.stdout  # what the run stored is still shown
 
 
-def test_show_unknown_id_names_close_ids(webapi_runs):
+def test_show_unknown_id_names_close_ids(webapi_runs, one_line_error):
     gold, _ = webapi_runs
     ids = [r["id"] for r in _rows(gold)]
-    line = _one_line_error(_invoke("show", gold, ids[0] + "9"), "no sample", "closest:")
+    line = one_line_error(_invoke("show", gold, ids[0] + "9"), "no sample", "closest:")
     assert ids[0] in line
-    line = _one_line_error(_invoke("show", gold, "zzzz"), "no sample 'zzzz'")
+    line = one_line_error(_invoke("show", gold, "zzzz"), "no sample 'zzzz'")
     assert any(i in line for i in ids)
 
 

@@ -28,16 +28,6 @@ def _write(tmp_path: Path, text: str, name: str = "run.yaml") -> Path:
     return path
 
 
-def _one_line_error(res, *needles):
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
 def _command(*path: str):
     cmd = typer.main.get_command(app)
     for name in path:
@@ -131,28 +121,28 @@ def test_keys_map_to_options_with_their_types(tmp_path):
         ("model-arg: [n_threads=1, [2]]\n", ["model-arg: expected a string, got a list"]),
     ],
 )
-def test_a_bad_file_is_one_line_naming_file_and_key(tmp_path, text, needles):
+def test_a_bad_file_is_one_line_naming_file_and_key(tmp_path, text, needles, one_line_error):
     cfg = _write(tmp_path, text)
     res = _invoke("run", "webapi", "--config", cfg, "--out", tmp_path / "runs")
-    _one_line_error(res, f"--config {cfg}", *needles)
+    one_line_error(res, f"--config {cfg}", *needles)
     assert not (tmp_path / "runs").exists()
 
 
-def test_file_errors_of_the_other_run_commands(tmp_path):
+def test_file_errors_of_the_other_run_commands(tmp_path, one_line_error):
     cfg = _write(tmp_path, "model: gold\nsetup: full\n")  # nested and stateful have no --setup
     for track in ("nested", "stateful"):
-        _one_line_error(_invoke("run", track, "--config", cfg), f"--config {cfg}", "unknown key 'setup'", f"'callbench run {track}'")
+        one_line_error(_invoke("run", track, "--config", cfg), f"--config {cfg}", "unknown key 'setup'", f"'callbench run {track}'")
     bad_json = _write(tmp_path, '{"model": "gold",}', "run.json")
-    _one_line_error(_invoke("run", "nested", "--config", bad_json), f"--config {bad_json}", "not valid JSON (line 1")
+    one_line_error(_invoke("run", "nested", "--config", bad_json), f"--config {bad_json}", "not valid JSON (line 1")
 
 
-def test_an_unreadable_file_is_one_line(tmp_path):
+def test_an_unreadable_file_is_one_line(tmp_path, one_line_error):
     missing = tmp_path / "nope.yaml"
-    _one_line_error(_invoke("run", "webapi", "--config", missing), f"--config {missing}", "cannot read")
+    one_line_error(_invoke("run", "webapi", "--config", missing), f"--config {missing}", "cannot read")
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"model: caf\xe9\n")
-    _one_line_error(_invoke("run", "webapi", "--config", latin), f"--config {latin}", "not UTF-8")
-    _one_line_error(_invoke("run", "webapi", "--config", tmp_path), f"--config {tmp_path}", "cannot read")
+    one_line_error(_invoke("run", "webapi", "--config", latin), f"--config {latin}", "not UTF-8")
+    one_line_error(_invoke("run", "webapi", "--config", tmp_path), f"--config {tmp_path}", "cannot read")
 
 
 def test_the_model_may_come_from_the_file_only(tmp_path):
