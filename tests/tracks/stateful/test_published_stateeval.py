@@ -291,6 +291,14 @@ def test_malformed_rows_give_one_line_errors(tmp_path: Path, row: dict, message:
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 
+def test_a_row_file_that_is_not_utf8_is_one_line(tmp_path: Path):
+    bench = _write_rows(tmp_path / "session.jsonl", [_row(0, _session_ok())])
+    bench.write_bytes(bench.read_bytes() + b'{"example_id": 1, "prompt": "caf\xe9"}\n')  # a Latin-1 byte on line 2
+    with pytest.raises(DataError) as exc:
+        load_bench(bench)
+    assert "session.jsonl: not UTF-8 text" in str(exc.value) and "\n" not in str(exc.value)
+
+
 def test_unknown_split_and_missing_prompt_book(tmp_path: Path):
     bench = _write_rows(tmp_path / "other.jsonl", [_row(0, _session_ok())])
     with pytest.raises(DataError, match="cannot tell the scenario"):

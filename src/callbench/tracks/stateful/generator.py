@@ -25,6 +25,7 @@ from random import Random
 from typing import Any
 
 from callbench.errors import ConfigError, DataError
+from callbench.files import read_text
 from callbench.models.base import ModelBackend
 from callbench.tracks.stateful.complexity import analyse
 from callbench.tracks.stateful.coverage import apis_called
@@ -198,14 +199,13 @@ def read_tasks(path: Path) -> list[dict[str, Any]]:
     tasks = []
     if not path.exists():
         return tasks
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                tasks.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{n}: not JSON ({exc.msg})") from None
+    for n, line in enumerate(read_text(path).split("\n"), 1):  # one-line error for non-UTF-8 files
+        if not line.strip():
+            continue
+        try:
+            tasks.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{n}: not JSON ({exc.msg})") from None
     return tasks
 
 

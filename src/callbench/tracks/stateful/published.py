@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from callbench.errors import CallbenchError, DataError
+from callbench.files import read_text
 
 SPLITS = ("session", "tensor", "voice")
 ROW_KEYS = ("example_id", "evaluator_json", "prompt", "metadata_json")
@@ -147,28 +148,27 @@ def _rows_from_jsonl(path: Path) -> list[Row]:
             f"{path}: cannot tell the scenario: name the file after its split ({', '.join(s + '.jsonl' for s in SPLITS)})"
         )
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{where}: a row must be a JSON object")
-            missing = [k for k in ROW_KEYS if k not in row]
-            if missing:
-                raise DataError(f"{where}: missing field '{missing[0]}'")
-            if not isinstance(row["example_id"], int) or isinstance(row["example_id"], bool):
-                raise DataError(f"{where}: field 'example_id' must be an integer")
-            if not isinstance(row["prompt"], str) or not row["prompt"].strip():
-                raise DataError(f"{where}: field 'prompt' must be a non-empty string")
-            ev = _json_field(where, row, "evaluator_json")
-            _json_field(where, row, "metadata_json")
-            _check_evaluator(f"{where}: evaluator_json", ev)
-            rows.append(Row(where, split, row["example_id"], ev, row["prompt"]))
+    for n, line in enumerate(read_text(path).split("\n"), 1):  # one-line error for unreadable or non-UTF-8 files
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: a row must be a JSON object")
+        missing = [k for k in ROW_KEYS if k not in row]
+        if missing:
+            raise DataError(f"{where}: missing field '{missing[0]}'")
+        if not isinstance(row["example_id"], int) or isinstance(row["example_id"], bool):
+            raise DataError(f"{where}: field 'example_id' must be an integer")
+        if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+            raise DataError(f"{where}: field 'prompt' must be a non-empty string")
+        ev = _json_field(where, row, "evaluator_json")
+        _json_field(where, row, "metadata_json")
+        _check_evaluator(f"{where}: evaluator_json", ev)
+        rows.append(Row(where, split, row["example_id"], ev, row["prompt"]))
     return rows
 
 
