@@ -92,3 +92,39 @@ def test_errors_are_one_line(tmp_path: Path):
     assert r.exit_code != 0 and "unknown scenario 'nowhere'" in r.output and "Traceback" not in r.output
     r = runner.invoke(app, ["analyze", "complexity", str(tmp_path / "missing")])
     assert r.exit_code != 0 and "no such benchmark file" in r.output
+
+
+def _published_row(example_id: int, program: str) -> dict:
+    info = {"init_local_str": "", "init_load_info": None}
+    evaluator = {"test_cases": [{"program": program, "program_info": info, "result": None, "state_oracle": None}], "config": {}}
+    return {"example_id": example_id, "evaluator_json": json.dumps(evaluator), "prompt": "p", "metadata_json": "{}"}
+
+
+def test_published_stateeval_layout_is_measured(tmp_path: Path):
+    """Rows of the published StateEval are measured as they are (no conversion, no run): upstream's
+    voice API is module-level functions, each a call; builtins are not."""
+    pub = tmp_path / "pub"
+    # the SESSION program ending in RESULT = ...; with the appended result line: 3 calls, 2 bindings,
+    # depth 3, 5 lines
+    _write(pub / "session.jsonl", [_published_row(0, SESSION.replace("result = gone_1", "RESULT = gone_1"))])
+    # 2 calls (len is a builtin, not an API call), 1 binding, depth 2; 4 lines + the result line = 5
+    voice = (
+        "n_1 = len(user_text_0)\n"
+        "audio_1 = text_to_speech(text=user_text_0, voice_name='Adam')\n"
+        "clip_1 = isolate_audio(audio_1['audio_id'])\n"
+        "RESULT = clip_1\n"
+    )
+    _write(pub / "voice.jsonl", [_published_row(0, voice)])
+    out = tmp_path / "cx.json"
+    r = runner.invoke(app, ["analyze", "complexity", str(pub), "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert {k: data[k] for k in ("n_tasks", "mean_calls", "mean_bindings", "mean_path_depth", "mean_lines")} == {
+        "n_tasks": 2,
+        "mean_calls": 2.5,
+        "mean_bindings": 1.5,
+        "mean_path_depth": 2.5,
+        "mean_lines": 5.0,
+    }
+    assert data["by_scenario"]["voice"]["mean_calls"] == 2.0
+    assert len(data["files"]) == 1 and next(iter(data["files"])).endswith("pub (published StateEval)")

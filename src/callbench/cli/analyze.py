@@ -31,7 +31,7 @@ def _label(path: Path, *, builtin: bool) -> str:
 def complexity_cmd(
     files: Annotated[
         list[Path] | None,
-        typer.Argument(help="Stateful task files (tasks.jsonl) or directories (every tasks.jsonl below); default: the built-in StateEval set."),
+        typer.Argument(help="Stateful task files (tasks.jsonl) or directories (every tasks.jsonl below), or the published StateEval (its row files or trace folder: every row is measured, the ones callbench cannot run included); default: the built-in StateEval set."),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")] = None,
 ) -> None:
@@ -43,21 +43,24 @@ def complexity_cmd(
     from callbench.tracks.stateful.track import bench_files, builtin_bench
 
     try:
-        from callbench.tracks.stateful.published import detect
+        from callbench.tracks.stateful.published import detect, references
 
-        for f in files or []:
-            if f.is_dir() and detect(f):
-                raise ConfigError(
-                    f"{f}: the published StateEval layout; 'analyze complexity' reads callbench task files "
-                    "(tasks.jsonl) and does not convert published tasks yet"
-                )
-        paths = list(dict.fromkeys(p.resolve() for f in (files or [builtin_bench()]) for p in bench_files(f)))  # a file named twice counts once
+        sources: list[tuple[str, list[dict]]] = []  # (label, tasks) per file, or per published set
+        seen: set[Path] = set()
+        for f in files or [builtin_bench()]:
+            published = detect(f) if files else None
+            if published:
+                sources.append((_label(f, builtin=False) + " (published StateEval)", references(published)))
+                continue
+            for p in bench_files(f):
+                if p.resolve() not in seen:  # a file named twice counts once
+                    seen.add(p.resolve())
+                    sources.append((_label(p.resolve(), builtin=not files), read_tasks(p)))
         per_file: dict[str, dict] = {}
         by_scenario: dict[str, list[dict]] = {}
         every: list[dict] = []
-        for p in paths:
-            tasks = read_tasks(p)
-            per_file[_label(p, builtin=not files)] = summarize(tasks)
+        for label, tasks in sources:
+            per_file[label] = summarize(tasks)
             every.extend(tasks)
             for t in tasks:
                 by_scenario.setdefault(str(t.get("scenario")), []).append(t)

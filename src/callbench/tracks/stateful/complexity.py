@@ -19,12 +19,28 @@ from collections.abc import Iterable
 
 
 def _root(func: ast.AST) -> str | None:
-    """``api`` for ``api.x(...)`` / ``torch.nn.functional.f(...)``; None for calls on results
+    """``api`` for ``api.x(...)`` / ``torch.nn.functional.f(...)``, ``f`` for a bare ``f(...)``
+    (an API of module-level functions names each function as a root); None for calls on results
     (``requests.get(...).json()`` is one API call, not two)."""
     node = func
     while isinstance(node, ast.Attribute):
         node = node.value
-    return node.id if isinstance(node, ast.Name) and node is not func else None
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def free_function_roots(code: str) -> set[str]:
+    """Names called bare in ``code`` (``text_to_speech(...)``) that are neither Python builtins
+    nor defined or assigned in ``code``: for a program written against an API of module-level
+    functions (upstream StateEval's voice mock), those are its API calls."""
+    import builtins
+
+    tree = ast.parse(code)
+    defined = {
+        n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    } | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    defined |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return called - defined - set(dir(builtins))
 
 
 class _Flow(ast.NodeVisitor):

@@ -403,6 +403,26 @@ def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
     }
 
 
+def references(files: list[Path]) -> list[dict[str, Any]]:
+    """Every published row as a task that only ``analyze complexity`` needs (``id``, ``scenario``,
+    ``reference``, ``call_roots``), with no conversion or execution: the complexity of the whole
+    published set, the tasks callbench cannot run included. The call roots are the scenario's
+    plus the bare functions the program calls (upstream's voice API is module-level functions)."""
+    from callbench.tracks.stateful.complexity import free_function_roots
+    from callbench.tracks.stateful.scenarios import get_scenario
+
+    out = []
+    for row in read_rows(files):
+        reference = row.evaluator["test_cases"][0]["program"].rstrip("\n") + "\n" + RESULT_LINE
+        try:
+            extra = free_function_roots(reference)
+        except SyntaxError as exc:
+            raise DataError(f"{row.where}: the program is not Python ({exc.msg}, line {exc.lineno})") from None
+        roots = sorted(set(get_scenario(row.split).runtime.call_roots) | extra)
+        out.append({"id": task_id(row), "scenario": row.split, "reference": reference, "call_roots": roots})
+    return out
+
+
 def task_id(row: Row) -> str:
     return f"stateeval_{row.split}_{row.example_id:03d}"
 
