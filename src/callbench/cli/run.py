@@ -118,6 +118,15 @@ def run_webapi(
         ),
     ] = None,
     tasks: Annotated[Path | None, typer.Option(help="Own task file (JSON list or JSONL) instead of WAPIIBench.")] = None,
+    strict_data: Annotated[
+        bool,
+        typer.Option(
+            "--strict-data",
+            help="Fail on a task row whose gold request contradicts its spec (URL matching no path, "
+            "undefined method or argument, missing required argument) instead of skipping it; skipped "
+            "rows are listed in summary.json (data_findings) and the report.",
+        ),
+    ] = False,
     data: Annotated[Path | None, typer.Option("--data", help="Data dir (default: $CALLBENCH_DATA_DIR or the user cache).")] = None,
     out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option(help="Run directory name (default: derived from the settings).")] = None,
@@ -185,6 +194,7 @@ def run_webapi(
             context_k=context_k,
             context_chars=context_chars,
             base_url_hint=base_url_hint,
+            strict_data=strict_data,
         )
         if track.published is not None:
             err_console.print(f"[dim]prompt: WAPIIBench's published prompt ({escape(path_text(track.published.path))})[/dim]")

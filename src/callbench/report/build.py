@@ -125,6 +125,7 @@ def load_run(run_dir: Path, scoring: str | None, count_backend_errors: bool = Fa
             "n_stored": n_stored,  # the whole store: earlier sessions may have selected more
             "finished": bool(stored),  # the last session wrote its summary.json
             **agg,
+            **({"data_findings": cfg["data_findings"]} if cfg.get("data_findings") else {}),
             "run_id": run_dir.name,
         }
     finally:
@@ -139,6 +140,24 @@ def load_run(run_dir: Path, scoring: str | None, count_backend_errors: bool = Fa
         results=results,
         stored_scoring=stored_mode or mode,
     )
+
+
+_FINDINGS_SHOWN = 20
+
+
+def data_finding_notes(summary: dict[str, Any]) -> list[str]:
+    """One line per row the run skipped (or kept) because its data contradicts its spec; the
+    first ``_FINDINGS_SHOWN``, then how many more summary.json lists."""
+    findings = summary.get("data_findings") or []
+    if not findings:
+        return []
+    skipped = sum(1 for f in findings if f.get("action") == "skipped")
+    lines = [f"data: {skipped} row(s) skipped, {len(findings) - skipped} kept with findings (their data contradicts the spec):"]
+    for f in findings[:_FINDINGS_SHOWN]:
+        lines.append(f"  {f.get('file')} row {f.get('row')} ({f.get('task')}): {f.get('reason')} [{f.get('action')}]")
+    if len(findings) > _FINDINGS_SHOWN:
+        lines.append(f"  ... and {len(findings) - _FINDINGS_SHOWN} more (summary.json: data_findings)")
+    return lines
 
 
 def _selection(cfg: dict[str, Any]) -> tuple[dict[str, Any], set[str] | None]:
@@ -379,7 +398,7 @@ def assemble(
         got = [e.outcomes[i] for e in entries if e.outcomes[i] is not None]
         info.n_passed = sum(1 for o in got if o.passed)
         info.n_failed = sum(1 for o in got if not o.passed)
-        info.notes = view.run_notes(info)
+        info.notes = view.run_notes(info) + data_finding_notes(info.summary)
     chart_specs = view.charts(infos, intervals)
     rendered = [charts_mod.render(spec) for spec in chart_specs]
     charts = [c for c in rendered if c.svg]

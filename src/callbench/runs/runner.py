@@ -212,6 +212,7 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
         "selection": {k: v for k, v in selection.items() if k != "sample_ids"},
         "n_stored": len(results),  # the whole store: earlier sessions may have selected more
         **agg,
+        **({"data_findings": cfg["data_findings"]} if cfg.get("data_findings") else {}),
         "run_id": store.dir.name,
         "prompt_version": ident.get("prompt_version"),
         "generation": ident.get("generation"),
@@ -250,6 +251,9 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
     data = track.load_samples()
     if not data:
         where = next((str(getattr(track, a)) for a in ("tasks_file", "task_file", "path") if getattr(track, a, None)), "the data")
+        if track.data_findings:
+            first = track.data_findings[0]
+            raise DataError(f"{where}: every row was skipped: its data contradicts its spec (first: row {first['row']}: {first['reason']})")
         raise DataError(f"{where}: no samples in the data; give a file with at least one task")
     samples = select_samples(data, opts)
     name, ident = run_identity(track, model, opts.generation)
@@ -266,6 +270,8 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         **opts.recorded,
     }
+    if track.data_findings:  # rows skipped (or kept) because they contradict their spec
+        config["data_findings"] = list(track.data_findings)
     store, resumed = RunStore.create_or_resume(run_dir, config, force=opts.force, rescore=opts.rescore)
     try:
         if resumed and not opts.rescore:  # stored rows the track cannot read fail now, before any new sample runs

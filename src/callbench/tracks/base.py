@@ -69,6 +69,10 @@ class Track(abc.ABC):
     # start (``ModelInput.assistant_prefix``)? Then an in-process backend left in "auto" mode uses
     # the model's chat template when it has one, and constrained decoding works in chat mode.
     chat_prefill: bool = False
+    # Rows of the data that ``load_samples`` skipped or kept despite a finding (each a dict with
+    # file, row, task, reason, action): recorded in config.json and listed by summary and report,
+    # so no row leaves a run silently.
+    data_findings: list[dict[str, Any]] = []  # noqa: RUF012 - replaced per instance, never mutated
 
     @abc.abstractmethod
     def load_samples(self) -> list[Sample]:

@@ -90,11 +90,14 @@ def test_unknown_api_without_spec(tmp_path):
         spec_path_for(t, p, tmp_path)
 
 
-def test_task_whose_url_is_not_in_its_spec_fails_at_load(tmp_path, data_root):
+def test_task_whose_url_is_not_in_its_spec_is_skipped_or_fails_with_strict_data(tmp_path, data_root):
     from callbench.tracks.webapi.track import WebApiOptions, WebApiTrack
 
     row = {"index": 0, "api": "slack", "task": "x", "config": {"method": "get", "url": "https://slack.com/api/no.such.method"}}
     p = _write(tmp_path, [row])
     track = WebApiTrack(WebApiOptions(data=str(data_root), tasks_file=str(p)))
-    with pytest.raises(DataError, match=r"\[0\]\.config\.url: 'https://slack.com/api/no.such.method' matches no path of slack.yaml"):
+    assert track.load_samples() == []
+    assert track.data_findings[0]["reason"] == "config.url 'https://slack.com/api/no.such.method' matches no path of slack.yaml"
+    track = WebApiTrack(WebApiOptions(data=str(data_root), tasks_file=str(p), strict_data=True))
+    with pytest.raises(DataError, match=r"\[0\]: config\.url 'https://slack.com/api/no.such.method' matches no path of slack.yaml"):
         track.load_samples()

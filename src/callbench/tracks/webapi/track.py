@@ -67,6 +67,7 @@ class WebApiOptions:
     context_k: int = 5  # rag: endpoints retrieved
     context_chars: int = 30_000  # rag: the context's cut, at an endpoint boundary
     base_url_hint: str = "auto"  # name the spec's base URL: auto (APIs other than the 4 known) | on | off
+    strict_data: bool = False  # a row that contradicts its spec fails the run instead of being skipped
 
 
 class WebApiTrack(Track):
@@ -111,6 +112,7 @@ class WebApiTrack(Track):
         self._constraints = None
         self._active: dict[str, Any] = {}
         self._digests: dict[str, str] = {}
+        self.data_findings: list[dict[str, Any]] = []  # rows that contradict their spec (load_samples)
         if self.options.constrained:
             from callbench.tracks.webapi.constraints import ConstraintFactory
 
@@ -133,25 +135,72 @@ class WebApiTrack(Track):
 
     # -- data
     def load_samples(self) -> list[Sample]:
+        """The task file's rows, each checked against its spec. A row whose gold request
+        contradicts the spec (a URL that matches no path, a method the path lacks, an argument the
+        spec does not define, a required one missing) is skipped and recorded in
+        ``data_findings`` (file, row, task, reason), which the summary and the report list; a row
+        the dataset marks ``vetted`` (checked by hand and kept, as WAPIIBench's are) runs all the
+        same, its finding listed as kept. ``strict_data`` fails on the first skipped row instead.
+        A spec that cannot be parsed always fails (one line naming the file and the place)."""
         tasks = load_tasks(self.tasks_file)
         marker = self._validated_marker(tasks)
+        known = self._read_marker(marker)
+        findings: list[dict[str, Any]] = []
         samples = []
         for t in tasks:
             self._tasks[t.id] = t
-            if marker is None or not marker.exists():
-                spec = self._spec_for(t)  # fail early on a missing/malformed spec
-                if not spec.match_paths(t.config.url):
-                    raise DataError(
-                        f"{self.tasks_file}: [{t.index}].config.url: '{t.config.url}' matches no path of {Path(spec.source).name}"
-                    )
+            reasons = known.get(t.id, []) if known is not None else self._gold_findings(t)
+            if reasons:
+                kept = t.vetted is True
+                finding = {"file": str(self.tasks_file), "row": t.index, "task": t.id, "reason": "; ".join(reasons)}
+                findings.append({**finding, "action": "kept (vetted)" if kept else "skipped"})
+                if not kept:
+                    if self.options.strict_data:
+                        raise DataError(f"{self.tasks_file}: [{t.index}]: {finding['reason']} (--strict-data)")
+                    continue
             samples.append(Sample(id=t.id, group=t.api, payload=t))
-        if marker is not None and not marker.exists():
+        self.data_findings = findings
+        if marker is not None and known is None:
             try:
+                from callbench.runs.store import write_json_atomic
+
                 marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.touch()
+                write_json_atomic(marker, {t.id: self._gold_findings(t) for t in tasks if any(f["task"] == t.id for f in findings)})
             except OSError:  # a read-only cache only means validating again next time
                 pass
         return samples
+
+    def _gold_findings(self, task: WebApiTask) -> list[str]:
+        """Why ``task``'s gold request contradicts its spec (empty: it does not)."""
+        from callbench.tracks.webapi.audit import audit_gold
+
+        spec = self._spec_for(task)  # a missing or malformed spec fails here, in one line
+        url, method = task.config.url, task.config.method
+        found = spec.match_paths(url)
+        if not found:
+            return [f"config.url '{url}' matches no path of {Path(spec.source).name}"]
+        if spec.match(method, url) is None:
+            allowed = ", ".join(sorted({m.upper() for pm in found for m in pm.operations}))
+            return [f"config.method {method.upper()} is not defined for '{url}' (it allows {allowed})"]
+        out = []
+        for issue in audit_gold(task, spec):
+            if issue.kind == "illegal_argument":
+                out.append(f"config.{issue.location}.{issue.name}: not an argument of {method.upper()} {url} in the spec")
+            elif issue.kind == "missing_required":
+                out.append(f"config.{issue.location}: required argument '{issue.name}' missing")
+        return out
+
+    @staticmethod
+    def _read_marker(marker: Path | None) -> dict[str, list[str]] | None:
+        """The findings a previous load recorded for these exact files; None: check again."""
+        if marker is None or not marker.is_file():
+            return None
+        try:
+            data = json.loads(marker.read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(data, dict) and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in data.values())
+        return data if ok else None
 
     def _validated_marker(self, tasks: list[WebApiTask]) -> Path | None:
         """A cache entry saying these exact task and spec files passed the checks above (keyed by
@@ -161,7 +210,11 @@ class WebApiTrack(Track):
         from callbench.specs import openapi
 
         # the checking code is part of the key: a changed matcher validates again
-        h = hashlib.sha256(Path(openapi.__file__).read_bytes() + self._digest(self.tasks_file).encode())
+        from callbench.tracks.webapi import audit
+
+        h = hashlib.sha256(
+            Path(openapi.__file__).read_bytes() + Path(audit.__file__).read_bytes() + Path(__file__).read_bytes() + self._digest(self.tasks_file).encode()
+        )
         for path in sorted({spec_path_for(t, self.tasks_file, self.root) for t in tasks}):
             if not path.is_file():
                 return None
