@@ -1451,11 +1451,177 @@ globalThis.__callbenchStandin = (function () {
 
   // ------------------------------------------------------------------ require / process
 
-  function makeRequire(axios, moduleObj) {
+  // ------------------------------------------------------------------ inert stand-ins
+
+  // Node builtins whose real use reads or changes the host: requiring them still ends the
+  // sample (a request built from a file's content cannot be reproduced).  Every other module
+  // (express, ws, lodash, './config', ...) gets an inert stand-in.
+  // Every module but axios is an inert stand-in except the file system and processes: code that
+  // reads a file would fail under node where the file is not there (WAPIIBench's scorer counts it a
+  // runtime error), and a stand-in would let it reach its call with a made-up value instead.
+  var REFUSED_MODULES = ['fs', 'fs/promises', 'child_process'];
+
+  // As a string a stand-in reads '0' (JSON.parse accepts it, a URL stays a URL), as a number 0.
+  function stubToPrimitive(hint) { return hint === 'number' ? 0 : '0'; }
+  function stubToString() { return '0'; }
+
+  // Per sample: inert stand-ins (for modules the sample requires, and for the arguments of
+  // callbacks the sandbox invokes itself) and the runtime helper the extractor's rewrites call
+  // (`__callbench_rt`: defer / fillClass / fillMethod, see js_extract).  A stand-in never
+  // throws: calling, constructing, reading any property, chaining, awaiting, iterating (one
+  // stand-in) and converting it to a string ('0') or number (0) all work and record nothing.
+  // Awaiting one (it is a thenable) gives a stand-in that is not thenable, so `await` does
+  // not loop.
+  function makeStubs(state) {
+    function make(thenable) {
+      return new Proxy(function () {}, thenable ? thenableHandler : plainHandler);
+    }
+    // Iterating a stand-in gives one stand-in, so `for (const row of await db.query(...))`
+    // reaches a call inside the loop.
+    function iterator() {
+      var done = false;
+      return {
+        next: function () {
+          if (done) return { done: true, value: undefined };
+          done = true;
+          return { done: false, value: make(true) };
+        },
+        return: function () {
+          done = true;
+          return { done: true, value: undefined };
+        }
+      };
+    }
+    function asyncIterator() {
+      var it = iterator();
+      return {
+        next: function () { return Promise.resolve(it.next()); },
+        return: function () { return Promise.resolve(it.return()); }
+      };
+    }
+    function then(onFulfilled, onRejected) {
+      return Promise.resolve(make(false)).then(onFulfilled, onRejected);
+    }
+    function handler(thenable) {
+      return {
+        get: function (target, key) {
+          if (typeof key === 'symbol') {
+            if (key === Symbol.toPrimitive) return stubToPrimitive;
+            if (key === Symbol.iterator) return iterator;
+            if (key === Symbol.asyncIterator) return asyncIterator;
+            return undefined;
+          }
+          if (key === 'then') return thenable ? then : undefined;
+          if (key === 'toString' || key === 'toLocaleString') return stubToString;
+          if (key === 'toJSON') return undefined;
+          return make(true);
+        },
+        set: function () { return true; },
+        deleteProperty: function () { return true; },
+        apply: function () { return make(true); },
+        construct: function () { return make(true); }
+      };
+    }
+    var thenableHandler = handler(true);
+    var plainHandler = handler(false);
+
+    // Arguments for a function the sandbox calls: the caller's own where given, else by the
+    // spec letter: 'v' the value of the same name in scope (from `values`), else a stand-in;
+    // 's' a stand-in; 'n' null (an error-first callback's error); 'u' undefined (defaults).
+    function fill(args, spec, values) {
+      var out = Array.prototype.slice.call(args);
+      if (!spec || out.length >= spec.length) return out;
+      var vals = [];
+      if (typeof values === 'function') {
+        try {
+          vals = values() || [];
+        } catch (e) {
+          vals = []; // a name in its temporal dead zone
+        }
+      }
+      for (var i = out.length; i < spec.length; i++) {
+        var c = spec.charAt(i);
+        if (c === 'n') out.push(null);
+        else if (c === 'u') out.push(undefined);
+        else if (c === 'd') out.push(vals[i]);
+        else if (c === 'v' && vals[i] !== undefined) out.push(vals[i]);
+        else out.push(make(true));
+      }
+      return out;
+    }
+
+    var rt = {
+      stub: function () { return make(true); },
+      // A function on the way to the marked call: returned wrapped (missing arguments are
+      // filled), and called once more at the end of the run (after timers) if nothing did.
+      defer: function (fn, spec, values) {
+        if (typeof fn !== 'function' || state.closed) return fn;
+        var entry = { fn: null, called: false };
+        var wrapped = function () {
+          entry.called = true;
+          var a = fill(arguments, spec, values);
+          if (new.target) return Reflect.construct(fn, a, new.target);
+          return fn.apply(this, a);
+        };
+        entry.fn = wrapped;
+        try {
+          Object.defineProperty(wrapped, 'length', { value: fn.length });
+          Object.defineProperty(wrapped, 'name', { value: fn.name });
+        } catch (e) { /* keep the wrapper's own */ }
+        if (state.deferred.length < 1000) state.deferred.push(entry);
+        return wrapped;
+      },
+      fillClass: function (cls, spec, values) {
+        if (typeof cls !== 'function') return cls;
+        return new Proxy(cls, {
+          construct: function (target, args, newTarget) {
+            return Reflect.construct(target, fill(args, spec, values), newTarget);
+          }
+        });
+      },
+      fillMethod: function (owner, name, spec, values) {
+        var orig = owner === null || owner === undefined ? undefined : owner[name];
+        if (typeof orig !== 'function') return;
+        Object.defineProperty(owner, name, {
+          value: function () { return orig.apply(this, fill(arguments, spec, values)); },
+          writable: true, enumerable: false, configurable: true
+        });
+      }
+    };
+    Object.freeze(rt);
+    return {
+      rt: rt,
+      module: function () { return make(true); },
+      // Call the first deferred function nothing called; false when there is none left.
+      fireNextDeferred: function () {
+        if (state.closed || state.exited || state.timerError !== null) return false;
+        for (var i = 0; i < state.deferred.length; i++) {
+          var entry = state.deferred[i];
+          if (entry.called) continue;
+          try {
+            var ret = entry.fn();
+            if (ret !== null && typeof ret === 'object' && typeof ret.then === 'function') {
+              Promise.resolve(ret).then(undefined, function (e) {
+                if (!state.closed && state.timerError === null && !state.requests.length) state.timerError = describeError(e);
+              });
+            }
+          } catch (e) {
+            state.timerError = describeError(e);
+          }
+          return true;
+        }
+        return false;
+      }
+    };
+  }
+
+  function makeRequire(axios, moduleObj, stubs) {
     function require(name) {
       var n = String(name);
       if (n === 'axios' || n.slice(0, 6) === 'axios/') return axios;
-      throw new Error("require('" + n + "') is not allowed in the sandbox");
+      var bare = n.slice(0, 5) === 'node:' ? n.slice(5) : n;
+      if (REFUSED_MODULES.indexOf(bare) !== -1) throw new Error("require('" + n + "') is not allowed in the sandbox");
+      return stubs.module(n);
     }
     require.resolve = function (name) { throw new Error("require.resolve('" + String(name) + "') is not allowed in the sandbox"); };
     require.cache = {};
@@ -1527,13 +1693,15 @@ globalThis.__callbenchStandin = (function () {
       seq: 0,
       nextTimerId: 1,
       closed: false,
+      deferred: [],
       mark: Object.freeze({}),
       markedIndex: -1
     };
     var consoleObj = makeConsole(state);
     var axios = makeAxios(state);
     var moduleObj = { id: '.', filename: '/sandbox/index.js', loaded: false, children: [], paths: [], exports: {} };
-    var require = makeRequire(axios, moduleObj);
+    var stubs = makeStubs(state);
+    var require = makeRequire(axios, moduleObj, stubs);
     var timers = makeTimers(state);
     var process = makeProcess(state, consoleObj);
     var bindings = {
@@ -1559,13 +1727,19 @@ globalThis.__callbenchStandin = (function () {
       clearImmediate: timers.clearImmediate,
       global: globalThis,
       __dirname: '/sandbox',
-      __filename: '/sandbox/index.js'
+      __filename: '/sandbox/index.js',
+      __callbench_rt: stubs.rt
     };
     var recorder = {
       // The run is over: nothing the sample left behind may record or log any more.
       close: function () {
         state.closed = true;
         state.timers.length = 0;
+        state.deferred.length = 0;
+      },
+      // Call a deferred callback nothing invoked (see makeStubs); false when none is left.
+      fireNextDeferred: function () {
+        return stubs.fireNextDeferred();
       },
       // Fire the earliest timer; returns how many are still pending.
       fireNextTimer: function () {
@@ -1610,7 +1784,7 @@ globalThis.__callbenchStandin = (function () {
   createEnv.bindingNames = [
     'axios', 'require', 'module', 'exports', 'console', 'process', 'FormData', 'URLSearchParams', 'URL',
     'AbortController', 'AbortSignal', 'Buffer', 'btoa', 'atob', 'setTimeout', 'clearTimeout', 'setInterval',
-    'clearInterval', 'setImmediate', 'clearImmediate', 'global', '__dirname', '__filename'
+    'clearInterval', 'setImmediate', 'clearImmediate', 'global', '__dirname', '__filename', '__callbench_rt'
   ];
 
   // Everything defined once and shared by all samples.  Listed so that the sandbox
@@ -1628,7 +1802,8 @@ globalThis.__callbenchStandin = (function () {
     convertFormValue, visitForm, formDataToJSON, stringifySafely, defaultTransformRequest, keyPath,
     isIndex, assignNested, arrayify, entriesToObject, parseFormBody, decodeText,
     decodeBody, splitUrl, paramsToObject, formatValue, makeConsole, Timeout,
-    makeTimers, makeDefaults, InterceptorManager, makeAxios, makeRequire, makeProcess,
+    makeTimers, makeDefaults, InterceptorManager, makeAxios, makeRequire, makeProcess, makeStubs,
+    stubToPrimitive, stubToString, REFUSED_MODULES,
     createEnv,
     METHODS_NO_DATA, METHODS_WITH_DATA, ENTRIES, DEFAULT_PORTS, FROM_CONFIG2, DEFAULT_TO_CONFIG2, URL_RE, FORM_RE
   ];

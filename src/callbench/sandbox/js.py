@@ -46,12 +46,24 @@ Design (why it looks like this):
 
 Behaviour a caller should know: sample code runs in strict mode, so assigning an
 undeclared variable throws ReferenceError (Node would create a global), top-level
-`this` is undefined, and writing to any builtin throws TypeError.  `require` knows only
-'axios'; anything else throws "require('<name>') is not allowed in the sandbox".
+`this` is undefined, and writing to any builtin throws TypeError.  `require('axios')` gives
+the stand-in; 'fs', 'fs/promises' and 'child_process' throw "require('<name>') is not
+allowed in the sandbox"; any other module (express, ws, lodash, './config', ...) gives an
+inert stand-in that never throws (called, constructed, read, chained, awaited) and records
+nothing; `JsResult.stubbed_modules` lists those the code requires by name.
+
+Real-world starters (see `js_extract`): when the axios call sits in a function, method,
+promise executor or callback that the text leaves open, the code is cut after the call and
+closed; the functions on the way to the call are invoked with what is in scope (definitions,
+the starter's own constants), and a callback handed to an inert library (an express route, a
+ws handler) is called at the end of the run, after timers, if nothing called it (arguments it
+was not given are inert stand-ins, or the definition of the same name).
 
 Status values: "ok" (at least one request captured; later errors, e.g. from
 processing the empty fake response, are kept in `error`), "no_request",
-"incomplete" (the first axios call is cut off), "runtime_error", "timeout", "memory",
+"incomplete" (the first axios call is cut off), "incomplete_program" (the call is complete
+but the code around it cannot be completed into a runnable program; `error` says why),
+"runtime_error", "timeout", "memory",
 "rejected" (over the code budget, first request not from the extracted call, or the
 sample changed shared sandbox state; `error` says which).
 
@@ -78,11 +90,20 @@ from pathlib import Path
 from typing import Any
 
 from callbench.sandbox._engine import harness_source, standin_source
-from callbench.sandbox.js_extract import budget_error, extract_invocation, prepare_code
+from callbench.sandbox.js_extract import budget_error, extract_invocation, prepare_code, required_modules
 
 __all__ = ["STATUSES", "JsResult", "JsSandbox", "node_script", "standin_source"]
 
-STATUSES = ("ok", "no_request", "incomplete", "runtime_error", "timeout", "memory", "rejected")
+STATUSES = (
+    "ok",
+    "no_request",
+    "incomplete",
+    "incomplete_program",
+    "runtime_error",
+    "timeout",
+    "memory",
+    "rejected",
+)
 
 # Names the stand-in binds in every sample; definitions may not reuse them.
 BINDING_NAMES = frozenset(
@@ -110,6 +131,7 @@ BINDING_NAMES = frozenset(
         "global",
         "__dirname",
         "__filename",
+        "__callbench_rt",
     }
 )
 _RESERVED = frozenset(
@@ -131,7 +153,8 @@ class JsResult:
     method, url, params?, headers, data?, syntax) or None.  requests: all captured
     configs in call order.  error: one-line message or None.  code: the code that
     actually ran (after extraction).  console: captured console output lines.
-    elapsed_s: wall time of the whole `run` call.
+    elapsed_s: wall time of the whole `run` call.  stubbed_modules: modules other than axios
+    the code that ran requires by a literal name; each got an inert stand-in.
     """
 
     status: str
@@ -141,6 +164,7 @@ class JsResult:
     code: str = ""
     console: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    stubbed_modules: list[str] = field(default_factory=list)
 
 
 def _check_definitions(definitions: dict | None) -> str | None:
@@ -181,9 +205,16 @@ class _Job:
     mark: str | None
     call_text: str | None
     started: float
+    stubbed: tuple[str, ...] = ()
 
     def result_for_gone(self, gone: _WorkerGone) -> JsResult:
-        return JsResult(gone.status, error=gone.error, code=self.run_code, elapsed_s=time.perf_counter() - self.started)
+        return JsResult(
+            gone.status,
+            error=gone.error,
+            code=self.run_code,
+            elapsed_s=time.perf_counter() - self.started,
+            stubbed_modules=list(self.stubbed),
+        )
 
     def result(self, out: dict) -> JsResult:
         requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
@@ -204,6 +235,7 @@ class _Job:
             code=self.run_code,
             console=list(out.get("console", [])),
             elapsed_s=time.perf_counter() - self.started,
+            stubbed_modules=list(self.stubbed),
         )
 
 
@@ -453,7 +485,13 @@ class JsSandbox:
                     "no_request": "no axios call found in the code",
                     "incomplete": "the first axios call is cut off (unfinished code)",
                 }.get(ex.status, ex.error)
-                return JsResult(ex.status, error=msg, code=ex.code, elapsed_s=time.perf_counter() - t0)
+                return JsResult(
+                    ex.status,
+                    error=msg,
+                    code=ex.code,
+                    elapsed_s=time.perf_counter() - t0,
+                    stubbed_modules=list(ex.stubbed_modules),
+                )
             run_code, declared = ex.code, ex.declared
             sent = run_code
             if ex.mark is not None:
@@ -464,6 +502,7 @@ class JsSandbox:
         else:
             run_code, declared = prepare_code(code)
             sent = run_code
+        stubbed = ex.stubbed_modules if ex is not None else required_modules(run_code)
         payload = {
             "code": sent,
             "defs": defs_json,
@@ -472,7 +511,7 @@ class JsSandbox:
             "fresh": self.fresh_context,
             "mark": mark,
         }
-        return _Job(_line(payload), run_code, mark, ex.call_text if ex is not None else None, t0)
+        return _Job(_line(payload), run_code, mark, ex.call_text if ex is not None else None, t0, stubbed)
 
     def close(self) -> None:
         """Stop the worker process (a later `run` starts a new one)."""

@@ -16,6 +16,26 @@ call expression whose callee is axios (or an axios instance) decides what runs:
   right after the call and its open brackets are closed;
 * ES ``import``/``export`` syntax is rewritten to what a function body accepts.
 
+Real-world starter code ends at ``axios.`` *inside* something: a function, a class
+method, a promise executor, a callback handed to another library (an express route, a
+ws handler, setTimeout).  So:
+
+* the program is completed first: when brackets are still open at the call, the text is
+  cut after the largest finished piece of code around the call and every bracket still
+  open there is closed (a ``try {`` gets ``} catch (_e) {}``); when that is not valid
+  JavaScript either, the result is ``incomplete_program`` (one status, `error` says why);
+* every function on the way from the top-level statement to the call is made to run:
+  function expressions are wrapped in place as ``__callbench_rt.defer(fn, spec, values)``
+  (the sandbox calls them at the end of the run, after timers, if nothing else did -- a
+  callback given to an inert ``express``/``ws`` stand-in never is), nested function
+  declarations get the same right after them, and a top-level declaration is invoked as
+  above;
+* arguments nobody passes are filled (``spec``, one letter per parameter): the value of
+  the same name in scope (a definition, a starter constant), else an inert stand-in;
+  ``err``-like names get null, defaulted parameters keep their default.  A top-level class
+  gets its constructor's and the called method's arguments filled the same way
+  (``fillClass``/``fillMethod``), so ``this.baseUrl`` set in the constructor is there.
+
 tree-sitter is error tolerant, so ERROR/MISSING nodes tell where the text stops
 being JavaScript, and errors after the kept code do not matter.
 
@@ -25,6 +45,11 @@ analysis walks the tree top-down, so its cost stays linear in the text; a recurs
 limit hit on some other deep construct is rejected the same way.  Identifiers are
 compared after decoding ``\\uXXXX`` escapes, as V8 does, and ``const a = axios``
 makes ``a`` an alias.
+
+Modules other than axios that the kept code requires by a literal name are listed in
+`Extraction.stubbed_modules` (the sandbox gives each an inert stand-in).  Calls into such a
+stand-in return stand-ins, which are truthy: a guard on one (``if (_.has(cache, k)) return``)
+takes its "true" branch.
 
 Not guaranteed: static analysis cannot see every way code reaches axios
 (``require(name)``, destructuring, calls through other functions).  `mark` tells the
@@ -132,15 +157,18 @@ def _parser() -> Parser:
 class Extraction:
     """What `extract_invocation` found.
 
-    status: "ok" (code is runnable), "no_request" (no axios call in the text),
-    "incomplete" (the first axios call is cut off) or "rejected" (over the size or
-    nesting budget; `error` says which).  code: the JavaScript that will run (after
-    fence stripping, dropping and rewriting).  call_text / call_start / call_end: the
-    first axios call expression as a slice of the *input* string (character offsets),
-    None when there is none.  declared: names the code declares with let/const/class
-    at top level (the sandbox must not pre-bind them).  mark: (offset in `code`, text
-    to put before the marker name) where a last argument can be added to the chosen
-    call, None when it cannot (see the module docstring).
+    status: "ok" (code is runnable), "no_request" (no axios call in the text), "incomplete"
+    (the first axios call is cut off), "incomplete_program" (the call is complete but the
+    code around it cannot be completed into a runnable program; `error` says why) or
+    "rejected" (over the size or nesting budget; `error` says which). code: the JavaScript
+    that will run (after fence stripping, dropping and rewriting). call_text / call_start /
+    call_end: the first axios call expression as a slice of the *input* string (character
+    offsets), None when there is none. declared: names the code declares with
+    let/const/class at top level (the sandbox must not pre-bind them). mark: (offset in
+    `code`, text to put before the marker name) where a last argument can be added to the
+    chosen call, None when it cannot (see the module docstring). stubbed_modules: the
+    modules other than axios that `code` requires by a literal name (the sandbox gives each
+    an inert stand-in; fs and child_process are refused and not listed).
     """
 
     status: str
@@ -151,6 +179,7 @@ class Extraction:
     declared: tuple[str, ...] = ()
     mark: tuple[int, str] | None = None
     error: str | None = None
+    stubbed_modules: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- fences
@@ -186,9 +215,12 @@ def strip_fences(text: str) -> str:
 class _Src:
     """Source bytes plus byte->char offset conversion.
 
-    `insert` = (byte offset, text): text that every slice spanning the offset strictly
-    inside gets at that point (how the chosen call receives its marker placeholder
-    whichever way the statement holding it is later cut or rewritten).
+    Insertions (`add_insert`): text that every slice spanning the offset gets at that point
+    (how the chosen call receives its marker placeholder, and the functions on the way to it
+    their `__callbench_rt.defer(...)` wrapper, whichever way the statement holding them is
+    later cut or rewritten).  A "before" insertion belongs to what starts at the offset, an
+    "after" one to what ends there.  `node` is a node's own text, `text` the same with the
+    insertions.
     """
 
     def __init__(self, text: str):
@@ -196,20 +228,41 @@ class _Src:
         # surrogatepass: model output can contain lone surrogates
         self.data = text.encode("utf-8", errors="surrogatepass")
         self.ascii = len(self.data) == len(text)
-        self.insert: tuple[int, str] | None = None
+        # (byte offset, 0 = after / 1 = before, order among equals, text), sorted
+        self.inserts: list[tuple[int, int, int, str]] = []
+
+    def add_insert(self, offset: int, text: str, side: str = "after", depth: int = 0) -> None:
+        """At one offset, "after" texts come first (the innermost node's first), then "before"
+        texts (the outermost node's first)."""
+        before = side == "before"
+        self.inserts.append((offset, int(before), depth if before else -depth, text))
+        self.inserts.sort(key=lambda i: i[:3])
 
     def chars(self, byte_off: int) -> int:
         if self.ascii:
             return byte_off
         return len(self.data[:byte_off].decode("utf-8", errors="surrogatepass"))
 
-    def slice(self, start: int, end: int) -> str:
-        ins = self.insert
-        if ins is not None and start < ins[0] < end:
-            return self.slice(start, ins[0]) + ins[1] + self.slice(ins[0], end)
+    def raw(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8", errors="surrogatepass")
 
+    def slice(self, start: int, end: int) -> str:
+        if not self.inserts:
+            return self.raw(start, end)
+        parts: list[str] = []
+        pos = start
+        for off, before, _, text in self.inserts:
+            if (start <= off < end) if before else (start < off <= end):
+                parts.append(self.raw(pos, off))
+                parts.append(text)
+                pos = off
+        parts.append(self.raw(pos, end))
+        return "".join(parts)
+
     def node(self, n: Node) -> str:
+        return self.raw(n.start_byte, n.end_byte)
+
+    def text_of(self, n: Node) -> str:
         return self.slice(n.start_byte, n.end_byte)
 
     def name(self, n: Node) -> str:
@@ -576,33 +629,52 @@ def _invocation_for(top: Node, call: Node, src: _Src) -> str | None:
             ident = src.node(name)
             if value.type in ("arrow_function", "function_expression", "function", "generator_function"):
                 return f"{ident}();"
-            if value.type == "class":
-                return _class_invocation(ident, call, value, src)
-            if value.type == "object":
-                for member in value.named_children:
-                    if not (member.start_byte <= call.start_byte < member.end_byte):
-                        continue
-                    key = member.child_by_field_name("name" if member.type == "method_definition" else "key")
-                    if key is not None and key.type == "property_identifier":
-                        return f"{ident}.{src.node(key)}();"
-            return None
+            return _value_invocation(ident, value, call, src)
+    if decl.type == "expression_statement" and decl.named_child_count == 1:
+        # `module.exports = { async handler(event) { ... } }`, `exports.Client = class { ... }`
+        assign = decl.named_children[0]
+        if assign.type == "assignment_expression":
+            left, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+            target = _simple_path(left, src)
+            if target is not None and value is not None and value.type in ("class", "object"):
+                return _value_invocation(target, value, call, src)
+    return None
+
+
+def _value_invocation(ident: str, value: Node, call: Node, src: _Src) -> str | None:
+    """How to invoke `call` inside `value` (a class or an object literal) held by `ident`."""
+    if value.type == "class":
+        return _class_invocation(ident, call, value, src)
+    if value.type == "object":
+        for member in value.named_children:
+            if not (member.start_byte <= call.start_byte < member.end_byte):
+                continue
+            key = member.child_by_field_name("name" if member.type == "method_definition" else "key")
+            if key is not None and key.type == "property_identifier":
+                return f"{ident}.{src.node(key)}();"
     return None
 
 
 def _class_invocation(cls: str, call: Node, decl: Node, src: _Src) -> str | None:
     path = _path(decl, call)
-    # the innermost class method around the call
-    for i in range(len(path) - 2, 0, -1):
-        p = path[i]
-        if p.type == "method_definition" and path[i - 1].type == "class_body":
-            name = p.child_by_field_name("name")
-            if name is None:
-                return None
-            method = src.node(name)
-            if method == "constructor":
-                return f"new {cls}();"
-            static = any(c.type == "static" for c in p.children)
-            return f"{cls}.{method}();" if static else f"new {cls}().{method}();"
+    # the member of this class (not of a class nested in it) that holds the call
+    body = next((i for i, p in enumerate(path) if p.type == "class_body"), None)
+    if body is None or body + 1 >= len(path) - 1:
+        return None
+    p = path[body + 1]
+    static = any(c.type == "static" for c in p.children)
+    if p.type == "method_definition":
+        name = p.child_by_field_name("name")
+        if name is None:
+            return None
+        method = src.node(name)
+        if method == "constructor":
+            return f"new {cls}();"
+        return f"{cls}.{method}();" if static else f"new {cls}().{method}();"
+    if p.type == "field_definition":
+        # `handler = async () => { ... }`: constructing runs the initializer (the function
+        # itself is deferred); a static field's runs with the class definition
+        return None if static else f"new {cls}();"
     return None
 
 
@@ -647,6 +719,212 @@ def _closers(top: Node, cut: int, src: _Src) -> str:
                 stack.pop()
         prev = text
     return "".join(reversed(stack))
+
+
+def _largest_clean(top: Node, anchor: Node) -> Node:
+    """The largest error-free node around `anchor` below `top`."""
+    cut_node = anchor
+    for p in reversed(_path(top, anchor)[1:-1]):
+        if _has_error(p):
+            break
+        cut_node = p
+    return cut_node
+
+
+# --------------------------------------------------------------------------- invoking the way to the call
+
+RUNTIME = "__callbench_rt"  # the sandbox binding the rewrites below call (axios_standin.js, makeStubs)
+_ERROR_PARAMS = frozenset({"err", "error", "e", "er", "ex"})
+_NO_FILL = '"", null'
+_FUNCTION_EXPRESSIONS = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_FUNCTION_DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration"})
+
+
+def _param_fill(fn: Node, src: _Src, stand_ins: bool) -> str | None:
+    """`spec, values` arguments for the runtime: per parameter, how a missing argument is filled
+    ('v': the value of the same name in scope, else an inert stand-in; 'd': the same name in
+    scope, else undefined (so a default applies); 's': a stand-in (destructured); 'n': null for an
+    error-first callback's error; 'u': undefined), and a function returning the in-scope values.
+    None when nothing would be filled.
+
+    stand_ins: the function is a callback some library would call with its own objects (a
+    request, a message): what is not in scope becomes an inert stand-in.  Otherwise (a declared
+    function, method or constructor that the sandbox calls) it stays undefined, as a call
+    without arguments leaves it."""
+    single = fn.child_by_field_name("parameter")
+    params = fn.child_by_field_name("parameters")
+    items = [single] if single is not None else ([] if params is None else list(params.named_children))
+    spec, names = "", []
+    for c in items:
+        if c.type == "comment":
+            continue
+        if c.type == "identifier":
+            name = src.node(c)
+            if name in _ERROR_PARAMS and stand_ins:
+                spec += "n"
+                names.append(None)
+            else:
+                spec += "v" if stand_ins else "d"
+                names.append(name)
+        elif c.type == "assignment_pattern":
+            left = c.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                spec += "d"
+                names.append(src.node(left))
+            else:
+                spec += "u"
+                names.append(None)
+        elif c.type == "rest_pattern":
+            break
+        else:
+            spec += "s" if stand_ins else "u"
+            names.append(None)
+    if not any(names):
+        return f'"{spec}", null' if stand_ins and spec.strip("u") else None
+    values = ", ".join(f"typeof {n} === 'undefined' ? undefined : {n}" if n else "undefined" for n in names)
+    return f'"{spec}", () => [{values}]'
+
+
+def _wrap_path(top: Node, call: Node, src: _Src) -> list[str]:
+    """Make every function between the top-level statement `top` and `call` run.
+
+    Function expressions (callbacks, executors, IIFEs, `const f = () => ...`) are wrapped in
+    place with ``__callbench_rt.defer(fn, ...)``: the sandbox calls them at the end of the run
+    (after timers) if nothing else did, e.g. a route handler given to an inert express.
+    Nested function declarations get the same after their declaration.  Missing arguments are
+    filled (see `_param_fill`), also for the method and constructor of a top-level class or the
+    method of a top-level object that `_invocation_for` calls.  Returns the statements to put
+    right after `top`."""
+    after: list[str] = []
+    decl = _unwrap_export(top)
+    path = _path(top, call)
+    for depth, p in enumerate(path[:-1]):
+        if p.type in _FUNCTION_EXPRESSIONS:
+            if _invoked_in_place(path, depth):
+                continue
+            declared_value = _declared_value(p, decl)  # `const f = (a) => ...` at top level
+            fill = _param_fill(p, src, stand_ins=not declared_value)
+            if fill is None and declared_value:
+                continue  # invoked below, and nothing to fill
+            src.add_insert(p.start_byte, f"{RUNTIME}.defer(", "before", depth)
+            src.add_insert(p.end_byte, f", {fill or _NO_FILL})", "after", depth)
+        elif p.type in _FUNCTION_DECLARATIONS:
+            name_node = p.child_by_field_name("name")
+            if name_node is None:
+                continue
+            name = src.node(name_node)
+            fill = _param_fill(p, src, stand_ins=False)
+            stmt = f"{name} = {RUNTIME}.defer({name}, {fill or _NO_FILL});"
+            if p.id == decl.id:
+                if fill is not None:  # invoked below anyway: only its arguments matter
+                    after.append(stmt)
+            else:
+                src.add_insert(p.end_byte, "\n" + stmt, "after", depth)
+        elif p.type == "method_definition" and depth >= 2:
+            owner = _method_owner(path[depth - 1], path[depth - 2], decl, src)
+            holder = path[depth - 2]
+            if owner is None and holder.type == "class_declaration" and holder.id != decl.id:
+                # a class declared inside a function on the way (e.g. a chat answer that repeats
+                # the starter's class inside the starter's open method): invoke it after its
+                # declaration, at the end of the run
+                after_class = _nested_class_invocation(holder, call, src)
+                if after_class:
+                    src.add_insert(holder.end_byte, after_class, "after", depth)
+                continue
+            if owner is None:
+                continue
+            name_node = p.child_by_field_name("name")
+            kinds = {c.type for c in p.children}
+            if name_node is None or name_node.type != "property_identifier" or kinds & {"get", "set"}:
+                continue
+            name = src.node(name_node)
+            if name == "constructor":
+                continue  # the class gets its constructor's arguments filled below
+            if "static" not in kinds and path[depth - 1].type == "class_body":
+                owner += ".prototype"
+            fill = _param_fill(p, src, stand_ins=False)
+            if fill is not None:
+                after.append(f"{RUNTIME}.fillMethod({owner}, {name!r}, {fill});")
+    if decl.type == "class_declaration":
+        name_node = decl.child_by_field_name("name")
+        body = decl.child_by_field_name("body")
+        ctor = None
+        for m in body.named_children if body is not None else []:
+            key = m.child_by_field_name("name") if m.type == "method_definition" else None
+            if key is not None and src.node(key) == "constructor":
+                ctor = m
+        fill = _param_fill(ctor, src, stand_ins=False) if ctor is not None else None
+        if name_node is not None and fill is not None:
+            name = src.node(name_node)
+            after.insert(0, f"{name} = {RUNTIME}.fillClass({name}, {fill});")
+    return after
+
+
+def _nested_class_invocation(cls_decl: Node, call: Node, src: _Src) -> str:
+    """Statements after a nested class declaration that run `call` inside it (deferred)."""
+    name_node = cls_decl.child_by_field_name("name")
+    if name_node is None:
+        return ""
+    name = src.node(name_node)
+    invocation = _class_invocation(name, call, cls_decl, src)
+    if invocation is None:
+        return ""
+    out = ""
+    body = cls_decl.child_by_field_name("body")
+    for m in body.named_children if body is not None else []:
+        key = m.child_by_field_name("name") if m.type == "method_definition" else None
+        if key is not None and src.node(key) == "constructor":
+            fill = _param_fill(m, src, stand_ins=False)
+            if fill is not None:
+                out += f"\n{name} = {RUNTIME}.fillClass({name}, {fill});"
+    return out + f"\n{RUNTIME}.defer(() => {{ {invocation} }}, {_NO_FILL});"
+
+
+def _invoked_in_place(path: list[Node], depth: int) -> bool:
+    """Is the function at `path[depth]` called right where it stands (`(async () => {...})()`)?"""
+    node = path[depth]
+    i = depth - 1
+    while i >= 0 and path[i].type == "parenthesized_expression":
+        node = path[i]
+        i -= 1
+    if i < 0 or path[i].type != "call_expression":
+        return False
+    fn = path[i].child_by_field_name("function")
+    return fn is not None and fn.id == node.id
+
+
+def _declared_value(fn: Node, decl: Node) -> bool:
+    """Is `fn` the value of a variable the top-level declaration `decl` declares?"""
+    if decl.type not in ("lexical_declaration", "variable_declaration"):
+        return False
+    for d in decl.named_children:
+        value = d.child_by_field_name("value") if d.type == "variable_declarator" else None
+        if value is not None and value.id == fn.id:
+            return True
+    return False
+
+
+def _method_owner(container: Node, holder: Node, decl: Node, src: _Src) -> str | None:
+    """The name of the top-level class or object a method belongs to (`container` is the class
+    body or object literal, `holder` the node around it); None for anything else."""
+    if container.type == "class_body" and holder.type in ("class_declaration", "class"):
+        if holder.id == decl.id:
+            name = holder.child_by_field_name("name")
+            return src.node(name) if name is not None else None
+        owner_node = holder
+    elif container.type == "object":
+        owner_node = container
+    else:
+        return None
+    if decl.type not in ("lexical_declaration", "variable_declaration"):
+        return None
+    for d in decl.named_children:
+        if d.type != "variable_declarator":
+            continue
+        name, value = d.child_by_field_name("name"), d.child_by_field_name("value")
+        if value is not None and value.id == owner_node.id and name is not None and name.type == "identifier":
+            return src.node(name)
+    return None
 
 
 def _parses_cleanly(code: str) -> bool:
@@ -716,10 +994,10 @@ def _statement_text(n: Node, src: _Src, declared: list[str], unlabel: bool = Fal
         decl = n.child_by_field_name("declaration")
         if decl is not None:
             declared.extend(_declared(decl, src, lexical_only=True))
-            return src.node(decl)
+            return src.text_of(decl)
         value = n.child_by_field_name("value")
         if value is not None:
-            text = src.node(value)
+            text = src.text_of(value)
             if value.type in (
                 "function_expression",
                 "function",
@@ -735,7 +1013,7 @@ def _statement_text(n: Node, src: _Src, declared: list[str], unlabel: bool = Fal
         if body is not None and body.type in _DECL_TYPES:
             return _statement_text(body, src, declared)
     declared.extend(_declared(n, src, lexical_only=True))
-    return src.node(n)
+    return src.text_of(n)
 
 
 def _join(pieces: list[str]) -> str:
@@ -761,6 +1039,7 @@ class _Analysis:
     code: str
     call: tuple[int, int] | None = None  # char offsets within the segment
     declared: tuple[str, ...] = ()
+    error: str | None = None
 
 
 def _marker_insert(call: Node, placeholder: str) -> tuple[int, str] | None:
@@ -817,7 +1096,23 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
         if not call_complete and first_call.end_byte >= end_of_text:
             return _Analysis("incomplete", src.slice(0, first_call.end_byte), call_range)
         if call_complete and placeholder is not None:
-            src.insert = _marker_insert(first_call, placeholder)
+            marker = _marker_insert(first_call, placeholder)
+            if marker is not None:
+                src.add_insert(*marker)
+
+    # 0. the call sits in scopes the text leaves open (a function, method, promise executor
+    #    or callback the starter opened): cut after the largest finished piece of code around
+    #    the call, close every bracket still open there, and analyse that program instead.
+    open_scopes = ""
+    if call_complete and root.has_error:
+        cut_node = _largest_clean(root, anchor)
+        open_scopes = _closers(root, cut_node.end_byte, src)
+        if open_scopes and allow_repair:
+            completed = src.slice(0, cut_node.end_byte) + open_scopes + ";\n"
+            if _parses_cleanly(completed):
+                sub = _analyze(completed, allow_repair=False)
+                if sub.status == "ok":
+                    return _Analysis("ok", sub.code, call_range, sub.declared)
 
     top = _top_level(anchor, root)
     children = [c for c in root.children]
@@ -836,7 +1131,11 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
             if body is not None and body.type in _DECL_TYPES and not _has_error(body):
                 pieces.append(_statement_text(body, src, declared))
 
-    # 2. the statement holding the call (repaired when what follows the call is cut off)
+    # 2. the statement holding the call (repaired when what follows the call is cut off);
+    #    the functions on the way to the call get invoked even when nothing else calls them
+    after_top: list[str] = []
+    if call_complete and not _has_error(top):
+        after_top = _wrap_path(top, anchor, src)
     if _has_error(top) and call_complete:
         repaired = _repair(top, anchor, src) if allow_repair else None
         if repaired is not None:
@@ -847,10 +1146,20 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
             if sub.status == "ok":
                 return _Analysis("ok", sub.code, call_range, sub.declared)
         if top.end_byte >= end_of_text:
-            return _Analysis("incomplete", src.slice(0, top.end_byte), call_range)
-        pieces.append(src.node(top))
+            return _Analysis(
+                "incomplete_program",
+                src.slice(0, top.end_byte),
+                call_range,
+                error=(
+                    "the code around the first axios call cannot be completed into a runnable program: "
+                    "the statement holding the call is unfinished and cutting it after the call does not "
+                    "give valid JavaScript"
+                ),
+            )
+        pieces.append(src.text_of(top))
     else:
         pieces.append(_statement_text(top, src, declared))
+    pieces.extend(after_top)
 
     # 3. a declaration that only defines the call: keep up to its invocation
     invocation = _invocation_for(top, anchor, src) if call_complete else None
@@ -894,6 +1203,16 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
             pieces.append(invocation)
 
     code = _join(pieces)
+    if open_scopes and allow_repair and not _parses_cleanly(code):
+        return _Analysis(
+            "incomplete_program",
+            code,
+            call_range,
+            error=(
+                "the code around the first axios call cannot be completed into a runnable program: "
+                f"closing what is still open at the call ({' '.join(open_scopes)}) does not give valid JavaScript"
+            ),
+        )
     return _Analysis("ok", code, call_range, tuple(dict.fromkeys(declared)))
 
 
@@ -943,6 +1262,8 @@ def extract_invocation(code: str) -> Extraction:
                 ex.call_end,
                 ex.declared,
                 ex.mark,
+                ex.error,
+                tuple(back(m) for m in ex.stubbed_modules),
             )
         return _extract(code)
     except RecursionError:
@@ -969,7 +1290,40 @@ def _extract(code: str) -> Extraction:
         prefix = ", " if out.startswith(", ", at - 2) else ""
         out = out[: at - len(prefix)] + out[at + len(placeholder) :]
         mark = (at - len(prefix), prefix)
-    return Extraction(a.status, out, code[start:end], start, end, a.declared, mark)
+    return Extraction(
+        a.status, out, code[start:end], start, end, a.declared, mark, a.error, required_modules(out)
+    )
+
+
+# Node builtins the sandbox refuses instead of standing in for (axios_standin.js, REFUSED_MODULES).
+REFUSED_MODULES = frozenset({"fs", "fs/promises", "child_process"})
+_REQUIRE_QUERY = Query(
+    _LANGUAGE, "(call_expression function: (identifier) @fn arguments: (arguments . (string) @name .)) @call"
+)
+
+
+_OTHER_REQUIRE = re.compile(r"""\brequire\s*\(\s*['"](?!axios['"/])""")
+
+
+def required_modules(code: str) -> tuple[str, ...]:
+    """Modules other than axios that `code` requires with a literal name, in order, once each
+    (those the sandbox gives an inert stand-in)."""
+    if not _OTHER_REQUIRE.search(code):  # the common case: axios only, no parse needed
+        return ()
+    src = _Src(code)
+    root = _parser().parse(src.data).root_node
+    found: dict[str, None] = {}
+    for _, caps in QueryCursor(_REQUIRE_QUERY).matches(root):
+        fn, name = caps.get("fn", [None])[0], caps.get("name", [None])[0]
+        if fn is None or name is None or src.name(fn) != "require":
+            continue
+        mod = _string_value(name, src)
+        if mod is None or mod == "axios" or mod.startswith("axios/"):
+            continue
+        if (mod[5:] if mod.startswith("node:") else mod) in REFUSED_MODULES:
+            continue
+        found[mod] = None
+    return tuple(found)
 
 
 def prepare_code(code: str) -> tuple[str, tuple[str, ...]]:

