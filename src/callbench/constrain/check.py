@@ -399,10 +399,11 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str) -> str:
         unknown = [h for h in re.findall(r"\$\{\s*([^}]*?)\s*\}", url) if h not in g.identifiers]
         if unknown:
             return f"'${{{unknown[0]}}}' in URL '{url}' is not a known identifier"
-    if "?" in url and not g.options.allow_url_query:
-        return f"URL '{url}' has a query string; pass query parameters in params"
     probe = re.sub(r"\$\{[^}]*\}", "1", url) if q == "`" else url
     matches = spec.match_paths(probe)
+    fixed = any(spec.fixed_query(op) for pm in matches for op in pm.operations.values())
+    if "?" in url and not g.options.allow_url_query and matches and not fixed:
+        return f"URL '{url}' has a query string; pass query parameters in params"
     m_ops = [pm for pm in matches if method in pm.operations]
     if not m_ops:
         msg = f"URL '{url}' matches no path with method {method}"
@@ -410,7 +411,7 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str) -> str:
             allowed = sorted({mm for pm in matches for mm in pm.operations})
             msg += f" ({matches[0].template} allows {', '.join(allowed)})"
         return msg
-    if not any(probe.startswith(s) for s in spec.servers if s != "/"):
+    if not any(probe.startswith(s) for s in spec.servers if s != "/") and "{" not in "".join(spec.servers):
         return f"URL '{url}' does not start with the server URL {spec.servers[0]}"
     pm = m_ops[0]
     op = pm.operations[method]

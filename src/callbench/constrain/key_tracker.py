@@ -52,6 +52,7 @@ from callbench.constrain.webapi_grammar import (
     WebApiGrammar,
 )
 from callbench.specs import ApiSpec
+from callbench.specs.openapi import request_query
 
 __all__ = ["KeyTracker", "TokenFilter", "make_key_tracker"]
 
@@ -955,12 +956,12 @@ class KeyTracker:
                 top.argi += 1
                 top.state = C_ARG
             elif b == _RPAR:
-                self._mode = M_DONE
+                self._end_call(top)
             else:
                 self._lost()
         else:  # C_ARG
             if b == _RPAR:
-                self._mode = M_DONE
+                self._end_call(top)
                 return
             args = self._args
             if args is None:
@@ -975,6 +976,18 @@ class KeyTracker:
                 self._lost()
                 return
             self._start_value(b, desc, path)
+
+    def _end_call(self, top: _Frame) -> None:
+        """The call's ``)``. Under ``allow_url_query`` the grammar cannot tell whether required
+        query parameters came in the URL, so a config it left optional may be needed here."""
+        args = self._args
+        if args is not None and self.grammar.options.allow_url_query and args.config_mandatory:
+            at = 2 if args.operation.method in BODY_METHODS else 1
+            if not (top.state == C_AFTER and top.argi >= at):
+                need = ", ".join(sorted(args.config.props["params"].required)) or "its required arguments"
+                self._fail(f"{args.label} needs a config with params: {need}")
+                return
+        self._mode = M_DONE
 
     def _start_value(self, b: int, desc: Any, path: str) -> None:
         if b != _LBRACE and path in _CRED_PLACES and self._args is not None and self._args.cred_any:
@@ -1069,10 +1082,16 @@ class KeyTracker:
         self._url = None
         method = self._method or ""
         match = self._spec.match(method, url)
+        if match is None:  # a path key fixing a query name the params will carry (#ResourceArn)
+            match = self._spec.match(method, url, names_later=True)
         if match is None:
             self._lost()
             return
-        self._args = self._model.op_args(match.operation, self.grammar.options.require_credentials)
+        opt = self.grammar.options
+        args = self._model.op_args(match.operation, opt.require_credentials, opt.allow_url_query)
+        if opt.allow_url_query:  # required query parameters the URL carries are given
+            args = self._model.given_in_url(args, frozenset(request_query(url)))
+        self._args = args
 
     def _key_done(self, key: str) -> None:
         top = self._frames[-1]

@@ -34,6 +34,13 @@ identifiers or URL templates), so the grammar is generated here. Structure:
 * Whitespace between tokens is bounded (``space_max``/``indent_max``): a few spaces or tabs, or
   one line break followed by indentation, so a model cannot spend its tokens padding.
 
+Specs in the wild: a path key that fixes a query (``/?module=account&action=balance``, or
+APIs.guru's ``/#Action=X``) is written with that query in the URL string (:func:`url_plan`), a
+fragment label (``/files/{id}#add_shared_link``) with its ``#label``; servers are every root,
+path-item and operation server with their variables (an enum's values, else any value); an
+array query parameter also takes one item alone, and without ``explode`` its items joined by
+the style's delimiter (``part: 'snippet,id'``).
+
 Size: every schema's value rule is built once and referenced (named by first-use order, deduped
 by body text), so operations share rules; a recursive schema unrolls into one rule per recursion
 level, bounded by ``GrammarOptions.max_depth`` (past it only ``null`` is left).
@@ -41,20 +48,24 @@ level, bounded by ``GrammarOptions.max_depth`` (past it only ``null`` is left).
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Literal
 
-from callbench.constrain.lark_text import literal_regex as _rx
+from callbench.constrain.lark_text import literal_regex
 from callbench.errors import CallbenchError
-from callbench.specs import ApiSpec, Operation, required_properties, schema_type
-from callbench.specs.openapi import segment_pattern
+from callbench.specs import ApiSpec, Operation, Parameter, required_properties, schema_type
+from callbench.specs.openapi import request_query, segment_pattern, split_path_key
+from callbench.specs.refs import thaw
 from callbench.specs.schema import allows_additional_properties
 
 __all__ = [
@@ -82,6 +93,8 @@ BODY_METHODS = ("post", "put", "patch")
 AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 _JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _PARAM_RX = re.compile(r"\{([^{}]*)\}")
+# Literal text -> regex, memoized: key names and URL pieces repeat across operations and builds.
+_rx = lru_cache(maxsize=1 << 16)(literal_regex)
 
 
 ValueTypes = Literal["lenient", "paper"]
@@ -277,9 +290,55 @@ class OpArgs:
     cred_any: tuple[frozenset[tuple[str, str]], ...] = ()
 
 
+@dataclass(frozen=True)
+class UrlPlan:
+    """How the grammar writes one path key's URL: ``path`` (the path part, ``{holes}`` kept),
+    ``query`` (the ``name=value`` items written after ``?``, holes kept: the path key's own query
+    and the ``name=value`` pairs of a query-dispatch fragment such as ``#Action=X``), ``label``
+    (a fragment label written after ``#``), ``in_url``: query names the URL carries (so ``params``
+    need not repeat them), ``in_params``: fixed names without a value, required in ``params``."""
+
+    path: str
+    query: tuple[str, ...] = ()
+    label: str | None = None
+    in_url: frozenset[str] = frozenset()
+    in_params: frozenset[str] = frozenset()
+
+
+def url_plan(spec: ApiSpec, op: Operation) -> UrlPlan:
+    """The :class:`UrlPlan` of ``op``'s path key (grammar and key tracker share it)."""
+    path, query, frag = split_path_key(op.path)
+    if query is None and frag is None:
+        return UrlPlan(path)
+    items = [x for x in (query or "").split("&") if x]
+    label = spec.fragment_label(op)
+    in_params: set[str] = set()
+    if frag and label is None:
+        for x in frag.split("&"):
+            if "=" in x:
+                items.append(x)
+            elif x:
+                in_params.add(x)
+    in_url = frozenset(x.partition("=")[0] for x in items)
+    return UrlPlan(path, tuple(dict.fromkeys(items)), label, in_url, frozenset(in_params - in_url))
+
+
+DELIMITED = "x-callbench-delimited"  # key of a query value descriptor: (delimiter, item schema)
+
+
+def _is_map(x: Any) -> bool:
+    """``isinstance(x, Mapping)``, fast for the MappingProxyType/dict schemas specs are made of
+    (the ABC check dominated grammar builds of the largest specs)."""
+    t = type(x)
+    return t is MappingProxyType or t is dict or (t not in _SCALAR_TYPES and isinstance(x, Mapping))
+
+
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None), tuple, list})
+
+
 def _schema_kw(schema: Any, key: str) -> tuple[Any, ...]:
-    v = schema.get(key) if isinstance(schema, Mapping) else None
-    return tuple(s for s in v if isinstance(s, Mapping)) if isinstance(v, tuple | list) else ()
+    v = schema.get(key) if _is_map(schema) else None
+    return tuple(s for s in v if _is_map(s)) if isinstance(v, tuple | list) else ()
 
 
 class SpecModel:
@@ -294,7 +353,10 @@ class SpecModel:
         self._shapes: dict[int, ObjShape] = {}
         self._items: dict[int, Any] = {}
         self._unions: dict[tuple[int, ...], Mapping[str, Any]] = {}
-        self._ops: dict[tuple[int, bool], OpArgs] = {}
+        self._ops: dict[tuple[int, bool, bool], OpArgs] = {}
+        self._query: dict[int, Any] = {}
+        self._given: dict[tuple[int, frozenset[str]], OpArgs] = {}
+        self._scalars: dict[int, tuple[Any, Any]] = {}
         self._keep: list[Any] = []  # keeps schemas alive so their ids stay unique
 
     # -- schema helpers ----------------------------------------------------------------
@@ -319,13 +381,13 @@ class SpecModel:
         seen: set[int] = set()
 
         def rec(node: Any, depth: int) -> None:
-            if not isinstance(node, Mapping) or depth > 16 or id(node) in seen:
+            if not _is_map(node) or depth > 16 or id(node) in seen:
                 return
             seen.add(id(node))
             p = node.get("properties")
             if isinstance(p, Mapping):
                 for k, v in p.items():
-                    if isinstance(v, Mapping):
+                    if _is_map(v):
                         lst = props.setdefault(k, [])
                         if all(v is not x for x in lst):
                             lst.append(v)
@@ -345,7 +407,7 @@ class SpecModel:
         united; a property declared differently in several members takes any of its schemas),
         plus any key when ``additionalProperties`` allows it or no property is declared at all
         (a free-form object)."""
-        if not isinstance(schema, Mapping):
+        if not _is_map(schema):
             return ObjShape("object", {}, extra=None)
         hit = self._shapes.get(id(schema))
         if hit is not None:
@@ -368,7 +430,7 @@ class SpecModel:
 
     def items(self, schema: Any) -> Any:
         """Descriptor of an array schema's items (branches united; None = any value)."""
-        if not isinstance(schema, Mapping):
+        if not _is_map(schema):
             return None
         key = id(schema)
         if key in self._items:
@@ -377,14 +439,14 @@ class SpecModel:
         seen: set[int] = set()
 
         def rec(node: Any, depth: int) -> None:
-            if not isinstance(node, Mapping) or depth > 16 or id(node) in seen:
+            if not _is_map(node) or depth > 16 or id(node) in seen:
                 return
             seen.add(id(node))
             it = node.get("items")
-            if isinstance(it, Mapping):
+            if _is_map(it):
                 found.append(it)
             elif isinstance(it, tuple | list):
-                found.extend(x for x in it if isinstance(x, Mapping))
+                found.extend(x for x in it if _is_map(x))
             for kw in ("allOf", "oneOf", "anyOf"):
                 for sub in _schema_kw(node, kw):
                     rec(sub, depth + 1)
@@ -395,22 +457,71 @@ class SpecModel:
         self._keep.append(schema)
         return out
 
+    def scalars(self, schema: Mapping[str, Any]) -> tuple[list[Any] | None, set[str]] | None:
+        """:func:`schema_scalars` of ``schema``, computed once per schema (callers must not
+        change the result)."""
+        hit = self._scalars.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        out = schema_scalars(schema)
+        self._scalars[id(schema)] = (schema, out)
+        return out
+
+    def query_value(self, param: Parameter) -> Any:
+        """Descriptor of a query parameter's value as the request may write it. An array
+        parameter (style form, spaceDelimited or pipeDelimited) also takes one item alone (a
+        one-item array on the wire), and without ``explode`` a string of items joined by its
+        delimiter (``part: 'snippet,id'``); :attr:`Parameter.delimiter` says which."""
+        schema = param.schema
+        if not schema:
+            return None
+        if "array" not in schema_type(schema):
+            return schema
+        key = id(param)
+        if key in self._query:
+            return self._query[key]
+        item = self.items(schema)
+        out: Any
+        if item is None:
+            out = None  # items of any value: one item alone is any value too
+        else:
+            desc: dict[str, Any] = {"anyOf": (schema, item)}
+            delim = param.delimiter
+            if delim is not None:
+                desc[DELIMITED] = (delim, item)
+            out = MappingProxyType(desc)
+        self._query[key] = out
+        self._keep.append((param, out))
+        return out
+
     # -- operations ----------------------------------------------------------------------
-    def op_args(self, op: Operation, require_credentials: bool = True) -> OpArgs:
+    def op_args(self, op: Operation, require_credentials: bool = True, url_query: bool = False) -> OpArgs:
         """Arguments of ``op``'s call, mirroring :meth:`ApiSpec.is_legal_argument`; with
-        ``require_credentials``, plus the credential its security requirement asks for."""
-        key = (id(op), require_credentials)
+        ``require_credentials``, plus the credential its security requirement asks for.
+
+        ``url_query`` (``GrammarOptions.allow_url_query``): the URL may carry query parameters,
+        so required ones do not make ``params`` (or ``config``) mandatory in the grammar; the key
+        tracker checks them once it has read the URL (:meth:`given_in_url`)."""
+        key = (id(op), require_credentials, url_query)
         hit = self._ops.get(key)
         if hit is not None:
             return hit
         spec = self.spec
         label = f"{op.method.upper()} {op.path}"
         # params: query parameters + apiKey-in-query credentials
-        params: dict[str, Any] = {p.name: p.schema or None for p in op.params_in("query")}
+        params: dict[str, Any] = {p.name: self.query_value(p) for p in op.params_in("query")}
+        for p in op.params_in("query"):  # deepObject: each property is its own pair, name[prop]
+            if p.style == "deepObject" and isinstance(p.schema, Mapping):
+                for prop, sub in self.shape(p.schema).props.items():
+                    params.setdefault(f"{p.name}[{prop}]", sub)
         headers: dict[str, Any] = {}
         for p in op.params_in("header"):
             headers[p.name] = p.schema or None
-        params_req = set(p.name for p in op.params_in("query") if p.required)
+        plan = url_plan(spec, op)
+        params_req = set(p.name for p in op.params_in("query") if p.required and p.name not in plan.in_url)
+        for name in plan.in_params:  # a fixed query name without value: the call must send it
+            params.setdefault(name, _STRING)
+            params_req.add(name)
         headers_req = set(p.name.lower() for p in op.params_in("header") if p.required)
         alts = credential_requirement(spec, op) if require_credentials else ()
         cred_any: tuple[frozenset[tuple[str, str]], ...] = ()
@@ -455,7 +566,9 @@ class SpecModel:
         cprops: dict[str, Any] = {"params": pshape, "headers": hshape}
         if op.method not in BODY_METHODS and has_body:
             cprops["data"] = data
-        creq = frozenset(k for k, s in (("params", pshape), ("headers", hshape)) if s.required)
+        creq = frozenset(
+            k for k, s in (("params", pshape), ("headers", hshape)) if s.required and not (url_query and k == "params")
+        )
         config = ObjShape("config", cprops, creq)
         data_mandatory = isinstance(data, ObjShape) and bool(data.required)
         out = OpArgs(
@@ -469,6 +582,26 @@ class SpecModel:
             cred_any=cred_any,
         )
         self._ops[key] = out
+        return out
+
+    def given_in_url(self, args: OpArgs, names: frozenset[str]) -> OpArgs:
+        """``args`` once the URL's query is known (``allow_url_query``): the query names it
+        carries are no longer required in ``params``, and ``params`` (hence ``config``) is
+        mandatory again when required query parameters are left."""
+        key = (id(args), names)
+        hit = self._given.get(key)
+        if hit is not None:
+            return hit
+        params = args.config.props["params"]
+        left = frozenset(params.required - names)
+        pshape = ObjShape("params", params.props, left) if left != params.required else params
+        cprops = {**args.config.props, "params": pshape}
+        hshape = cprops["headers"]
+        creq = frozenset(k for k, s in (("params", pshape), ("headers", hshape)) if s.required)
+        config = ObjShape("config", cprops, creq)
+        out = replace(args, config=config, config_mandatory=bool(creq) or bool(args.cred_any))
+        self._given[key] = out
+        self._keep.append((args, out))
         return out
 
     def body(self, op: Operation) -> Any:
@@ -654,7 +787,7 @@ class WebApiGrammar:
     n_terminals: int = 0
 
     def op_args(self, op: Operation) -> OpArgs:
-        return self.model.op_args(op, self.options.require_credentials)
+        return self.model.op_args(op, self.options.require_credentials, self.options.allow_url_query)
 
 
 _CACHE: dict[tuple[Any, ...], WebApiGrammar] = {}
@@ -711,6 +844,12 @@ def build_webapi_grammar(
 
 def _fixed_operation(spec: ApiSpec, method: str, url: str) -> Operation:
     match = spec.match(method, url)
+    if match is None and "#" in url:
+        # the path key written as the URL (``/#Action=X``): its fragment pairs are the query
+        head, _, frag = url.partition("#")
+        match = spec.match(method, head + ("&" if "?" in head else "?") + frag)
+    if match is None:
+        match = spec.match(method, url, names_later=True)
     if match is not None:
         return match.operation
     found = spec.match_paths(url)
@@ -747,11 +886,49 @@ def _build(
     op: Operation | None,
 ) -> WebApiGrammar:
     t0 = time.perf_counter()
+    with _deep_recursion():
+        return _build_deep(spec, setup, m, url, idents, options, op, t0)
+
+
+@contextmanager
+def _deep_recursion(limit: int = 6000) -> Iterator[None]:
+    """Room for the builder's recursion through schemas nested hundreds of levels deep without
+    any cycle (Microsoft Graph; Python 3.11+ calls between Python functions use no C stack),
+    and no cyclic garbage collection while building."""
+    old = sys.getrecursionlimit()
+    if old < limit:
+        sys.setrecursionlimit(limit)
+    # The builder allocates many small objects next to a loaded spec of millions: cyclic GC
+    # passes over that heap took up to half of a large build, and a build makes no garbage
+    # cycles worth collecting before it ends.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+        if old < limit:
+            sys.setrecursionlimit(old)
+
+
+def _build_deep(
+    spec: ApiSpec,
+    setup: str,
+    m: str | None,
+    url: str | None,
+    idents: tuple[str, ...],
+    options: GrammarOptions,
+    op: Operation | None,
+    t0: float,
+) -> WebApiGrammar:
     model = spec_model(spec)
     b = _Builder(spec, model, idents, options)
     args = None
     if op is not None:
-        args = model.op_args(op, options.require_credentials)
+        args = model.op_args(op, options.require_credentials, options.allow_url_query)
+        if options.allow_url_query and url is not None:
+            args = model.given_in_url(args, frozenset(request_query(url)))
         start = f"start: WS? {b.rest_rule(args)}"
     else:
         start = b.full_start(m)
@@ -774,6 +951,27 @@ def _build(
     )
 
 
+class _At:
+    """Context of :meth:`_Builder.at` (a plain class: a generator-based context manager per
+    schema member was a measurable share of large builds)."""
+
+    __slots__ = ("b", "nest", "in_body", "saved")
+
+    def __init__(self, b: _Builder, nest: int | None, in_body: bool | None):
+        self.b, self.nest, self.in_body = b, nest, in_body
+
+    def __enter__(self) -> None:
+        b = self.b
+        self.saved = (b.nest, b.in_body)
+        if self.nest is not None:
+            b.nest = self.nest
+        if self.in_body is not None:
+            b.in_body = self.in_body
+
+    def __exit__(self, *exc: Any) -> None:
+        self.b.nest, self.b.in_body = self.saved
+
+
 class _Builder:
     """Emits rules on demand; equal bodies share one name."""
 
@@ -786,7 +984,8 @@ class _Builder:
         self.by_body: dict[str, str] = {}
         self.terms: dict[str, str] = {}  # name -> definition
         self.term_by_def: dict[str, str] = {}
-        self.memo: dict[Any, str] = {}
+        self.memo: dict[Any, Any] = {}
+        self.key_memo: dict[tuple[str, bool], str] = {}
         self.path: dict[int, int] = {}
         self.key_bytes: set[int] = set()
         self.n = 0
@@ -803,18 +1002,9 @@ class _Builder:
         o = self.opt
         return (self.nest if o.max_nesting is not None else 0, self.in_body and o.paper_body_types)
 
-    @contextmanager
-    def at(self, nest: int | None = None, in_body: bool | None = None) -> Iterator[None]:
+    def at(self, nest: int | None = None, in_body: bool | None = None) -> _At:
         """Build values at another nesting level and/or body-ness (restored afterwards)."""
-        saved = (self.nest, self.in_body)
-        if nest is not None:
-            self.nest = nest
-        if in_body is not None:
-            self.in_body = in_body
-        try:
-            yield
-        finally:
-            self.nest, self.in_body = saved
+        return _At(self, nest, in_body)
 
     def can_nest(self) -> bool:
         """May an object or array literal be written here (``max_nesting``)?"""
@@ -910,6 +1100,13 @@ class _Builder:
 
     # -- keys ------------------------------------------------------------------------
     def key_term(self, name: str, ci: bool) -> str:
+        hit = self.key_memo.get((name, ci))
+        if hit is not None:
+            return hit
+        out = self.key_memo[(name, ci)] = self._key_term(name, ci)
+        return out
+
+    def _key_term(self, name: str, ci: bool) -> str:
         forms = [_js_string(name, "'"), _js_string(name, '"')]
         if _JS_IDENT.match(name):
             forms.append(name)
@@ -927,6 +1124,8 @@ class _Builder:
         """Symbol for a value matching a descriptor (schema mapping, ObjShape, None=any)."""
         if desc is None:
             return self.any_value(0)
+        if type(desc) is MappingProxyType:
+            return self.schema_value(desc)
         if isinstance(desc, CredentialValue):
             return self.credential_value(desc)
         if isinstance(desc, ObjShape):
@@ -1032,7 +1231,40 @@ class _Builder:
         return name
 
     def schema_alts(self, schema: Mapping[str, Any]) -> list[str]:
-        scal = schema_scalars(schema)
+        alts = self._schema_alts(schema)
+        joined = schema.get(DELIMITED)
+        if joined is not None:
+            term = self.delimited_term(*joined)
+            if term is not None:
+                alts.insert(0, term)
+        return alts
+
+    def delimited_term(self, delim: str, item: Any) -> str | None:
+        """A string of items joined by ``delim`` (``'snippet,id'``), when the items are enum
+        members, numbers or booleans (items of free text are any string already)."""
+        scal = schema_scalars(item)
+        if scal is None:
+            return None
+        enums, types = scal
+        if enums is not None:
+            vals = [v if isinstance(v, str) else json.dumps(v) for v in enums if v is not None]
+            if not vals:
+                return None
+            one = "(?:" + "|".join(_rx(v) for v in dict.fromkeys(vals)) + ")"
+        elif types and types <= {"integer", "null"}:
+            one = r"-?(?:0|[1-9][0-9]*)"
+        elif types and types <= {"integer", "number", "null"}:
+            one = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+        elif types and types <= {"boolean", "null"}:
+            one = "(?:true|false)"
+        else:
+            return None
+        d = _rx(delim)
+        forms = [f"{_rx(q)}{one}(?:{d}{one})*{_rx(q)}" for q in "'\"`"]
+        return self.term("L", "/" + "|".join(forms) + "/")
+
+    def _schema_alts(self, schema: Mapping[str, Any]) -> list[str]:
+        scal = self.model.scalars(schema)
         if scal is None:
             return [self.any_value(0)]
         enums, types = scal
@@ -1072,28 +1304,24 @@ class _Builder:
         return self.with_ident(alts)
 
     def enum_term(self, values: list[Any]) -> str:
-        forms: list[str] = []
         ns = self.numeric_strings()
-        for v in values:
-            if v is None:
-                continue
-            if isinstance(v, bool):
-                forms.append("true" if v else "false")
-                if ns:
-                    forms += [_js_string("true" if v else "false", q) for q in "'\"`"]
-            elif isinstance(v, int | float):
-                text = json.dumps(v)
-                forms.append(text)
-                if ns:
-                    forms += [_js_string(text, q) for q in "'\"`"]
-            elif isinstance(v, str):
-                forms += [_js_string(v, q) for q in "'\"`"]
-            else:  # object/array enum members: their JSON text
-                forms.append(json.dumps(v, ensure_ascii=False))
-        if not forms:
-            return self.base("NULL")
-        rx = "|".join(_rx(f) for f in dict.fromkeys(forms))
-        return self.term("E", f"/{rx}/")
+        key = ("enum", id(values), ns)
+        hit = self.memo.get(key)
+        if hit is not None and hit[1] is values:
+            return hit[0]
+        name = self._enum_term(values, ns)
+        self.memo[key] = (name, values)
+        return name
+
+    def _enum_term(self, values: list[Any], ns: bool) -> str:
+        try:
+            key = tuple((type(v), v) for v in values)
+            hash(key)
+        except TypeError:  # object/array members
+            rx = _enum_regex_uncached(values, ns)
+        else:
+            rx = _enum_regex(key, ns)
+        return self.base("NULL") if rx is None else self.term("E", f"/{rx}/")
 
     # -- arguments -------------------------------------------------------------------
     def data_value(self, args: OpArgs) -> str:
@@ -1151,7 +1379,7 @@ class _Builder:
                 if only
                 else f"{self.spec.source}: no operations"
             )
-        templates = _Templates(self.spec)
+        templates = _Templates(self.spec, self.model._scalars)
         ws = self.ws()
         calls = []
         for method in AXIOS_METHODS:
@@ -1161,7 +1389,7 @@ class _Builder:
             alts = []
             for op in ops:
                 u = self.url_term(templates, op.path, method)
-                args = self.model.op_args(op, self.opt.require_credentials)
+                args = self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
                 alts.append(f"{u} {ws} {self.after_url_rule(args)}")
             urls = self.rule("urls", " | ".join(dict.fromkeys(alts)))
             calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {urls}'))
@@ -1181,31 +1409,73 @@ class _Builder:
         if hit is not None:
             return hit
         holes = templates.hole_schemas(path)
-        servers = [s for s in self.spec.servers]
-        prefixes = ["" if s == "/" else s.rstrip("/") for s in servers]
+        op = next(iter(templates.ops[path].values()))
+        plan = url_plan(self.spec, op)
+        qholes = {p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema}
         tail = r"\x2f?"
-        if self.opt.allow_url_query:
-            tail += r"(?:\?[^\x27\x22\x60\x5c\s#]*)?"
+        free_query = r"[^\x27\x22\x60\x5c\s#]*"
+        if plan.query:
+            tail += r"\?"
+        elif self.opt.allow_url_query:
+            tail += rf"(?:\?{free_query})?"
         forms = []
         for q in "'\"`":
-            pieces = _PARAM_RX.split(path.rstrip("/") or "/")
+            pieces = _PARAM_RX.split(plan.path.rstrip("/") or "/")
             body = []
             for i, piece in enumerate(pieces):
                 if i % 2 == 0:
                     body.append(_rx(piece))
                 else:
                     body.append(self.hole_rx(holes.get(piece), q))
-            pre = "|".join(_rx(p) for p in prefixes)
-            forms.append(f"{_rx(q)}(?:{pre}){''.join(body)}{tail}{_rx(q)}")
+            after = []
+            for i, piece in enumerate(_PARAM_RX.split("&".join(plan.query))):
+                after.append(_rx(piece) if i % 2 == 0 else self.hole_rx(qholes.get(piece), q, query=True))
+            if plan.query and self.opt.allow_url_query:
+                after.append(rf"(?:&{free_query})?")
+            if plan.label is not None:
+                after.append(_rx("#" + plan.label))
+            pre = self.server_prefixes(q)
+            forms.append(f"{_rx(q)}(?:{pre}){''.join(body)}{tail}{''.join(after)}{_rx(q)}")
         name = self.term("U", "/" + "|".join(forms) + "/")
         self.memo[key] = name
         return name
 
-    def hole_rx(self, schema: Any, quote: str) -> str:
-        """Regex for one path parameter's value inside the URL string."""
-        rx = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
+    def server_prefixes(self, quote: str) -> str:
+        """Regex alternatives of every server URL (root, path item and operation servers) as
+        :meth:`ApiSpec.match` accepts them: a variable with an ``enum`` takes one of its values,
+        one without any value (its default is only the default)."""
+        key = ("servers", quote)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
+        alts = []
+        for url, variables in self.spec.server_templates or (("/", {}),):
+            url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+            if url and "//" not in url and not url.startswith("/"):
+                url = "/" + url  # a relative server such as "v1"
+            out = []
+            for i, piece in enumerate(_PARAM_RX.split(url)):
+                if i % 2 == 0:
+                    out.append(_rx(piece))
+                    continue
+                var = variables.get(piece) if isinstance(variables, Mapping) else None
+                enum = var.get("enum") if isinstance(var, Mapping) else None
+                if isinstance(enum, tuple | list) and enum:
+                    out.append("(?:" + "|".join(_rx(str(v)) for v in enum) + ")")
+                else:
+                    out.append(free)
+            alts.append("".join(out))
+        name = "|".join(dict.fromkeys(alts))
+        self.memo[key] = name
+        return name
+
+    def hole_rx(self, schema: Any, quote: str, query: bool = False) -> str:
+        """Regex for one path (or fixed query) parameter's value inside the URL string."""
+        stop = r"&#" if query else r"\x2f?#"
+        rx = rf"[^{stop}\x27\x22\x60\x5c\s]+" if quote != "`" else rf"[^{stop}\x27\x22\x60\x5c\s$]+"
         free = True
-        scal = schema_scalars(schema) if isinstance(schema, Mapping) else None
+        scal = self.model.scalars(schema) if _is_map(schema) else None
         if scal is not None:
             enums, types = scal
             if enums is not None:
@@ -1225,13 +1495,44 @@ class _Builder:
         return f"(?:{rx})"
 
 
+def _enum_regex_uncached(values: Iterable[Any], ns: bool) -> str | None:
+    """The regex of an enum's members as JS literals (strings in any quote; with ``ns`` numbers
+    and booleans also quoted); None when no member is left (only null)."""
+    forms: list[str] = []
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            forms.append("true" if v else "false")
+            if ns:
+                forms += [_js_string("true" if v else "false", q) for q in "'\"`"]
+        elif isinstance(v, int | float):
+            text = json.dumps(v)
+            forms.append(text)
+            if ns:
+                forms += [_js_string(text, q) for q in "'\"`"]
+        elif isinstance(v, str):
+            forms += [_js_string(v, q) for q in "'\"`"]
+        else:  # object/array enum members: their JSON text
+            forms.append(json.dumps(thaw(v), ensure_ascii=False))
+    if not forms:
+        return None
+    return "|".join(_rx(f) for f in dict.fromkeys(forms))
+
+
+@lru_cache(maxsize=8192)
+def _enum_regex(key: tuple[tuple[type, Any], ...], ns: bool) -> str | None:
+    """:func:`_enum_regex_uncached` for hashable members, shared by every build."""
+    return _enum_regex_uncached([v for _, v in key], ns)
+
+
 def schema_scalars(schema: Any, depth: int = 0) -> tuple[list[Any] | None, set[str]] | None:
     """(enum values or None, JSON types) a schema admits; None = unconstrained (any value).
 
     oneOf/anyOf without own type information unite their branches' scalars (so branch enums stay
     exact); objects and arrays are then taken from the merged shape/items of the whole schema.
     """
-    if not isinstance(schema, Mapping) or depth > 16:
+    if not _is_map(schema) or depth > 16:
         return None
     nullable = schema.get("nullable") is True or schema.get("x-nullable") is True
     if "const" in schema:
@@ -1276,6 +1577,13 @@ def schema_scalars(schema: Any, depth: int = 0) -> tuple[list[Any] | None, set[s
     return None, set(types)
 
 
+def _scalars_of(schema: Any, memo: dict[int, Any]) -> Any:
+    hit = memo.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        hit = memo[id(schema)] = (schema, schema_scalars(schema))
+    return hit[1]
+
+
 class _Templates:
     """Path templates of a spec: hole schemas and which templates shadow which.
 
@@ -1285,12 +1593,31 @@ class _Templates:
     would allow B's arguments where the scorer sees A: such URLs are cut out with ``& ~A``.
     """
 
-    def __init__(self, spec: ApiSpec):
+    def __init__(self, spec: ApiSpec, scalars: dict[int, Any] | None = None):
         self.spec = spec
+        self.scalars: dict[int, Any] = {} if scalars is None else scalars
         self.ops: dict[str, dict[str, Operation]] = {}
         for op in spec.operations:
             self.ops.setdefault(op.path, {})[op.method] = op
         self._segs = {p: self._segments(p) for p in self.ops}
+        self._ranks = {p: self._rank(p) for p in self.ops}
+        self._order = {p: i for i, p in enumerate(self.ops)}
+        # Index for shadowing: (segment count, position, literal) -> paths with that literal
+        # there, (segment count, position) -> paths with a templated segment there. A template
+        # overlapping ``path`` has, at each literal position of ``path``, the same literal or a
+        # templated segment, so the most selective position bounds the candidates (a spec with
+        # thousands of paths would otherwise compare every pair).
+        self._lit: dict[tuple[int, int, str], list[str]] = {}
+        self._wild: dict[tuple[int, int], list[str]] = {}
+        self._by_len: dict[int, list[str]] = {}
+        for p, segs in self._segs.items():
+            n = len(segs)
+            self._by_len.setdefault(n, []).append(p)
+            for i, seg in enumerate(segs):
+                if isinstance(seg, str):
+                    self._lit.setdefault((n, i, seg), []).append(p)
+                else:
+                    self._wild.setdefault((n, i), []).append(p)
 
     @staticmethod
     def _segments(path: str) -> list[Any]:
@@ -1321,13 +1648,27 @@ class _Templates:
                     return False
         return True
 
+    def _candidates(self, path: str) -> list[str]:
+        segs = self._segs[path]
+        n = len(segs)
+        best: list[str] | None = None
+        best_len = -1
+        for i, seg in enumerate(segs):
+            if not isinstance(seg, str):
+                continue
+            size = len(self._lit.get((n, i, seg), ())) + len(self._wild.get((n, i), ()))
+            if best is None or size < best_len:
+                best, best_len = [*self._lit.get((n, i, seg), ()), *self._wild.get((n, i), ())], size
+        return best if best is not None else self._by_len.get(n, [])
+
     def shadowing(self, path: str, method: str) -> list[str]:
-        mine = self._rank(path)
-        return [
+        mine = self._ranks[path]
+        found = {
             p
-            for p, ops in self.ops.items()
-            if p != path and method in ops and self._rank(p) < mine and self._overlap(p, path)
-        ]
+            for p in self._candidates(path)
+            if p != path and method in self.ops[p] and self._ranks[p] < mine and self._overlap(p, path)
+        }
+        return sorted(found, key=self._order.__getitem__)  # spec order, as before
 
     def hole_schemas(self, path: str) -> dict[str, Any]:
         out: dict[str, list[Mapping[str, Any]]] = {}
@@ -1338,5 +1679,6 @@ class _Templates:
         merged: dict[str, Any] = {}
         for name, schemas in out.items():
             first = schemas[0]
-            merged[name] = first if all(schema_scalars(s) == schema_scalars(first) for s in schemas) else None
+            one = _scalars_of(first, self.scalars)
+            merged[name] = first if all(_scalars_of(s, self.scalars) == one for s in schemas) else None
         return merged

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from callbench.errors import SpecError
 from callbench.specs.refs import Resolver, format_location, freeze, read_document
@@ -35,6 +35,7 @@ HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "tra
 LOCATIONS = ("path", "query", "header", "cookie")
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+_IGNORED_HEADERS = ("accept", "content-type", "authorization")
 
 
 # -- data model -------------------------------------------------------------------------------
@@ -54,6 +55,25 @@ class Parameter:
     deprecated: bool = False
     style: str | None = None
     explode: bool | None = None
+
+    @property
+    def delimiter(self) -> str | None:
+        """The delimiter joining an array parameter's items in one value: ``,`` for style form
+        without explode (query/cookie) and simple (path/header), ``' '``/``|`` for
+        spaceDelimited/pipeDelimited; None when each item is its own ``name=value`` pair (form
+        with explode, OpenAPI 3's default for query and cookie) or for other styles."""
+        default = "form" if self.location in ("query", "cookie") else "simple"
+        style = self.style or default
+        explode = self.explode if self.explode is not None else style == "form"
+        if style == "simple":
+            return ","
+        if style == "form":
+            return None if explode else ","
+        if style == "spaceDelimited":
+            return " "
+        if style == "pipeDelimited":
+            return "|"
+        return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,7 +130,24 @@ class Operation:
         for p in self.parameters:
             if p.location == location and (p.name.lower() if case_insensitive else p.name) == key:
                 return p
+        if location == "query" and name.endswith("]") and "[" in name:
+            return self._deep_member(name)
         return None
+
+    def _deep_member(self, name: str) -> Parameter | None:
+        """``filter[company_id]``: one property of a deepObject-style object parameter, sent as
+        its own query pair (so a request may write it as its own ``params`` key)."""
+        base, _, rest = name.partition("[")
+        prop = rest[:-1]
+        if "[" in prop or "]" in prop:
+            return None
+        p = self.parameter("query", base)
+        if p is None or p.style != "deepObject":
+            return None
+        sub = object_properties(p.schema).get(prop)
+        if sub is None and not allows_additional_properties(p.schema):
+            return None
+        return Parameter(name, "query", False, sub if isinstance(sub, Mapping) else _EMPTY)
 
     def body_schema(self, media_type: str | None = None) -> Mapping[str, Any] | None:
         """The body schema for ``media_type`` (wildcards and parameters tolerated).
@@ -236,10 +273,111 @@ class _Template:
     n_params: int
     literal_len: int
     operations: Mapping[str, Operation]
+    # Fixed query of a path key such as ``/?module=account&action=balance`` or ``/#Action=X``:
+    # (name, value) pairs the request's query must carry (value None: any value), and a fragment
+    # label that is no query (``/files/{id}#add_shared_link``: matched only by a URL naming it).
+    fixed: tuple[tuple[str, str | None], ...] = ()
+    label: str | None = None
 
     @property
-    def sort_key(self) -> tuple[int, int, str]:
-        return (self.n_params, -self.literal_len, self.template)
+    def sort_key(self) -> tuple[int, int, int, int, str]:
+        return (self.n_params, -self.literal_len, -len(self.fixed), self.label is None, self.template)
+
+
+def split_path_key(key: str) -> tuple[str, str | None, str | None]:
+    """A ``paths`` key as (path, query after ``?`` or None, fragment after ``#`` or None)."""
+    head, hash_, frag = key.partition("#")
+    path, q, query = head.partition("?")
+    return path, (query if q else None), (frag if hash_ else None)
+
+
+def fixed_query(
+    key: str, query_names: frozenset[str] | set[str] = frozenset(), header_names: frozenset[str] = frozenset()
+) -> tuple[
+    tuple[tuple[str, str | None], ...], str | None
+]:
+    """The query pairs a path key fixes and its fragment label (see :class:`_Template`).
+
+    ``?a=1&b={x}&c``: a must be "1", b and c present with any value. ``#Action=X`` (the
+    APIs.guru form of query-dispatched APIs) fixes Action=X the same way; a fragment item
+    without ``=`` is a fixed name only when ``query_names`` (the operations' declared query
+    parameters) holds it, else the whole fragment is a label; so is a fragment naming a declared
+    header (``header_names``, lowercase) that is no query parameter (``#X-Amz-Target=X``: the
+    header carries it, so the URL must name the label).
+    """
+    _, query, frag = split_path_key(key)
+    pairs: list[tuple[str, str | None]] = []
+
+    def item(text: str) -> tuple[str, str | None] | None:
+        name, eq, value = text.partition("=")
+        name = unquote(name)
+        if not name:
+            return None
+        if not eq or _PARAM_RX.search(value):
+            return (name, None)
+        return (name, unquote(value.replace("+", " ")))
+
+    for part in (query or "").split("&"):
+        found = item(part)
+        if found is not None:
+            pairs.append(found)
+    label = None
+    if frag:
+        items = [x for x in frag.split("&") if x]
+        names = [unquote(x.partition("=")[0]) for x in items]
+        headerish = any(n.lower() in header_names and n not in query_names for n in names)
+        if items and not headerish and all("=" in x or unquote(x) in query_names for x in items):
+            for part in items:
+                found = item(part)
+                if found is not None:
+                    pairs.append(found)
+        else:
+            label = frag
+    return tuple(dict.fromkeys(pairs)), label
+
+
+def _wire_values(value: Any) -> list[str]:
+    """What a query value puts on the wire, one string per repetition (JavaScript ``String``)."""
+    if isinstance(value, list | tuple):
+        return [v for x in value for v in _wire_values(x)]
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        return ["true" if value else "false"]
+    if isinstance(value, float) and value.is_integer():
+        return [str(int(value))]
+    return [str(value)]
+
+
+def request_query(url: str, params: Mapping[str, Any] | None = None) -> dict[str, list[str]]:
+    """A request's query as name -> values: the URL's own query plus ``params``."""
+    out: dict[str, list[str]] = {}
+    try:
+        query = urlsplit(url.strip()).query
+    except ValueError:
+        query = ""
+    for k, v in parse_qsl(query, keep_blank_values=True):
+        out.setdefault(k, []).append(v)
+    for k, v in (params or {}).items():
+        out.setdefault(str(k), []).extend(_wire_values(v))
+    return out
+
+
+def _fixed_ok(tpl: _Template, query: dict[str, list[str]], names_later: bool = False) -> bool:
+    for name, value in tpl.fixed:
+        if value is None and names_later:
+            continue
+        got = query.get(name)
+        if got is None or (value is not None and value not in got):
+            return False
+    return True
+
+
+def _enum_ok(values: tuple[str, ...] | None, enums: tuple[frozenset[str] | None, ...]) -> bool:
+    """Do server variable values keep their ``enum`` (None: any value)?"""
+    if values is None:
+        return False
+    return all(e is None or v in e for v, e in zip(values, enums, strict=False))
 
 
 @dataclass(frozen=True)
@@ -247,6 +385,18 @@ class _Server:
     netloc: _Pieces | None  # None: relative server URL, any host
     path: tuple[str | _Pieces, ...]  # the server's path prefix, segment by segment
     rank: int  # longer prefixes are tried first
+    # a server variable's enum (lowercase in the host), per variable of the netloc / each segment
+    netloc_enums: tuple[frozenset[str] | None, ...] = ()
+    path_enums: tuple[tuple[frozenset[str] | None, ...], ...] = ()
+
+    host_rx: re.Pattern[str] | None = None  # the host with enum variables as alternatives
+
+    def host_ok(self, host: str) -> bool:
+        if self.netloc is None:
+            return True
+        if self.host_rx is not None:
+            return self.host_rx.fullmatch(host) is not None
+        return _enum_ok(self.netloc.fullmatch(host), self.netloc_enums)
 
     def strip(self, path: str) -> str | None:
         """``path`` (starting with "/") without this server's path prefix, or None if it lacks it."""
@@ -256,8 +406,12 @@ class _Server:
         segments = path.split("/", n + 1)[1:]
         if len(segments) < n:
             return None
-        for seg, want in zip(segments, self.path, strict=False):
-            ok = seg == want if isinstance(want, str) else want.fullmatch(seg) is not None
+        for i, (seg, want) in enumerate(zip(segments, self.path, strict=False)):
+            if isinstance(want, str):
+                ok = seg == want
+            else:
+                enums = self.path_enums[i] if i < len(self.path_enums) else ()
+                ok = _enum_ok(want.fullmatch(seg), enums)
             if not ok:
                 return None
         end = n + sum(len(s) for s in segments[:n])
@@ -267,8 +421,14 @@ class _Server:
 _PARAM_RX = re.compile(r"\{([^{}]*)\}")
 
 
-def _compile_template(template: str, operations: Mapping[str, Operation]) -> _Template:
-    norm = template.rstrip("/") or "/"
+def _compile_template(
+    template: str,
+    operations: Mapping[str, Operation],
+    query_names: frozenset[str] = frozenset(),
+    header_names: frozenset[str] = frozenset(),
+) -> _Template:
+    fixed, label = fixed_query(template, query_names, header_names)
+    norm = split_path_key(template)[0].rstrip("/") or "/"
     if not norm.startswith("/"):
         norm = "/" + norm
     segs: list[str | re.Pattern[str]] = []
@@ -287,7 +447,7 @@ def _compile_template(template: str, operations: Mapping[str, Operation]) -> _Te
         literal_len += sum(len(p) for p in pattern.literals) + 1
         segs.append(pattern)
         names.append(tuple(found))
-    return _Template(template, tuple(segs), tuple(names), n_params, literal_len, operations)
+    return _Template(template, tuple(segs), tuple(names), n_params, literal_len, operations, fixed, label)
 
 
 def _norm_netloc(netloc: str) -> str:
@@ -304,7 +464,10 @@ class ApiSpec:
     """A loaded spec: metadata, operations and the queries scorers need.
 
     ``servers`` are the server URLs with variables set to their defaults and no trailing slash
-    (``("/",)`` when the spec has none). ``document`` is the whole resolved, frozen document.
+    (``("/",)`` when the spec has none): the root's first, then those of path items and
+    operations (a request may go to any of them). ``server_templates`` keeps them with their
+    variables (an enum limits a variable; matching and the grammar honour it). ``document`` is
+    the whole resolved, frozen document.
     """
 
     source: str
@@ -325,6 +488,10 @@ class ApiSpec:
     _by_key: dict[tuple[str, str], Operation] = field(default_factory=dict, repr=False)
     _credentials: frozenset[tuple[str, str]] = field(default=frozenset(), repr=False)
     _resolver: Resolver | None = field(default=None, repr=False)
+    _fixed: dict[str, tuple[tuple[str, str | None], ...]] = field(default_factory=dict, repr=False)
+    _labels: dict[str, str | None] = field(default_factory=dict, repr=False)
+    # (url template, its variables) of every server (root, path item, operation), in that order
+    server_templates: tuple[tuple[str, Mapping[str, Any]], ...] = field(default=(), repr=False)
     # url -> matches (template, params): scoring matches the same expected URL for every
     # sample of a task and in every scoring mode
     _match_cache: dict[str, tuple[tuple[_Template, dict[str, str]], ...]] = field(
@@ -368,7 +535,7 @@ class ApiSpec:
         if not parts.netloc and not text.startswith("/") and parts.scheme == "":
             head = text.split("/", 1)[0]
             if "." in head and any(
-                s.netloc is not None and s.netloc.fullmatch(_norm_netloc(head)) is not None
+                s.netloc is not None and s.host_ok(_norm_netloc(head))
                 for s in self._server_rx
             ):
                 try:
@@ -382,7 +549,7 @@ class ApiSpec:
             if not path.startswith("/"):
                 path = "/" + path
             for srv in self._server_rx:
-                if srv.netloc is not None and srv.netloc.fullmatch(host) is None:
+                if srv.netloc is not None and not srv.host_ok(host):
                     continue
                 rest = srv.strip(path)
                 if rest is not None:
@@ -397,13 +564,21 @@ class ApiSpec:
             out.append(path)
         return list(dict.fromkeys(out))
 
-    def match_paths(self, url: str) -> list[PathMatch]:
+    def match_paths(
+        self, url: str, params: Mapping[str, Any] | None = None, *, names_later: bool = False
+    ) -> list[PathMatch]:
         """Every path template matching ``url`` (any method), best first.
 
         Best = fewest path parameters, then most literal text: literal segments and literal
-        ``:suffix`` parts beat a parameter that could swallow them. Query and fragment are
-        ignored, a trailing slash is tolerated, and segments are percent-decoded before
-        matching (an encoded ``/`` stays inside its segment).
+        ``:suffix`` parts beat a parameter that could swallow them; then more fixed query pairs.
+        A trailing slash is tolerated, and segments are percent-decoded before matching (an
+        encoded ``/`` stays inside its segment). The query matters only to a path key that fixes
+        one (``/?module=account&action=balance``, ``/#Action=X``): its pairs must be in the
+        request, in the URL's query or in ``params`` (axios' query object). A path key with a
+        fragment label (``/files/{id}#add_shared_link``) matches only a URL naming that label
+        (the label is how a call picks it among operations sending the same request).
+        ``names_later``: fixed names without a value (``#ResourceArn``) count as given (a reader
+        that has the URL but not yet the ``params``, such as the grammar's key tracker).
         """
         ranked = self._match_cache.get(url)
         if ranked is None:
@@ -411,6 +586,17 @@ class ApiSpec:
             if len(self._match_cache) >= _MATCH_CACHE_SIZE:
                 self._match_cache.clear()
             self._match_cache[url] = ranked
+        if any(t.fixed or t.label is not None for t, _ in ranked):
+            query = request_query(url, params)
+            try:
+                frag = unquote(urlsplit(url.strip()).fragment)
+            except ValueError:
+                frag = ""
+            ranked = tuple(
+                (t, p)
+                for t, p in ranked
+                if _fixed_ok(t, query, names_later) and (t.label is None or t.label == frag)
+            )
         return [PathMatch(t.template, dict(p), t.operations) for t, p in ranked]
 
     def _match_uncached(self, url: str) -> tuple[tuple[_Template, dict[str, str]], ...]:
@@ -428,19 +614,31 @@ class ApiSpec:
                     found[tpl.template] = (tpl, params)
         return tuple(sorted(found.values(), key=lambda tp: tp[0].sort_key))
 
-    def match(self, method: str, url: str) -> OperationMatch | None:
+    def match(
+        self, method: str, url: str, params: Mapping[str, Any] | None = None, *, names_later: bool = False
+    ) -> OperationMatch | None:
         """The best-ranked template matching ``url`` that declares ``method``, or None.
 
         Use :meth:`match_paths` to tell "wrong method" (templates found) from "no such URL".
         """
         m = method.lower()
-        for pm in self.match_paths(url):
+        for pm in self.match_paths(url, params, names_later=names_later):
             op = pm.operations.get(m)
             if op is not None:
                 return OperationMatch(op, dict(pm.path_params))
         return None
 
     # -- arguments ---------------------------------------------------------------------------
+    def fixed_query(self, operation: Operation) -> tuple[tuple[str, str | None], ...]:
+        """The query pairs ``operation``'s path key fixes (``/?action=balance`` -> action=balance;
+        value None: any value): every request to it carries them, in the URL or in ``params``."""
+        return self._fixed.get(operation.path, ())
+
+    def fragment_label(self, operation: Operation) -> str | None:
+        """The fragment of ``operation``'s path key when it is a label, not query pairs
+        (``/files/{id}#add_shared_link``): a URL naming it selects this operation first."""
+        return self._labels.get(operation.path)
+
     def is_legal_argument(self, operation: Operation, location: str, name: str) -> bool:
         """May a call to ``operation`` carry ``name`` in ``location`` (query/header/path/cookie/body)?
 
@@ -458,6 +656,8 @@ class ApiSpec:
                 return True
             return allows_additional_properties(operation.body_schema())
         if operation.parameter(loc, name, case_insensitive=loc == "header") is not None:
+            return True
+        if loc == "query" and any(k == name for k, _ in self.fixed_query(operation)):
             return True
         if loc == "header":
             key = name.lower()
@@ -552,7 +752,12 @@ class _Builder:
         return Parameter(
             name=raw["name"],
             location=where,
-            required=True if where == "path" else bool(raw.get("required", False)),
+            # OpenAPI ignores header parameters named Accept, Content-Type or Authorization (the
+            # media types and security schemes say those): kept as legal names, never required
+            required=True
+            if where == "path"
+            else bool(raw.get("required", False))
+            and not (where == "header" and raw["name"].lower() in _IGNORED_HEADERS),
             schema=schema if isinstance(schema, Mapping) else _EMPTY,
             description=str(raw.get("description") or ""),
             deprecated=bool(raw.get("deprecated", False)),
@@ -591,6 +796,8 @@ class _Builder:
         ops: list[Operation] = []
         for path, item in paths.items():
             ploc: list[Any] = ["paths", path]
+            if isinstance(path, str) and path.startswith("x-"):
+                continue  # a specification extension, not a path
             if not path.startswith("/"):
                 raise self.fail(ploc, "path must start with '/'")
             item = self.mapping(item, ploc, "path item")
@@ -637,18 +844,51 @@ class _Builder:
             raise self.fail(loc, "parameters must be a list")
         return [self.parameter(p, [*loc, i]) for i, p in enumerate(raw)]
 
-    def servers(self) -> tuple[tuple[str, ...], tuple[_Server, ...]]:
-        raw = self.doc.get("servers") or ()
-        if not isinstance(raw, tuple):
-            raise self.fail(["servers"], "servers must be a list")
+    def server_objects(self) -> list[tuple[list[Any], Mapping[str, Any]]]:
+        """Every Server Object with its location: the root's, then path items' and operations'
+        (a request may go to any of them; matching and the grammar take their union)."""
+        out: list[tuple[list[Any], Mapping[str, Any]]] = []
+
+        def take(raw: Any, loc: list[Any]) -> None:
+            if raw is None:
+                return
+            if not isinstance(raw, tuple):
+                raise self.fail(loc, "servers must be a list")
+            for i, srv in enumerate(raw):
+                out.append(([*loc, i], self.mapping(srv, [*loc, i], "server")))
+
+        take(self.doc.get("servers"), ["servers"])
+        if not out:  # OpenAPI: no root servers means the one server "/"
+            out.append((["servers"], MappingProxyType({"url": "/"})))
+        paths = self.doc.get("paths")
+        if isinstance(paths, Mapping):
+            for path, item in paths.items():
+                if not isinstance(item, Mapping):
+                    continue
+                take(item.get("servers"), ["paths", path, "servers"])
+                for method in HTTP_METHODS:
+                    op = item.get(method)
+                    if isinstance(op, Mapping):
+                        take(op.get("servers"), ["paths", path, method, "servers"])
+        return out
+
+    def servers(self) -> tuple[tuple[str, ...], tuple[_Server, ...], tuple[tuple[str, Mapping[str, Any]], ...]]:
         urls: list[str] = []
         patterns: list[_Server] = []
-        for i, srv in enumerate(raw):
-            srv = self.mapping(srv, ["servers", i], "server")
+        templates: list[tuple[str, Mapping[str, Any]]] = []
+        entries: list[tuple[str, Mapping[str, Any]]] = []
+        for loc, srv in self.server_objects():
             url = srv.get("url")
             if not isinstance(url, str):
-                raise self.fail(["servers", i], "server has no 'url'")
+                raise self.fail(loc, "server has no 'url'")
             variables = srv.get("variables") if isinstance(srv.get("variables"), Mapping) else _EMPTY
+            for name in _PARAM_RX.findall(url):
+                var = variables.get(name)
+                if var is not None and not isinstance(var, Mapping):
+                    raise self.fail([*loc, "variables", name], "server variable must be a mapping")
+            entries += [(one, variables) for one in _expand_path_variables(url.strip(), variables)]
+        for url, variables in entries:
+            templates.append((url, variables))
 
             def default(m: re.Match[str], variables: Mapping[str, Any] = variables) -> str:
                 var = variables.get(m.group(1))
@@ -658,28 +898,87 @@ class _Builder:
 
             concrete = _PARAM_RX.sub(default, url).rstrip("/") or "/"
             urls.append(concrete)
+            def enums(names: tuple[str, ...], lower: bool, variables: Mapping[str, Any] = variables) -> tuple[
+                frozenset[str] | None, ...
+            ]:
+                out: list[frozenset[str] | None] = []
+                for name in names:
+                    var = variables.get(name)
+                    vals = var.get("enum") if isinstance(var, Mapping) else None
+                    if isinstance(vals, tuple) and vals:
+                        out.append(frozenset(str(v).lower() if lower else str(v) for v in vals))
+                    else:
+                        out.append(None)
+                return tuple(out)
+
             tmpl = url.strip()
+            host_enums: tuple[frozenset[str] | None, ...] = ()
             if "://" in tmpl or tmpl.startswith("//"):
                 rest = tmpl.split("//", 1)[1]
                 netloc, slash, spath = rest.partition("/")
                 host = _norm_netloc(netloc)
                 host_vars = _pieces(host, 0)
                 netloc_pattern = host_vars[0] if host_vars else _Pieces((host,), 0)
+                host_rx = None
+                if host_vars:
+                    host_enums = enums(host_vars[1], True)
+                    # adjacent variables (``s3{dash-or-dot}{region}``) have no literal between
+                    # them to split at: hosts are short, so a regex with enum alternatives
+                    parts = _PARAM_RX.split(host)
+                    rx = []
+                    for i, part in enumerate(parts):
+                        if i % 2 == 0:
+                            rx.append(re.escape(part))
+                        else:
+                            allowed = host_enums[i // 2]
+                            rx.append(
+                                "(?:" + "|".join(re.escape(v) for v in sorted(allowed)) + ")"
+                                if allowed
+                                else "[^/?#@]*"
+                            )
+                    host_rx = re.compile("".join(rx))
                 spath = slash + spath
             else:
+                host_rx = None
                 netloc_pattern, spath = None, tmpl if tmpl.startswith("/") else "/" + tmpl
-            spath = spath.rstrip("/")
+            spath = spath.split("?", 1)[0].split("#", 1)[0].rstrip("/")
             segments: list[str | _Pieces] = []
+            seg_enums: list[tuple[frozenset[str] | None, ...]] = []
             for seg in spath.split("/")[1:] if spath else ():
                 seg_vars = _pieces(seg, 1)
                 segments.append(seg_vars[0] if seg_vars else seg)
-            patterns.append(_Server(netloc_pattern, tuple(segments), _prefix_rank(spath)))
-        if not urls:
-            urls = ["/"]
-            patterns = [_Server(None, (), 0)]
+                seg_enums.append(enums(seg_vars[1], False) if seg_vars else ())
+            patterns.append(
+                _Server(netloc_pattern, tuple(segments), _prefix_rank(spath), host_enums, tuple(seg_enums), host_rx)
+            )
         # Longer path prefixes first, so the most specific strip is the preferred candidate.
         patterns.sort(key=lambda s: -s.rank)
-        return tuple(dict.fromkeys(urls)), tuple(patterns)
+        unique = {url: (url, v) for url, v in reversed(templates)}  # first of equal URLs kept
+        return tuple(dict.fromkeys(urls)), tuple(patterns), tuple(unique[u] for u in dict.fromkeys(u for u, _ in templates))
+
+
+def _expand_path_variables(url: str, variables: Mapping[str, Any], limit: int = 16) -> list[str]:
+    """``url`` with every server variable whose values hold a ``/`` (``{basePath}`` =
+    ``/sell/fulfillment/v1``) replaced by each of its values (its enum, else its default):
+    such a value spans path segments, which a one-segment hole cannot match. Doubled slashes
+    that a substitution makes (``https://host/{basePath}`` with ``/api``) are collapsed."""
+    out = [url]
+    for name in dict.fromkeys(_PARAM_RX.findall(url)):
+        var = variables.get(name)
+        if not isinstance(var, Mapping):
+            continue
+        enum = var.get("enum")
+        values = [str(v) for v in enum] if isinstance(enum, tuple) and enum else []
+        if "default" in var and str(var["default"]) not in values:
+            values.append(str(var["default"]))
+        if not any("/" in v for v in values):
+            continue
+        out = [u.replace("{" + name + "}", v) for u in out for v in values][:limit]
+    fixed = []
+    for u in out:
+        head, sep, rest = u.partition("://")
+        fixed.append(head + sep + re.sub(r"(?<=.)/{2,}", "/", rest) if sep else re.sub(r"/{2,}", "/", u))
+    return list(dict.fromkeys(fixed))
 
 
 def _prefix_rank(spath: str) -> int:
@@ -736,13 +1035,20 @@ def build_spec(raw: Any, path: Path, label: str | None = None) -> ApiSpec:
     )
     global_security = b.security(doc.get("security"), ["security"])
     operations = b.operations(global_security)
-    servers, server_rx = b.servers()
+    servers, server_rx, server_templates = b.servers()
     groups: dict[str, dict[str, Operation]] = {}
     for op in operations:
         groups.setdefault(op.path, {})[op.method] = op
     templates: dict[int, list[_Template]] = {}
+    fixed: dict[str, tuple[tuple[str, str | None], ...]] = {}
+    labels: dict[str, str | None] = {}
     for tpath, ops in groups.items():
-        tpl = _compile_template(tpath, MappingProxyType(ops))
+        names = frozenset(p.name for op in ops.values() for p in op.params_in("query"))
+        headers = frozenset(p.name.lower() for op in ops.values() for p in op.params_in("header"))
+        tpl = _compile_template(tpath, MappingProxyType(ops), names, headers)
+        if tpl.fixed or tpl.label is not None:
+            fixed[tpath] = tpl.fixed
+            labels[tpath] = tpl.label
         templates.setdefault(len(tpl.segments), []).append(tpl)
     return ApiSpec(
         source=str(path),
@@ -761,6 +1067,9 @@ def build_spec(raw: Any, path: Path, label: str | None = None) -> ApiSpec:
         _by_key={(op.method, op.path): op for op in operations},
         _credentials=_credentials(schemes),
         _resolver=resolver,
+        _fixed=fixed,
+        _labels=labels,
+        server_templates=server_templates,
     )
 
 

@@ -99,8 +99,15 @@ def convert_swagger2(doc: dict[str, Any], label: str) -> dict[str, Any]:
             if k in p
         }
         out["schema"] = _param_schema(p)
-        if p.get("collectionFormat") == "multi":
+        fmt = p.get("collectionFormat")
+        if fmt == "multi":
             out["style"], out["explode"] = "form", True
+        elif p.get("type") == "array" and p.get("in") in ("query", "path", "header", "formData"):
+            # Swagger 2 arrays default to csv (``a,b``): OpenAPI 3 form/simple without explode
+            style = {"ssv": "spaceDelimited", "pipes": "pipeDelimited"}.get(str(fmt))
+            if style is None:
+                style = "form" if p.get("in") in ("query", "formData") else "simple"
+            out["style"], out["explode"] = style, False
         for k, v in p.items():
             if k.startswith("x-"):
                 out[k] = v

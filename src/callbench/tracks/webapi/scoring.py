@@ -33,7 +33,14 @@ Two modes:
     argument with such a value stays *incorrect_value* (it is still the argument the task asked
     for) and is marked ``out_of_bounds``, which makes the sample *illegal*. Bounds are judged
     against the generated endpoint's spec, like legality; a correct value is never re-judged
-    (gold against gold stays correct).
+    (gold against gold stays correct);
+  * the URL's own query pairs count as ``params`` (``'/x?a=1'`` and ``params: {a: 1}`` send the
+    same request), and an array parameter's value is read as the items it sends: a string joined
+    by its delimiter (``'snippet,id'`` for style form without explode, ``|`` for pipeDelimited)
+    or a lone item (form with explode) is an array.
+
+In both modes a URL matches a path key that fixes a query (``/?action=balance``, APIs.guru's
+``/#Action=X``) only when the request carries those pairs, in the URL or in ``params``.
 
 Both modes mark each header/query argument that is a *credential* (where one of the spec's
 security schemes puts one: the ``Authorization`` header for http/oauth2/openIdConnect, an apiKey's
@@ -46,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
 from callbench.specs import ApiSpec, schema_type
 from callbench.specs.schema import bounds_violation
@@ -146,18 +154,39 @@ def _is_special(name: str, mode: Scoring) -> bool:
     return name.lower() in ("accept", "content-type")
 
 
-def _with_path_params(config: dict[str, Any], spec: ApiSpec) -> tuple[dict[str, Any], list[Any]]:
-    """Copy of ``config`` with ``path_params`` from its first matching template, and all matches."""
+def _with_path_params(
+    config: dict[str, Any], spec: ApiSpec, mode: Scoring = "compat"
+) -> tuple[dict[str, Any], list[Any]]:
+    """Copy of ``config`` with ``path_params`` from its first matching template, and all matches.
+
+    The query (the URL's own and ``params``) takes part in matching: a path key that fixes query
+    pairs (``/?action=balance``) matches only a request carrying them. Strict mode also reads the
+    URL's query pairs as ``params`` (they are the same query on the wire), so
+    ``'/?action=balance'`` and ``params: {action: 'balance'}`` are the same argument."""
     out = dict(config)
-    matches = spec.match_paths(config.get("url", "")) if config.get("url") else []
+    url = config.get("url")
+    params = config.get("params") if isinstance(config.get("params"), dict) else None
+    matches = spec.match_paths(url, params) if isinstance(url, str) and url else []
     if matches and matches[0].path_params:
         out["path_params"] = dict(matches[0].path_params)
+    if mode == "strict" and isinstance(url, str) and "?" in url:
+        try:
+            query = urlsplit(url.strip()).query
+        except ValueError:
+            query = ""
+        pairs: dict[str, Any] = {}
+        for k, v in parse_qsl(query, keep_blank_values=True):
+            pairs[k] = (
+                [*pairs[k], v] if isinstance(pairs.get(k), list) else [pairs[k], v] if k in pairs else v
+            )
+        if pairs and (params is not None or config.get("params") is None):
+            out["params"] = {**pairs, **(params or {})}
     return out, matches
 
 
 def expected_argument_counts(expected: dict[str, Any], spec: ApiSpec, mode: Scoring) -> dict[str, int]:
     """Argument counts per location, special headers excluded (used for non-executable samples)."""
-    exp, _ = _with_path_params(expected, spec)
+    exp, _ = _with_path_params(expected, spec, mode)
     counts: dict[str, int] = {}
     for loc in LOCATIONS:
         value = exp.get(loc)
@@ -244,6 +273,43 @@ def values_equal(expected: Any, actual: Any, schema: Any, mode: Scoring, locatio
     return False
 
 
+def _as_wire_array(value: Any, spec_op: Any, location: str, name: str) -> Any:
+    """An array parameter's value as the items it sends (strict): a string joined by the
+    parameter's delimiter (``'snippet,id'`` without explode) is its items, a lone item (form
+    with explode: one ``name=value`` pair) is a one-item array; other values are kept."""
+    if (
+        location not in ("params", "headers", "path_params")
+        or spec_op is None
+        or isinstance(value, list | dict)
+    ):
+        return value
+    param = spec_op.parameter(_SPEC_LOCATION[location], name, case_insensitive=(location == "headers"))
+    if param is None or not isinstance(param.schema, Mapping) or "array" not in schema_type(param.schema):
+        return value
+    if value is None:
+        return value
+    delim = param.delimiter
+    if delim is not None and isinstance(value, str):
+        return value.split(delim) if value else []
+    return [value]
+
+
+def _flatten_deep_objects(values: Any, op: Any) -> Any:
+    """``params`` with each deepObject-style object parameter's value written as the pairs it
+    sends (``filter: {a: 1}`` -> ``'filter[a]': 1``), so both spellings compare equal (strict)."""
+    if op is None or not isinstance(values, dict):
+        return values
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        p = op.parameter("query", k)
+        if isinstance(v, dict) and p is not None and p.style == "deepObject":
+            for sub, x in v.items():
+                out.setdefault(f"{k}[{sub}]", x)
+        else:
+            out[k] = v
+    return out
+
+
 def _param_schema(spec: ApiSpec, op: Any, location: str, name: str) -> Any:
     if op is None:
         return None
@@ -308,6 +374,7 @@ def out_of_bounds(spec: ApiSpec, op: Any, location: str, name: str, value: Any) 
     schema = _param_schema(spec, op, location, name)
     if not isinstance(schema, Mapping) or not schema:
         return None
+    value = _as_wire_array(value, op, location, name)
     if location in ("params", "path_params", "headers"):
         value = _wire(value)
     problem = bounds_violation(_coerce(value, schema), schema)
@@ -332,8 +399,8 @@ def compare_requests(
     expected: dict[str, Any], actual: dict[str, Any], spec: ApiSpec, mode: Scoring = "strict"
 ) -> SampleVerdict:
     """Verdicts for an executed sample whose code produced the request ``actual``."""
-    exp, exp_matches = _with_path_params(expected, spec)
-    act, act_matches = _with_path_params(actual, spec)
+    exp, exp_matches = _with_path_params(expected, spec, mode)
+    act, act_matches = _with_path_params(actual, spec, mode)
     if not exp_matches:
         raise ValueError(f"expected URL {expected.get('url')!r} matches no path of the spec {spec.source}")
     exp_path = exp_matches[0]
@@ -380,6 +447,9 @@ def compare_requests(
             act_values = {"(body)": act_values}
         exp_values = exp_values or {}
         act_values = act_values or {}
+        if loc == "params" and mode == "strict":
+            exp_values = _flatten_deep_objects(exp_values, exp_op)
+            act_values = _flatten_deep_objects(act_values, judge_op)
         ci = loc == "headers" and mode == "strict"
         matched: set[str] = set()
         for name, exp_value in exp_values.items():
@@ -392,7 +462,11 @@ def compare_requests(
                 continue
             matched.add(key)
             schema = _param_schema(spec, exp_op, loc, name)
-            ok = values_equal(exp_value, act_values[key], schema, mode, loc)
+            exp_cmp, act_cmp = exp_value, act_values[key]
+            if mode == "strict":
+                exp_cmp = _as_wire_array(exp_cmp, exp_op, loc, name)
+                act_cmp = _as_wire_array(act_cmp, exp_op, loc, name)
+            ok = values_equal(exp_cmp, act_cmp, schema, mode, loc)
             verdict = "correct" if ok else "incorrect_value"
             bounds = None
             if not ok and mode == "strict" and name != "(body)":

@@ -1,0 +1,469 @@
+"""Specs in the wild (issue 14, part 2): what real OpenAPI specs do that callbench's own four do
+not. Each hand-built mini spec checks that the loader's matching, the grammar's acceptance
+(``check_invocation``) and the scorer judge the same calls the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llguidance")
+
+from callbench.constrain.check import check_invocation  # noqa: E402
+from callbench.constrain.webapi_grammar import build_webapi_grammar  # noqa: E402
+from callbench.specs.openapi import build_spec  # noqa: E402
+from callbench.tracks.webapi.scoring import compare_requests  # noqa: E402
+
+
+def _spec(paths: dict[str, Any], servers: list[Any] | None = None, **extra: Any) -> Any:
+    doc: dict[str, Any] = {"openapi": "3.0.3", "info": {"title": "wild", "version": "1"}, "paths": paths}
+    if servers is not None:
+        doc["servers"] = servers
+    doc.update(extra)
+    return build_spec(doc, Path("wild.json"))
+
+
+def _q(name: str, schema: dict[str, Any], required: bool = False, **kw: Any) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": schema, **kw}
+
+
+def _ok(spec: Any, code: str) -> bool:
+    return check_invocation(spec, code).allowed
+
+
+# ------------------------------------------------------------------ query string in the path key
+ETHER = {
+    "/?module=account&action=balance": {
+        "get": {"parameters": [_q("address", {"type": "string"}, True)], "responses": {}}
+    },
+    "/?module=account&action=txlist": {"get": {"responses": {}}},
+    "/alerts?lat={lat}&lon={lon}": {
+        "get": {
+            "parameters": [_q("lat", {"type": "number"}, True), _q("lon", {"type": "number"}, True)],
+            "responses": {},
+        }
+    },
+}
+
+
+def test_query_in_path_key_matches_by_fixed_pairs():
+    spec = _spec(ETHER, [{"url": "https://api.ether.io/api"}])
+    base = "https://api.ether.io/api"
+    assert spec.match("get", f"{base}/?module=account&action=balance&address=0x1").operation.path == (
+        "/?module=account&action=balance"
+    )
+    # the fixed pairs may come from params as well (the same query on the wire)
+    m = spec.match("get", f"{base}/", {"module": "account", "action": "txlist"})
+    assert m.operation.path == "/?module=account&action=txlist"
+    assert spec.match("get", f"{base}/?module=account&action=nope") is None
+    assert spec.match("get", f"{base}/") is None
+    # a templated query value ({lat}) needs the name, any value
+    assert spec.match("get", f"{base}/alerts?lat=1&lon=2").operation.path == "/alerts?lat={lat}&lon={lon}"
+    assert spec.match("get", f"{base}/alerts?lat=1") is None
+
+
+def test_query_in_path_key_grammar():
+    spec = _spec(ETHER, [{"url": "https://api.ether.io/api"}])
+    u = "https://api.ether.io/api"
+    assert _ok(spec, f"axios.get('{u}/?module=account&action=balance', {{params: {{address: '0x1'}}}})")
+    assert _ok(spec, f"axios.get('{u}/?module=account&action=txlist')")
+    assert not _ok(spec, f"axios.get('{u}/?module=account&action=balance')")  # address is required
+    assert not _ok(spec, f"axios.get('{u}/?module=account&action=other')")
+    assert not _ok(spec, f"axios.get('{u}/?module=account&action=txlist', {{params: {{address: '1'}}}})")
+    assert _ok(spec, f"axios.get('{u}/alerts?lat=1.5&lon=-2')")
+    assert not _ok(spec, f"axios.get('{u}/alerts?lat=north&lon=2')")  # lat is a number
+
+
+def test_query_in_path_key_scoring_agrees():
+    spec = _spec(ETHER, [{"url": "https://api.ether.io/api"}])
+    u = "https://api.ether.io/api"
+    expected = {"url": f"{u}/?module=account&action=balance", "method": "get", "params": {"address": "0x1"}}
+    same_in_params = {
+        "url": f"{u}/",
+        "method": "get",
+        "params": {"module": "account", "action": "balance", "address": "0x1"},
+    }
+    v = compare_requests(expected, same_in_params, spec)
+    assert (v.endpoint, v.sample) == ("correct", "correct"), v.as_dict()
+    v = compare_requests(expected, {**expected}, spec)
+    assert v.sample == "correct"
+    other = {"url": f"{u}/?module=account&action=txlist", "method": "get"}
+    v = compare_requests(expected, other, spec)
+    assert v.url == "wrong" and v.sample != "correct"
+    nothing = {"url": f"{u}/?module=account&action=nope", "method": "get"}
+    assert compare_requests(expected, nothing, spec).endpoint == "illegal"
+
+
+# ------------------------------------------------------------------ fragments: AWS-style and labels
+AWS = {
+    "/#Action=DescribeInstances": {
+        "get": {
+            "parameters": [
+                _q("Action", {"type": "string", "enum": ["DescribeInstances"]}, True),
+                _q("MaxResults", {"type": "integer"}),
+            ],
+            "responses": {},
+        }
+    },
+    "/#Action=RunInstances": {
+        "get": {
+            "parameters": [
+                _q("Action", {"type": "string", "enum": ["RunInstances"]}, True),
+                _q("ImageId", {"type": "string"}, True),
+            ],
+            "responses": {},
+        }
+    },
+    "/files/{id}": {"put": {"responses": {}}},
+    "/files/{id}#share": {
+        "put": {
+            "requestBody": {
+                "content": {
+                    "application/json": {
+                        "schema": {"type": "object", "properties": {"access": {"type": "string"}}}
+                    }
+                }
+            },
+            "responses": {},
+        }
+    },
+}
+REGION = {
+    "url": "https://ec2.{region}.amazonaws.com",
+    "variables": {"region": {"default": "us-east-1", "enum": ["us-east-1", "eu-west-1"]}},
+}
+
+
+def test_fragment_action_is_a_fixed_query_pair():
+    spec = _spec(AWS, [REGION])
+    u = "https://ec2.eu-west-1.amazonaws.com"
+    assert spec.match("get", f"{u}/?Action=RunInstances&ImageId=x").operation.path == "/#Action=RunInstances"
+    assert (
+        spec.match("get", f"{u}/", {"Action": "DescribeInstances"}).operation.path
+        == "/#Action=DescribeInstances"
+    )
+    assert _ok(spec, f"axios.get('{u}/?Action=DescribeInstances')")
+    assert _ok(spec, f"axios.get('{u}/?Action=DescribeInstances', {{params: {{MaxResults: 5}}}})")
+    assert _ok(spec, f"axios.get('{u}/?Action=RunInstances', {{params: {{ImageId: 'ami-1'}}}})")
+    assert not _ok(spec, f"axios.get('{u}/?Action=RunInstances')")  # ImageId required
+    assert not _ok(
+        spec, f"axios.get('{u}/?Action=RunInstances', {{params: {{MaxResults: 5, ImageId: 'a'}}}})"
+    )
+    expected = {"url": f"{u}/", "method": "get", "params": {"Action": "RunInstances", "ImageId": "ami-1"}}
+    actual = {"url": f"{u}/?Action=RunInstances", "method": "get", "params": {"ImageId": "ami-1"}}
+    assert compare_requests(expected, actual, spec).sample == "correct"
+
+
+def test_fragment_label_selects_its_operation():
+    spec = _spec(AWS, [REGION])
+    u = "https://ec2.us-east-1.amazonaws.com"
+    assert spec.match("put", f"{u}/files/1#share").operation.path == "/files/{id}#share"
+    assert spec.match("put", f"{u}/files/1").operation.path == "/files/{id}"
+    assert _ok(spec, f"axios.put('{u}/files/1#share', {{access: 'open'}})")
+    assert not _ok(spec, f"axios.put('{u}/files/1', {{access: 'open'}})")  # the plain PUT has no body keys
+    assert _ok(spec, f"axios.put('{u}/files/1')")
+    expected = {"url": f"{u}/files/1#share", "method": "put", "data": {"access": "open"}}
+    assert compare_requests(expected, dict(expected), spec).sample == "correct"
+    plain = {"url": f"{u}/files/1", "method": "put", "data": {"access": "open"}}
+    assert compare_requests(expected, plain, spec).url == "wrong"  # the label must be written
+
+
+# ------------------------------------------------------------------ servers with variables
+def test_server_variables_enum_and_free():
+    servers = [
+        {"url": "https://api.telegram.org/bot{token}", "variables": {"token": {"default": "123:ABC"}}},
+        REGION,
+        {"url": "/relative/v2"},
+    ]
+    spec = _spec({"/getMe": {"get": {"responses": {}}}}, servers)
+    for url in (
+        "https://api.telegram.org/bot987:XYZ/getMe",
+        "https://ec2.eu-west-1.amazonaws.com/getMe",
+        "/relative/v2/getMe",
+    ):
+        assert spec.match("get", url) is not None, url
+        assert _ok(spec, f"axios.get('{url}')"), url
+        v = compare_requests({"url": url, "method": "get"}, {"url": url, "method": "get"}, spec)
+        assert v.sample == "correct"
+    for url in ("https://ec2.mars-1.amazonaws.com/getMe", "https://api.telegram.org/getMe"):
+        assert spec.match("get", url) is None, url
+        assert not _ok(spec, f"axios.get('{url}')"), url
+
+
+def test_path_and_operation_servers_are_accepted():
+    paths = {
+        "/a": {"servers": [{"url": "https://a.example.com"}], "get": {"responses": {}}},
+        "/b": {"get": {"servers": [{"url": "https://b.example.com/v1"}], "responses": {}}},
+    }
+    spec = _spec(paths, [{"url": "https://root.example.com"}])
+    assert spec.servers[0] == "https://root.example.com"
+    for url in ("https://root.example.com/a", "https://a.example.com/a", "https://b.example.com/v1/b"):
+        assert spec.match("get", url) is not None, url
+        assert _ok(spec, f"axios.get('{url}')"), url
+
+
+# ------------------------------------------------------------------ style / explode of array parameters
+VIDEOS = {
+    "/videos": {
+        "get": {
+            "parameters": [
+                _q("part", {"type": "array", "items": {"type": "string", "enum": ["snippet", "id"]}}, True),
+                _q("ids", {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}, explode=False),
+                _q(
+                    "n", {"type": "array", "items": {"type": "integer"}}, style="pipeDelimited", explode=False
+                ),
+            ],
+            "responses": {},
+        }
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("params", "legal"),
+    [
+        ("{part: 'snippet'}", True),  # form + explode: one item alone
+        ("{part: ['snippet', 'id']}", True),
+        ("{part: 'snippet,id'}", False),  # with explode, 'snippet,id' is one (unknown) item
+        ("{part: 'id', ids: 'a,b'}", True),  # explode false: comma-joined items
+        ("{part: 'id', ids: 'a'}", True),
+        ("{part: 'id', ids: 'a,c'}", False),
+        ("{part: 'id', n: '1|2|3'}", True),
+        ("{part: 'id', ids: 'a|b'}", False),  # form's delimiter is the comma
+    ],
+)
+def test_style_explode_grammar_and_scorer_agree(params, legal):
+    spec = _spec(VIDEOS, [{"url": "https://yt.example.com"}])
+    url = "https://yt.example.com/videos"
+    assert _ok(spec, f"axios.get('{url}', {{params: {params}}})") is legal
+    import json
+    import re
+
+    pyparams = json.loads(re.sub(r"(\w+):", r'"\1":', params).replace("'", '"'))
+    expected = {"url": url, "method": "get", "params": {"part": ["snippet", "id"]}}
+    v = compare_requests(expected, {"url": url, "method": "get", "params": pyparams}, spec)
+    assert (v.sample != "illegal") is legal, v.as_dict()
+
+
+def test_style_explode_values_compare_on_the_wire():
+    spec = _spec(VIDEOS, [{"url": "https://yt.example.com"}])
+    url = "https://yt.example.com/videos"
+    expected = {"url": url, "method": "get", "params": {"part": ["snippet"], "ids": ["a", "b"]}}
+    actual = {"url": url, "method": "get", "params": {"part": "snippet", "ids": "a,b"}}
+    assert compare_requests(expected, actual, spec).sample == "correct"
+
+
+def test_swagger2_csv_arrays_default_to_comma_joined():
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "s2", "version": "1"},
+        "host": "s2.example.com",
+        "schemes": ["https"],
+        "paths": {
+            "/x": {
+                "get": {
+                    "parameters": [
+                        {
+                            "name": "tags",
+                            "in": "query",
+                            "type": "array",
+                            "items": {"type": "string", "enum": ["a", "b"]},
+                        }
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    spec = build_spec(doc, Path("s2.json"))
+    assert spec.operations[0].parameters[0].delimiter == ","
+    assert _ok(spec, "axios.get('https://s2.example.com/x', {params: {tags: 'a,b'}})")
+
+
+# ------------------------------------------------------------------ grammar build time on a large spec
+def test_many_paths_build_fast():
+    import time
+
+    paths = {f"/r{i % 50}/{{id}}/s{i}": {"get": {"responses": {}}} for i in range(1500)}
+    paths.update({f"/r{i % 50}/x/s{i}": {"get": {"responses": {}}} for i in range(1500)})
+    spec = _spec(paths, [{"url": "https://big.example.com"}])
+    t = time.perf_counter()
+    g = build_webapi_grammar(spec, setup="full")
+    assert time.perf_counter() - t < 5  # was quadratic in the number of paths (shadowing checks)
+    assert g.lark
+    # the literal path still shadows the templated one, in the grammar as in the loader
+    assert spec.match("get", "https://big.example.com/r3/x/s3").operation.path == "/r3/x/s3"
+    assert "~" in g.lark
+
+
+def test_fragment_naming_a_header_is_a_label():
+    target = {"name": "X-Amz-Target", "in": "header", "required": True}
+    paths = {
+        f"/#X-Amz-Target=Svc.{name}": {
+            "post": {
+                "parameters": [{**target, "schema": {"type": "string", "enum": [f"Svc.{name}"]}}],
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
+                "responses": {},
+            }
+        }
+        for name in ("Create", "Delete")
+    }
+    spec = _spec(paths, [{"url": "https://svc.example.com"}])
+    u = "https://svc.example.com"
+    assert spec.match("post", f"{u}/#X-Amz-Target=Svc.Delete").operation.path == "/#X-Amz-Target=Svc.Delete"
+    assert spec.match("post", f"{u}/") is None
+    hdr = "{headers: {'X-Amz-Target': 'Svc.Delete'}}"
+    assert _ok(spec, f"axios.post('{u}/#X-Amz-Target=Svc.Delete', {{}}, {hdr})")
+    assert not _ok(spec, f"axios.post('{u}/#X-Amz-Target=Svc.Create', {{}}, {hdr})")  # enum of the other op
+    assert not _ok(spec, f"axios.post('{u}/', {{}}, {hdr})")
+
+
+def test_openapi31_external_ref_and_recursion(tmp_path):
+    import json
+
+    (tmp_path / "common.json").write_text(
+        json.dumps(
+            {
+                "components": {
+                    "schemas": {
+                        "Node": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": ["string", "null"]},
+                                "kind": {"const": "leaf"},
+                                "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}},
+                            },
+                        }
+                    }
+                }
+            }
+        )
+    )
+    body = {"content": {"application/json": {"schema": {"$ref": "common.json#/components/schemas/Node"}}}}
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "x", "version": "1"},
+        "servers": [{"url": "https://t.io"}],
+        "paths": {"/nodes": {"post": {"requestBody": body, "responses": {}}}},
+    }
+    (tmp_path / "main.json").write_text(json.dumps(doc))
+    from callbench.specs.openapi import load_spec
+
+    spec = load_spec(tmp_path / "main.json")
+    good = (
+        "axios.post('https://t.io/nodes', {name: null, kind: 'leaf', children: [{name: 'a', children: []}]})"
+    )
+    assert _ok(spec, good)
+    assert not _ok(spec, "axios.post('https://t.io/nodes', {kind: 'tree'})")
+    assert not _ok(spec, "axios.post('https://t.io/nodes', {name: 3})")
+    expected = {"url": "https://t.io/nodes", "method": "post", "data": {"kind": "leaf"}}
+    v = compare_requests(expected, {**expected, "data": {"kind": "tree"}}, spec)
+    assert v.sample == "illegal"  # const breaks the bounds, as the grammar refuses it
+
+
+def test_required_accept_header_parameter_is_ignored():
+    accept = {"name": "Accept", "in": "header", "required": True, "schema": {"type": "string"}}
+    spec = _spec({"/r": {"get": {"parameters": [accept], "responses": {}}}}, [{"url": "https://h.io"}])
+    assert spec.required_arguments(spec.operations[0])["header"] == frozenset()
+    assert _ok(spec, "axios.get('https://h.io/r')")
+    assert _ok(spec, "axios.get('https://h.io/r', {headers: {Accept: 'application/json'}})")
+
+
+def test_url_query_gives_required_query_parameters():
+    from callbench.constrain.webapi_grammar import GrammarOptions
+
+    q = _q("path", {"type": "string"}, True)
+    spec = _spec(
+        {"/a": {"get": {"parameters": [q, _q("w", {"type": "string"})], "responses": {}}}},
+        [{"url": "https://x.io"}],
+    )
+    opts = GrammarOptions(allow_url_query=True)
+
+    def ok(code: str) -> bool:
+        return check_invocation(spec, code, options=opts).allowed
+
+    assert ok("axios.get('https://x.io/a?path=x&w=2')")
+    assert ok("axios.get('https://x.io/a?w=2', {params: {path: 'x'}})")
+    assert not ok("axios.get('https://x.io/a?w=2')")
+    assert not ok("axios.get('https://x.io/a', {params: {w: 'x'}})")
+    expected = {"url": "https://x.io/a", "method": "get", "params": {"path": "x", "w": "2"}}
+    actual = {"url": "https://x.io/a?path=x&w=2", "method": "get"}
+    assert compare_requests(expected, actual, spec).sample == "correct"
+
+
+def test_deep_object_members_as_their_own_pairs():
+    filt = _q(
+        "filter",
+        {"type": "object", "properties": {"company_id": {"type": "string"}, "size": {"type": "integer"}}},
+        style="deepObject",
+        explode=True,
+    )
+    spec = _spec({"/employees": {"get": {"parameters": [filt], "responses": {}}}}, [{"url": "https://d.io"}])
+    url = "https://d.io/employees"
+    assert _ok(spec, f"axios.get('{url}', {{params: {{'filter[company_id]': '12', 'filter[size]': 3}}}})")
+    assert _ok(spec, f"axios.get('{url}', {{params: {{filter: {{company_id: '12'}}}}}})")
+    assert not _ok(spec, f"axios.get('{url}', {{params: {{'filter[other]': '1'}}}})")
+    assert spec.is_legal_argument(spec.operations[0], "query", "filter[company_id]")
+    assert not spec.is_legal_argument(spec.operations[0], "query", "filter[other]")
+    expected = {"url": url, "method": "get", "params": {"filter": {"company_id": "12"}}}
+    actual = {"url": url, "method": "get", "params": {"filter[company_id]": "12"}}
+    assert compare_requests(expected, actual, spec).sample == "correct"
+
+
+def test_fragment_query_name_given_in_params():
+    arn = _q("ResourceArn", {"type": "string"}, True)
+    paths = {
+        "/tags#ResourceArn": {"get": {"parameters": [arn], "responses": {}}},
+        "/tags": {"post": {"responses": {}}},
+    }
+    spec = _spec(paths, [{"url": "https://e.io"}])
+    url = "https://e.io/tags"
+    assert spec.match("get", url, {"ResourceArn": "a"}).operation.path == "/tags#ResourceArn"
+    assert spec.match("get", url) is None
+    assert _ok(spec, f"axios.get('{url}', {{params: {{ResourceArn: 'a'}}}})")
+    assert not _ok(spec, f"axios.get('{url}')")
+    g = build_webapi_grammar(spec, setup="args", method="get", url=url)
+    assert g.operation.path == "/tags#ResourceArn"
+    expected = {"url": url, "method": "get", "params": {"ResourceArn": "a"}}
+    assert compare_requests(expected, dict(expected), spec).sample == "correct"
+
+
+def test_server_variable_spanning_segments_and_adjacent_host_variables():
+    servers = [
+        {"url": "https://api.shop.io{basePath}", "variables": {"basePath": {"default": "/sell/v1"}}},
+        {
+            "url": "https://s3{dash}{region}.aws.io",
+            "variables": {
+                "dash": {"default": ".", "enum": [".", "-"]},
+                "region": {"default": "eu", "enum": ["eu", "us"]},
+            },
+        },
+    ]
+    spec = _spec({"/order": {"get": {"responses": {}}}, "x-codegen": {"a": 1}}, servers)
+    assert spec.servers[0] == "https://api.shop.io/sell/v1"
+    for url in (
+        "https://api.shop.io/sell/v1/order",
+        "https://s3-us.aws.io/order",
+        "https://s3.eu.aws.io/order",
+    ):
+        assert spec.match("get", url) is not None, url
+        assert _ok(spec, f"axios.get('{url}')"), url
+    for url in ("https://api.shop.io/order", "https://s3_us.aws.io/order"):
+        assert spec.match("get", url) is None, url
+        assert not _ok(spec, f"axios.get('{url}')"), url
+
+
+def test_unparseable_and_invalid_specs_fail_in_one_line(tmp_path):
+    from callbench.errors import SpecError
+    from callbench.specs.openapi import load_spec
+
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"openapi": "3.0.0", "paths": {')
+    with pytest.raises(SpecError) as err:
+        load_spec(bad)
+    assert "broken.json" in str(err.value) and "\n" not in str(err.value)
+    nameless = {"/a": {"get": {"parameters": [{"in": "query", "schema": {}}], "responses": {}}}}
+    with pytest.raises(SpecError, match=r"paths\./a\.get\.parameters\[0\]: parameter has no 'name'"):
+        _spec(nameless)
