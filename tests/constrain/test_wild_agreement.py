@@ -467,3 +467,59 @@ def test_unparseable_and_invalid_specs_fail_in_one_line(tmp_path):
     nameless = {"/a": {"get": {"parameters": [{"in": "query", "schema": {}}], "responses": {}}}}
     with pytest.raises(SpecError, match=r"paths\./a\.get\.parameters\[0\]: parameter has no 'name'"):
         _spec(nameless)
+
+
+def test_fixed_query_pairs_in_any_order():
+    # the scorer reads the fixed pairs as a set: the grammar takes them in any order too
+    spec = _spec(ETHER, [{"url": "https://api.ether.io/api"}])
+    u = "https://api.ether.io/api"
+    call = f"axios.get('{u}/?action=balance&module=account', {{params: {{address: '0x1'}}}})"
+    assert _ok(spec, call)
+    assert not _ok(spec, f"axios.get('{u}/?action=balance&module=other', {{params: {{address: '0x1'}}}})")
+    assert _ok(spec, f"axios.get('{u}/alerts?lon=-2&lat=1.5')")
+    expected = {"url": f"{u}/?module=account&action=balance", "method": "get", "params": {"address": "0x1"}}
+    sent = {"url": f"{u}/?action=balance&module=account", "method": "get", "params": {"address": "0x1"}}
+    assert compare_requests(expected, sent, spec).sample == "correct"
+
+
+def test_deep_object_members_beyond_declared_properties():
+    # a deepObject parameter whose schema allows additional properties: the scorer takes any
+    # name[prop] as its own params key (any value), so the grammar does as well
+    free = {"type": "object", "additionalProperties": True, "properties": {"known": {"type": "integer"}}}
+    closed = {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}}
+    spec = _spec(
+        {
+            "/items": {
+                "get": {
+                    "parameters": [
+                        _q("pass_through", free, style="deepObject", explode=True),
+                        _q("filter", closed, style="deepObject", explode=True),
+                    ],
+                    "responses": {},
+                }
+            }
+        },
+        [{"url": "https://x.io"}],
+    )
+    u = "https://x.io/items"
+    assert _ok(spec, f"axios.get('{u}', {{params: {{'pass_through[search]': 'SF', 'filter[a]': 'x'}}}})")
+    assert _ok(spec, f"axios.get('{u}', {{params: {{\"pass_through[known]\": 3}}}})")
+    assert not _ok(spec, f"axios.get('{u}', {{params: {{'pass_through[known]': 'three'}}}})")
+    assert not _ok(spec, f"axios.get('{u}', {{params: {{'filter[b]': 'x'}}}})")
+    assert not _ok(spec, f"axios.get('{u}', {{params: {{'pass_through[a][b]': 'x'}}}})")
+    assert not _ok(spec, f"axios.get('{u}', {{params: {{'pass_through[x]': 1, 'pass_through[x]': 2}}}})")
+    expected = {"url": u, "method": "get", "params": {"pass_through[search]": "SF"}}
+    assert compare_requests(expected, {**expected}, spec).sample == "correct"
+
+
+@pytest.mark.timeout(30)
+def test_host_with_many_free_variables_and_an_enum_matches_fast():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    server = {
+        "url": "https://" + "".join("{" + c + "}" for c in letters) + "{region}-api.example.com",
+        "variables": {**{c: {"default": "x"} for c in letters}, "region": {"default": "eu", "enum": ["eu", "us"]}},
+    }
+    spec = _spec({"/items": {"get": {"responses": {}}}}, [server])
+    assert spec.match("get", "https://" + "a" * 3000 + ".example.com/items") is None
+    assert spec.match("get", "https://" + "a" * 40 + "eu-api.example.com/items") is not None
+    assert spec.match("get", "https://" + "a" * 40 + "xx-api.example.com/items") is None

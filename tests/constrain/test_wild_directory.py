@@ -115,3 +115,35 @@ def test_largest_spec_builds_within_a_second(wild_specs_dir):
     build_webapi_grammar(spec, setup="full")
     took = time.perf_counter() - t
     assert took < 5, took  # ~0.7 s here (was ~7 s: shadowing compared every pair of paths)
+
+
+def test_apideck_deep_object_pass_through_members(wild_specs_dir):
+    # PassThroughQuery allows additional properties: the scorer reads pass_through[search] as a
+    # member of the deepObject parameter, so the grammar accepts it (declared filter[...] too)
+    spec = load_spec(wild_specs_dir / "apideck.com" / "hris.json")
+    url = "https://unify.apideck.com/hris/employees"
+    hdr = "'x-apideck-consumer-id': 'c', 'x-apideck-app-id': 'a', Authorization: '<key>'"
+    call = f"axios.get('{url}', {{params: {{'filter[company_id]': '1', 'pass_through[search]': 'SF'}}, headers: {{{hdr}}}}})"
+    assert _ok(spec, call), check_invocation(spec, call).reason
+    bad = f"axios.get('{url}', {{params: {{'filter[nope]': '1'}}, headers: {{{hdr}}}}})"
+    assert not _ok(spec, bad)
+
+
+def test_azure_encoded_resource_uri_scored_from_the_sandbox(wild_specs_dir):
+    # an encodeURIComponent'ed path value keeps its %2F in the recorded URL (one segment)
+    from callbench.sandbox import JsSandbox
+
+    spec = load_spec(wild_specs_dir / "azure.com" / "resourcehealth-ResourceHealth.json")
+    url = (
+        "https://management.azure.com/subscriptions%2F1%2FresourceGroups%2Fg"
+        "/providers/Microsoft.ResourceHealth/events"
+    )
+    code = f"axios.get('{url}', {{ params: {{ 'api-version': '2018-07-01-preview' }}, {BEARER} }});"
+    with JsSandbox(timeout_s=2.0) as sb:
+        sent = sb.run(code).request
+    assert sent["url"] == url
+    assert spec.match("get", sent["url"]).path_params == {"resourceUri": "subscriptions/1/resourceGroups/g"}
+    expected = {**sent, "url": url}
+    assert expected["headers"]["Authorization"] == "Bearer <token>"
+    assert compare_requests(expected, sent, spec).sample == "correct"
+    assert _ok(spec, code)

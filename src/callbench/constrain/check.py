@@ -280,7 +280,7 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
         key = _full_key(ctx.get("partial", ""), text, pos, tr)
         shape = ctx.get("shape")
         if isinstance(shape, ObjShape) and key is not None:
-            if shape.declared(key) is None and shape.extra is NO:
+            if shape.child(key) is NO:
                 allowed = ", ".join(shape.props) or "none"
                 what = "argument" if shape.kind in ("params", "headers", "data") else "key"
                 if shape.kind == "config":

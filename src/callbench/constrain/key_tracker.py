@@ -519,7 +519,7 @@ class KeyTracker:
         shape = top.shape
         if "" in used:
             return self._keyset
-        if shape is not None and shape.extra is NO:
+        if shape is not None and shape.closed:
             every = _prefixes(shape).quoted.get(b"")
             if every is not None and every <= used:
                 return self._keyset
@@ -545,7 +545,7 @@ class KeyTracker:
         """
         shape = top.shape
         used = top.used
-        if shape is None or shape.extra is not NO:
+        if shape is None or not shape.closed:
             return _SAFE_ALL if not used else _SAFE_UNTIL_END
         partial = bytes(self._buf)
         if _BSL in partial:
@@ -682,7 +682,7 @@ class KeyTracker:
         every length from ``start`` on? The first partial key that can only become keys already
         given fails; one that no declared key starts with ends the check (nor does any longer)."""
         shape = top.shape
-        if shape is None or shape.extra is not NO:
+        if shape is None or not shape.closed:
             return True
         pre = _prefixes(shape)
         table = pre.quoted if quoted else pre.bare
@@ -1121,7 +1121,7 @@ class KeyTracker:
         """Fail if the partial key can only become keys already given."""
         top = self._frames[-1]
         shape = top.shape
-        if shape is None or shape.extra is not NO:
+        if shape is None or not shape.closed:
             return  # free keys: any partial key can still become a new one
         pre = _prefixes(shape)
         partial = bytes(self._buf)

@@ -35,8 +35,14 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   one line break followed by indentation, so a model cannot spend its tokens padding.
 
 Specs in the wild: a path key that fixes a query (``/?module=account&action=balance``, or
-APIs.guru's ``/#Action=X``) is written with that query in the URL string (:func:`url_plan`), a
-fragment label (``/files/{id}#add_shared_link``) with its ``#label``; servers are every root,
+APIs.guru's ``/#Action=X``) is written with that query in the URL string (:func:`url_plan`; its
+pairs in any order when there are at most 3), a fragment label (``/files/{id}#add_shared_link``)
+with its ``#label``. The scorer also accepts the fixed pairs in ``params`` (the same query on
+the wire); the grammar does not, on purpose: the key tracker must know the call's operation once
+the URL is written (its required and unique keys, credentials and ``params`` shape are those of
+one operation), and query-dispatched APIs put many operations on one path (``/api``, told apart
+only by ``module``/``action``), so a URL without the pairs names no single operation. The
+grammar is thus stricter there (it never accepts a call the scorer rejects). Servers are every root,
 path-item and operation server with their variables (an enum's values, else any value); an
 array query parameter also takes one item alone, and without ``explode`` its items joined by
 the style's delimiter (``part: 'snippet,id'``).
@@ -58,10 +64,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import permutations
 from types import MappingProxyType
 from typing import Any, Literal
 
-from callbench.constrain.lark_text import literal_regex
 from callbench.errors import CallbenchError
 from callbench.specs import ApiSpec, Operation, Parameter, required_properties, schema_type
 from callbench.specs.openapi import request_query, segment_pattern, split_path_key
@@ -93,8 +99,12 @@ BODY_METHODS = ("post", "put", "patch")
 AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 _JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _PARAM_RX = re.compile(r"\{([^{}]*)\}")
-# Literal text -> regex, memoized: key names and URL pieces repeat across operations and builds.
-_rx = lru_cache(maxsize=1 << 16)(literal_regex)
+_DEEP_REST = re.compile(r"[^\[\]]*\]")  # the rest of a deepObject member key after ``name[``
+# :func:`callbench.constrain.lark_text.literal_regex` as one ``str.translate`` (the same text: ASCII other than letters,
+# digits and ``_`` as ``\xHH``), memoized: key names and URL pieces repeat across operations
+# and builds.
+_RX_TABLE = {o: f"\\x{o:02x}" for o in range(128) if not (chr(o).isalnum() or o == ord("_"))}
+_rx = lru_cache(maxsize=1 << 16)(lambda text: text.translate(_RX_TABLE))
 
 
 ValueTypes = Literal["lenient", "paper"]
@@ -203,6 +213,9 @@ class ObjShape:
     ObjShape, or None (any value). ``extra`` is the descriptor for undeclared keys, or ``NO``.
     ``required`` keys must appear before ``}`` (only keys the grammar can produce). ``ci``: keys
     compare case-insensitively (HTTP headers); ``required`` then holds lowercase names.
+    ``patterns``: (prefix, descriptor) of undeclared keys ``prefix + text + "]"`` (no ``[``/``]``
+    in the text) that are allowed: the members of a deepObject query parameter whose schema
+    allows additional properties (``pass_through[search]``), as the scorer reads them.
     """
 
     kind: str  # "config" | "params" | "headers" | "data" | "object" | "empty"
@@ -211,6 +224,12 @@ class ObjShape:
     extra: Any = NO
     ci: bool = False
     _lower: dict[str, str] | None = field(default=None, repr=False)
+    patterns: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def closed(self) -> bool:
+        """Only the declared keys are allowed."""
+        return self.extra is NO and not self.patterns
 
     def norm(self, key: str) -> str:
         return key.lower() if self.ci else key
@@ -226,7 +245,12 @@ class ObjShape:
     def child(self, key: str) -> Any:
         """Descriptor of the value under ``key`` (``NO`` if the key is not allowed)."""
         name = self.declared(key)
-        return self.props[name] if name is not None else self.extra
+        if name is not None:
+            return self.props[name]
+        for prefix, desc in self.patterns:
+            if key.startswith(prefix) and key.endswith("]") and _DEEP_REST.fullmatch(key, len(prefix)):
+                return desc
+        return self.extra
 
 
 @dataclass(frozen=True)
@@ -338,6 +362,8 @@ _SCALAR_TYPES = frozenset({str, int, float, bool, type(None), tuple, list})
 
 def _schema_kw(schema: Any, key: str) -> tuple[Any, ...]:
     v = schema.get(key) if _is_map(schema) else None
+    if not v:  # the common case: the keyword is absent
+        return ()
     return tuple(s for s in v if _is_map(s)) if isinstance(v, tuple | list) else ()
 
 
@@ -358,6 +384,16 @@ class SpecModel:
         self._given: dict[tuple[int, frozenset[str]], OpArgs] = {}
         self._scalars: dict[int, tuple[Any, Any]] = {}
         self._keep: list[Any] = []  # keeps schemas alive so their ids stay unique
+        self._templates: _Templates | None = None
+        # URL terminal definitions by (path key, identifiers, allow_url_query): the same text in
+        # every build of this spec with those inputs, so later builds only name them.
+        self.url_defs: dict[tuple[Any, ...], str] = {}
+
+    def templates(self) -> _Templates:
+        """The spec's path templates (hole schemas, shadowing), built once."""
+        if self._templates is None:
+            self._templates = _Templates(self.spec, self._scalars)
+        return self._templates
 
     # -- schema helpers ----------------------------------------------------------------
     def union(self, schemas: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -510,10 +546,13 @@ class SpecModel:
         label = f"{op.method.upper()} {op.path}"
         # params: query parameters + apiKey-in-query credentials
         params: dict[str, Any] = {p.name: self.query_value(p) for p in op.params_in("query")}
+        patterns: list[tuple[str, Any]] = []
         for p in op.params_in("query"):  # deepObject: each property is its own pair, name[prop]
             if p.style == "deepObject" and isinstance(p.schema, Mapping):
                 for prop, sub in self.shape(p.schema).props.items():
                     params.setdefault(f"{p.name}[{prop}]", sub)
+                if allows_additional_properties(p.schema):  # any other name[prop]: any value
+                    patterns.append((f"{p.name}[", None))
         headers: dict[str, Any] = {}
         for p in op.params_in("header"):
             headers[p.name] = p.schema or None
@@ -560,7 +599,7 @@ class SpecModel:
             if name.lower() not in lower:
                 headers[name] = _STRING
                 lower.add(name.lower())
-        pshape = ObjShape("params", params, frozenset(params_req))
+        pshape = ObjShape("params", params, frozenset(params_req), patterns=tuple(dict.fromkeys(patterns)))
         hshape = ObjShape("headers", headers, frozenset(headers_req), ci=True)
         data = self.body(op)
         cprops: dict[str, Any] = {"params": pshape, "headers": hshape}
@@ -594,7 +633,7 @@ class SpecModel:
             return hit
         params = args.config.props["params"]
         left = frozenset(params.required - names)
-        pshape = ObjShape("params", params.props, left) if left != params.required else params
+        pshape = ObjShape("params", params.props, left, patterns=params.patterns) if left != params.required else params
         cprops = {**args.config.props, "params": pshape}
         hshape = cprops["headers"]
         creq = frozenset(k for k, s in (("params", pshape), ("headers", hshape)) if s.required)
@@ -1192,6 +1231,15 @@ class _Builder:
             with self.at(nest=inner, in_body=body):
                 v = self.value(desc)
             members.append(self.rule("p", f'{k} {ws} ":" {ws} {v}'))
+        for prefix, desc in shape.patterns:
+            forms = [f"{_rx(q + prefix)}[^\\x5b\\x5d{_rx(q)}\\x5c\\n\\r]*\\x5d{_rx(q)}" for q in "'\""]
+            pk = self.term("PK", "/" + "|".join(forms) + "/")
+            if shape.props:
+                declared = " | ".join(self.key_term(n, shape.ci) for n in shape.props)
+                pk = self.term("XK", f"{pk} & ~({declared})")
+            with self.at(nest=inner):
+                v = self.value(desc)
+            members.append(self.rule("p", f'{pk} {ws} ":" {ws} {v}'))
         if shape.extra is not NO:
             anykey = self.base("ANYKEY")
             if shape.props:
@@ -1242,7 +1290,7 @@ class _Builder:
     def delimited_term(self, delim: str, item: Any) -> str | None:
         """A string of items joined by ``delim`` (``'snippet,id'``), when the items are enum
         members, numbers or booleans (items of free text are any string already)."""
-        scal = schema_scalars(item)
+        scal = self.model.scalars(item) if _is_map(item) else None
         if scal is None:
             return None
         enums, types = scal
@@ -1379,7 +1427,7 @@ class _Builder:
                 if only
                 else f"{self.spec.source}: no operations"
             )
-        templates = _Templates(self.spec, self.model._scalars)
+        templates = self.model.templates()
         ws = self.ws()
         calls = []
         for method in AXIOS_METHODS:
@@ -1408,6 +1456,14 @@ class _Builder:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
+        dkey = (path, self.idents, self.opt.allow_url_query)
+        definition = self.model.url_defs.get(dkey)
+        if definition is None:
+            definition = self.model.url_defs[dkey] = self._url_def(templates, path)
+        name = self.memo[key] = self.term("U", definition)
+        return name
+
+    def _url_def(self, templates: _Templates, path: str) -> str:
         holes = templates.hole_schemas(path)
         op = next(iter(templates.ops[path].values()))
         plan = url_plan(self.spec, op)
@@ -1427,18 +1483,23 @@ class _Builder:
                     body.append(_rx(piece))
                 else:
                     body.append(self.hole_rx(holes.get(piece), q))
-            after = []
-            for i, piece in enumerate(_PARAM_RX.split("&".join(plan.query))):
-                after.append(_rx(piece) if i % 2 == 0 else self.hole_rx(qholes.get(piece), q, query=True))
+            # The fixed pairs in any order (the scorer reads the query as a set); up to 3 pairs
+            # (6 orders), more only in the spec's order.
+            orders = list(permutations(plan.query)) if len(plan.query) <= 3 else [plan.query]
+            alts = []
+            for order in orders:
+                one = []
+                for i, piece in enumerate(_PARAM_RX.split("&".join(order))):
+                    one.append(_rx(piece) if i % 2 == 0 else self.hole_rx(qholes.get(piece), q, query=True))
+                alts.append("".join(one))
+            after = [alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"]
             if plan.query and self.opt.allow_url_query:
                 after.append(rf"(?:&{free_query})?")
             if plan.label is not None:
                 after.append(_rx("#" + plan.label))
             pre = self.server_prefixes(q)
             forms.append(f"{_rx(q)}(?:{pre}){''.join(body)}{tail}{''.join(after)}{_rx(q)}")
-        name = self.term("U", "/" + "|".join(forms) + "/")
-        self.memo[key] = name
-        return name
+        return "/" + "|".join(forms) + "/"
 
     def server_prefixes(self, quote: str) -> str:
         """Regex alternatives of every server URL (root, path item and operation servers) as
@@ -1584,6 +1645,17 @@ def _scalars_of(schema: Any, memo: dict[int, Any]) -> Any:
     return hit[1]
 
 
+class _Node:
+    """A node of :class:`_Templates`' segment trie."""
+
+    __slots__ = ("lit", "wild", "ends")
+
+    def __init__(self) -> None:
+        self.lit: dict[str, _Node] = {}
+        self.wild: dict[Any, _Node] = {}
+        self.ends: list[str] = []
+
+
 class _Templates:
     """Path templates of a spec: hole schemas and which templates shadow which.
 
@@ -1602,22 +1674,25 @@ class _Templates:
         self._segs = {p: self._segments(p) for p in self.ops}
         self._ranks = {p: self._rank(p) for p in self.ops}
         self._order = {p: i for i, p in enumerate(self.ops)}
-        # Index for shadowing: (segment count, position, literal) -> paths with that literal
-        # there, (segment count, position) -> paths with a templated segment there. A template
-        # overlapping ``path`` has, at each literal position of ``path``, the same literal or a
-        # templated segment, so the most selective position bounds the candidates (a spec with
-        # thousands of paths would otherwise compare every pair).
-        self._lit: dict[tuple[int, int, str], list[str]] = {}
-        self._wild: dict[tuple[int, int], list[str]] = {}
-        self._by_len: dict[int, list[str]] = {}
+        # Index for shadowing: a trie of segments (literal children by text, templated children
+        # by their matcher), walked with a path's segments to find every template of the same
+        # length that overlaps it; prefixes that cannot overlap are cut off at once (Microsoft
+        # Graph's 16,000 paths made a pairwise check the largest part of its build).
+        self._trie: _Node = _Node()
         for p, segs in self._segs.items():
-            n = len(segs)
-            self._by_len.setdefault(n, []).append(p)
-            for i, seg in enumerate(segs):
+            node = self._trie
+            for seg in segs:
                 if isinstance(seg, str):
-                    self._lit.setdefault((n, i, seg), []).append(p)
+                    nxt = node.lit.get(seg)
+                    if nxt is None:
+                        nxt = node.lit[seg] = _Node()
                 else:
-                    self._wild.setdefault((n, i), []).append(p)
+                    nxt = node.wild.get(seg)
+                    if nxt is None:
+                        nxt = node.wild[seg] = _Node()
+                node = nxt
+            node.ends.append(p)
+        self._shadow: dict[str, list[str]] = {}
 
     @staticmethod
     def _segments(path: str) -> list[Any]:
@@ -1632,41 +1707,41 @@ class _Templates:
         lit = sum(len("".join(_PARAM_RX.split(s)[::2])) + 1 for s in norm.split("/")[1:])
         return (n, -lit, path)
 
-    def _overlap(self, a: str, b: str) -> bool:
-        sa, sb = self._segs[a], self._segs[b]
-        if len(sa) != len(sb):
-            return False
-        for x, y in zip(sa, sb, strict=True):
-            if isinstance(x, str) and isinstance(y, str):
-                if x != y:
-                    return False
-            elif isinstance(x, str):
-                if y.fullmatch(x) is None:
-                    return False
-            elif isinstance(y, str):
-                if x.fullmatch(y) is None:
-                    return False
-        return True
-
-    def _candidates(self, path: str) -> list[str]:
+    def _overlapping(self, path: str) -> list[str]:
+        """Every template with as many segments as ``path`` whose segments pairwise may match
+        (equal literals, a literal a templated segment matches, or two templated segments)."""
+        hit = self._shadow.get(path)
+        if hit is not None:
+            return hit
         segs = self._segs[path]
-        n = len(segs)
-        best: list[str] | None = None
-        best_len = -1
-        for i, seg in enumerate(segs):
-            if not isinstance(seg, str):
-                continue
-            size = len(self._lit.get((n, i, seg), ())) + len(self._wild.get((n, i), ()))
-            if best is None or size < best_len:
-                best, best_len = [*self._lit.get((n, i, seg), ()), *self._wild.get((n, i), ())], size
-        return best if best is not None else self._by_len.get(n, [])
+        nodes = [self._trie]
+        for seg in segs:
+            nxt: list[_Node] = []
+            if isinstance(seg, str):
+                for node in nodes:
+                    child = node.lit.get(seg)
+                    if child is not None:
+                        nxt.append(child)
+                    for pat, child in node.wild.items():
+                        if pat.fullmatch(seg) is not None:
+                            nxt.append(child)
+            else:
+                for node in nodes:
+                    for text, child in node.lit.items():
+                        if seg.fullmatch(text) is not None:
+                            nxt.append(child)
+                    nxt.extend(node.wild.values())
+            nodes = nxt
+            if not nodes:
+                break
+        out = [p for node in nodes for p in node.ends]
+        self._shadow[path] = out
+        return out
 
     def shadowing(self, path: str, method: str) -> list[str]:
         mine = self._ranks[path]
         found = {
-            p
-            for p in self._candidates(path)
-            if p != path and method in self.ops[p] and self._ranks[p] < mine and self._overlap(p, path)
+            p for p in self._overlapping(path) if p != path and method in self.ops[p] and self._ranks[p] < mine
         }
         return sorted(found, key=self._order.__getitem__)  # spec order, as before
 

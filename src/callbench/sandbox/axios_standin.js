@@ -1076,7 +1076,13 @@ globalThis.__callbenchStandin = (function () {
     return jsonClone(data);
   }
 
-  // url -> {url, query}: baseURL joined, fragment dropped, query split off and decoded.
+  // url -> {url, query}: baseURL joined, fragment dropped, query split off and decoded. The
+  // path is kept as the code wrote it, never decoded: axios hands it to Node's http adapter
+  // as is, so an encoded `/` in a path value (`%2F`, from encodeURIComponent) goes on the wire
+  // and stays inside its segment. (Node's URL parser then also percent-encodes the characters
+  // that cannot appear raw in a path: space, `"`, `<`, `>`, backtick, `{`, `}`, non-ASCII. That
+  // step is left out here: it changes no segment nor any value a server decodes, and datasets
+  // write their gold URLs with such characters raw, e.g. `/calendars/<calendarId>`.)
   function splitUrl(baseURL, url) {
     var u = url == null ? '' : String(url);
     if (baseURL && !/^([a-z][a-z\d+\-.]*:)?\/\//i.test(u)) {
@@ -1101,7 +1107,7 @@ globalThis.__callbenchStandin = (function () {
         });
       }
     }
-    return { url: safeDecode(u), query: query };
+    return { url: u, query: query };
   }
 
   function paramsToObject(params) {

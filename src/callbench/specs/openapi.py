@@ -922,20 +922,24 @@ class _Builder:
                 host_rx = None
                 if host_vars:
                     host_enums = enums(host_vars[1], True)
+                if host_vars and any(host_enums):
                     # adjacent variables (``s3{dash-or-dot}{region}``) have no literal between
-                    # them to split at: hosts are short, so a regex with enum alternatives
+                    # them to split at: hosts are short, so a regex with enum alternatives.
+                    # Adjacent free variables make one ``[^/?#@]*`` (the same hosts; a run of
+                    # them would backtrack exponentially on a host that does not match).
+                    # Without any enum the linear piece matcher (``netloc_pattern``) is used.
                     parts = _PARAM_RX.split(host)
                     rx = []
                     for i, part in enumerate(parts):
                         if i % 2 == 0:
-                            rx.append(re.escape(part))
-                        else:
-                            allowed = host_enums[i // 2]
-                            rx.append(
-                                "(?:" + "|".join(re.escape(v) for v in sorted(allowed)) + ")"
-                                if allowed
-                                else "[^/?#@]*"
-                            )
+                            if part:
+                                rx.append(re.escape(part))
+                            continue
+                        allowed = host_enums[i // 2]
+                        if allowed:
+                            rx.append("(?:" + "|".join(re.escape(v) for v in sorted(allowed)) + ")")
+                        elif not (rx and rx[-1] == "[^/?#@]*"):
+                            rx.append("[^/?#@]*")
                     host_rx = re.compile("".join(rx))
                 spath = slash + spath
             else:
