@@ -1,0 +1,95 @@
+"""benchmarks/wild_specs.py on a fixed, seeded sample of 50 specs of the APIs.guru directory
+(issue 14, part 4): loader, grammar and scorer agree on synthesized requests, and the targets hold.
+
+Marked ``slow`` and ``ci_subset``: it is a real run (specs from the npm package, the V8 sandbox,
+llguidance), kept small enough for CI -- 50 specs, at most 6 operations of each (a seeded sample),
+one process -- so it takes well under two minutes. The whole directory is the benchmark's job
+(docs/benchmarks/wild_specs.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE, SEED, MAX_OPS = 50, 14, 6
+
+pytest.importorskip("llguidance", reason="llguidance (the constrain extra) is not installed")
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("wild_specs_bench", REPO / "benchmarks" / "wild_specs.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def sample_summary(wild_specs_dir: Path):
+    bench = _bench()
+    from callbench.data.openapi_directory import spec_files
+
+    files = bench.select_specs(spec_files(wild_specs_dir), sample=SAMPLE, seed=SEED)
+    assert len(files) == SAMPLE
+    t0 = time.perf_counter()
+    outcomes = bench.run_specs(files, wild_specs_dir, seed=SEED, max_ops=MAX_OPS, workers=1, progress=False)
+    s = bench.summarize(outcomes, seconds=time.perf_counter() - t0, settings={"sample": SAMPLE, "seed": SEED, "max_ops": MAX_OPS})
+    return bench, s
+
+
+def _explain(s: dict) -> str:
+    groups = "\n".join(f"{n} x {k}" for k, n in list(s["failure_groups"].items())[:15])
+    return (
+        f"consistent {s['operations_consistent']}/{s['operations']}, invalid rejected "
+        f"{s['invalid_rejected']}/{s['invalid_grammar_checks']}, build p95 {s['grammar_build_s_p95']} s, "
+        f"max {s['grammar_build_s_max']} s ({s['grammar_build_s_max_spec']})\n{groups}"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.ci_subset
+@pytest.mark.timeout(240)
+def test_wild_specs_sample_meets_the_targets_it_meets_today(sample_summary):
+    """Every target but consistency, and consistency not below today's level (218/225 on this
+    sample): a change that breaks agreement on real specs fails here."""
+    bench, s = sample_summary
+    assert s["specs"] == SAMPLE
+    assert s["operations"] > 100 and s["invalid_grammar_checks"] > 100  # the sample really checks something
+    unmet = [name for name, ok in bench.targets_met(s).items() if not ok and not name.startswith("operations_consistent")]
+    assert not unmet, f"targets not met: {unmet}\n{_explain(s)}"
+    assert s["operations_consistent"] / s["operations"] >= 0.96, _explain(s)
+
+
+@pytest.mark.slow
+@pytest.mark.ci_subset
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 14 open: operations whose path key carries a header-naming fragment (AWS '#X-Amz-Target=...') "
+    "are matched by a URL label the request never carries; see docs/benchmarks/wild_specs.md",
+)
+def test_wild_specs_sample_consistency_target(sample_summary):
+    bench, s = sample_summary
+    assert bench.targets_met(s)["operations_consistent / operations >= 0.995"], _explain(s)
+
+
+def test_load_errors_are_classified():
+    bench = _bench()
+    assert bench.classify_load_error("x.json: paths./a.get.parameters[0]: parameter has no 'name'") == "invalid"
+    assert bench.classify_load_error("x.json: components.schemas.A: $ref '#/x' does not resolve") == "invalid"
+    # OpenAPI allows x- extension keys in paths: refusing one is a loader failure
+    assert bench.classify_load_error("x.json: paths.x-codegen-contextRoot: path must start with '/'") == "failure"
+    assert bench.classify_load_error("x.json: openapi: unsupported OpenAPI version '4.0'") == "failure"
+
+
+def test_failure_groups_blot_out_particulars():
+    bench = _bench()
+    a = bench.cause_key("grammar rejects", "required argument 'limit' missing before '}' in config of GET /pets/{id}")
+    b = bench.cause_key("grammar rejects", "required argument 'q' missing before '}' in config of POST /search")
+    assert a == b
