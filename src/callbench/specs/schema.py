@@ -97,7 +97,8 @@ def walk_schema(schema: Any, max_depth: int = 32) -> Iterator[tuple[tuple[Any, .
     yield from rec(schema, (), 0)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON type of a Python value (a float is always 'number')."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -137,9 +138,9 @@ def schema_type(schema: Any, _depth: int = 0) -> set[str]:
     elif isinstance(t, tuple | list) and t:
         types = {str(x) for x in t}
     elif "const" in schema:
-        types = {_json_type(schema["const"])}
+        types = {json_type(schema["const"])}
     elif isinstance(schema.get("enum"), tuple | list) and schema["enum"]:
-        types = {_json_type(v) for v in schema["enum"]}
+        types = {json_type(v) for v in schema["enum"]}
     for sub in schema.get("allOf") or ():
         st = schema_type(sub, _depth + 1)
         if st:
@@ -261,7 +262,7 @@ def _number(value: Any) -> bool:
 
 
 def _admits(types: set[str], value: Any) -> bool:
-    kind = _json_type(value)
+    kind = json_type(value)
     return not types or kind in types or (kind == "integer" and "number" in types)
 
 

@@ -44,7 +44,13 @@ from typing import Any
 from urllib.parse import quote
 
 from callbench.specs.openapi import ApiSpec, Operation, Parameter
-from callbench.specs.schema import bounds_violation, object_properties, required_properties, schema_type
+from callbench.specs.schema import (
+    bounds_violation,
+    json_type,
+    object_properties,
+    required_properties,
+    schema_type,
+)
 from callbench.specs.synth_regex import RegexUnsupported, string_for_pattern
 
 __all__ = [
@@ -233,19 +239,9 @@ def _search(pattern: str, text: str) -> bool:
 
 
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    return "array"
+    """As :func:`callbench.specs.schema.json_type`, but a whole float (an example written 3.0) is an
+    integer, as JSON Schema counts it."""
+    return "integer" if isinstance(value, float) and value.is_integer() else json_type(value)
 
 
 def _plain(value: Any) -> Any:

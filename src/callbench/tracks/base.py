@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import hashlib
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ class Track(abc.ABC):
     # Rows of the data that ``load_samples`` skipped or kept despite a finding (each a dict with
     # file, row, task, reason, action): recorded in config.json and listed by summary and report,
     # so no row leaves a run silently.
-    data_findings: list[dict[str, Any]] = []  # noqa: RUF012 - replaced per instance, never mutated
+    data_findings: Sequence[dict[str, Any]] = ()
 
     @abc.abstractmethod
     def load_samples(self) -> list[Sample]:

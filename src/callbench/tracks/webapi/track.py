@@ -148,11 +148,13 @@ class WebApiTrack(Track):
         marker = self._validated_marker(tasks)
         known = self._read_marker(marker)
         findings: list[dict[str, Any]] = []
+        found: dict[str, list[str]] = {}  # task id -> reasons, what the marker records
         samples = []
         for t in tasks:
             self._tasks[t.id] = t
             reasons = known.get(t.id, []) if known is not None else self._gold_findings(t)
             if reasons:
+                found[t.id] = reasons
                 kept = t.vetted is True
                 finding = {"file": str(self.tasks_file), "row": t.index, "task": t.id, "reason": "; ".join(reasons)}
                 findings.append({**finding, "action": "kept (vetted)" if kept else "skipped"})
@@ -167,7 +169,7 @@ class WebApiTrack(Track):
                 from callbench.runs.store import write_json_atomic
 
                 marker.parent.mkdir(parents=True, exist_ok=True)
-                write_json_atomic(marker, {t.id: self._gold_findings(t) for t in tasks if any(f["task"] == t.id for f in findings)})
+                write_json_atomic(marker, found)
             except OSError:  # a read-only cache only means validating again next time
                 pass
         return samples
