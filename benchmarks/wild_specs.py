@@ -132,7 +132,7 @@ def _official(spec: Any, inv: Any, setup: str, options: Any, idents: tuple[str, 
     from callbench.constrain.check import check_invocation
 
     return check_invocation(spec, inv.program, setup=setup, method=inv.expected["method"] if setup == "args" else None,
-                            url=inv.expected["url"] if setup == "args" else None,
+                            url=inv.starter_url if setup == "args" else None,
                             identifiers=idents, options=options)
 
 
@@ -254,7 +254,7 @@ def check_spec(path: Path, *, seed: int = 0, max_ops: int | None = None, sandbox
                 if setup == "args" and not args_built:
                     t0 = time.perf_counter()
                     try:
-                        build_webapi_grammar(spec, setup="args", method=inv.expected["method"], url=inv.expected["url"])
+                        build_webapi_grammar(spec, setup="args", method=inv.expected["method"], url=inv.starter_url)
                     except (GrammarError, Exception) as exc:  # noqa: BLE001
                         _fail(out, op, "grammar build failed (args setup)", inv, said=f"{type(exc).__name__}: {exc}"[:300])
                         bad_ops.add(k)
@@ -270,7 +270,7 @@ def check_spec(path: Path, *, seed: int = 0, max_ops: int | None = None, sandbox
                     bad_ops.add(k)
                     continue
                 try:
-                    allowed = _fast_allowed(spec, text, setup, inv.expected["method"], inv.expected["url"],
+                    allowed = _fast_allowed(spec, text, setup, inv.expected["method"], inv.starter_url,
                                             idents, opts, out)
                 except Exception as exc:  # noqa: BLE001
                     broken[gkey] = f"{type(exc).__name__}: {exc}"[:300]
@@ -600,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--failures-md", type=Path, help="write the failures grouped by cause to this Markdown file")
     ap.add_argument("--checkpoint", type=Path, help="append each spec's outcome to this JSONL file as it finishes")
     ap.add_argument("--from-checkpoint", type=Path, help="only summarize the outcomes in this JSONL file (a partial run)")
+    ap.add_argument("--only", type=Path, help="only the specs listed in this file (paths below api/, one per line), "
+                    "e.g. those an earlier run found failures in")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     if args.from_checkpoint:
@@ -608,10 +610,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         root = args.specs_dir or fetch_directory()
         files = select_specs(spec_files(root), limit=args.limit, sample=args.sample, seed=args.seed)
+        if args.only is not None:
+            wanted = {x.strip() for x in args.only.read_text("utf-8").splitlines() if x.strip()}
+            files = [f for f in files if f.relative_to(root).as_posix() in wanted]
         if args.checkpoint is not None and args.checkpoint.exists():
             args.checkpoint.unlink()
         outcomes = run_specs(files, root, seed=args.seed, max_ops=args.max_ops, workers=args.workers, checkpoint=args.checkpoint)
     settings = {k: getattr(args, k) for k in ("limit", "sample", "seed", "max_ops", "workers")}
+    if args.only is not None:
+        settings["only"] = str(args.only)
     s = summarize(outcomes, seconds=time.perf_counter() - t0, settings=settings)
     print_table(s)
     if args.failures_md:

@@ -429,7 +429,9 @@ def test_grammar_is_cached_and_deterministic(spec):
 
 # ------------------------------------------------------------------------------ real specs
 @pytest.mark.needs_data
-def test_real_spec_grammars_are_small_fast_and_valid(wapii_specs, data_root):
+def test_real_spec_grammars_are_small_and_valid(wapii_specs, data_root):
+    """Size and validity; build time is a benchmark figure (benchmarks/constraints.py,
+    benchmarks/wild_specs.py), checked here only against a loose bound that catches a blow-up."""
     from callbench.specs import load_spec
 
     specs = dict(wapii_specs)
@@ -441,7 +443,7 @@ def test_real_spec_grammars_are_small_fast_and_valid(wapii_specs, data_root):
         t0 = time.perf_counter()
         g = build_webapi_grammar(s, setup="full")
         took = time.perf_counter() - t0
-        assert took < 0.5, (name, took)
+        assert took < 10, (name, took)  # a runaway build, not a timing target
         assert len(g.lark) < 400_000, (name, len(g.lark))
         err = llguidance.LLMatcher.validate_grammar(llguidance.LLMatcher.grammar_from_lark(g.lark))
         assert err == "", (name, err[:500])

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("llguidance")
 
 from callbench.constrain.check import check_invocation  # noqa: E402
-from callbench.constrain.webapi_grammar import build_webapi_grammar  # noqa: E402
+from callbench.constrain.webapi_grammar import GrammarOptions, build_webapi_grammar  # noqa: E402
 from callbench.specs.openapi import build_spec  # noqa: E402
 from callbench.tracks.webapi.scoring import compare_requests  # noqa: E402
 
@@ -166,8 +166,84 @@ def test_fragment_label_selects_its_operation():
     assert _ok(spec, f"axios.put('{u}/files/1')")
     expected = {"url": f"{u}/files/1#share", "method": "put", "data": {"access": "open"}}
     assert compare_requests(expected, dict(expected), spec).sample == "correct"
+    # axios never sends a fragment, so the recorded request lacks the label: it is the same
+    # request on the wire, the labelled template is among those it matches (after the plain one)
     plain = {"url": f"{u}/files/1", "method": "put", "data": {"access": "open"}}
-    assert compare_requests(expected, plain, spec).url == "wrong"  # the label must be written
+    assert [m.template for m in spec.match_paths(plain["url"])] == ["/files/{id}", "/files/{id}#share"]
+    assert compare_requests(expected, plain, spec).sample == "correct"
+    assert compare_requests(expected, {**plain, "method": "post"}, spec).method == "illegal"
+
+
+def _h(name: str, schema: dict[str, Any], required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "header", "required": required, "schema": schema}
+
+
+def _target_op(target: str, prop: str) -> dict[str, Any]:
+    body = {"type": "object", "properties": {prop: {"type": "string"}}, "required": [prop]}
+    return {
+        "post": {
+            "parameters": [_h("X-Amz-Target", {"type": "string", "enum": [target]}, True)],
+            "requestBody": {"content": {"application/json": {"schema": body}}},
+            "responses": {},
+        }
+    }
+
+
+def test_header_label_selects_its_operation_by_the_header():
+    # AWS JSON protocol: every operation POSTs to "/", the X-Amz-Target header names it
+    spec = _spec(
+        {
+            "/#X-Amz-Target=Svc.AddTags": _target_op("Svc.AddTags", "Tags"),
+            "/#X-Amz-Target=Svc.ListThings": _target_op("Svc.ListThings", "Filter"),
+            "/2020/objects/{Key}#If-Match": {"delete": {"parameters": [_h("If-Match", {"type": "string"}, True)], "responses": {}}},
+            "/2020/objects/{Key}": {"delete": {"responses": {}}},
+        },
+        [REGION],
+    )
+    u = "https://ec2.us-east-1.amazonaws.com"
+    add = {"X-Amz-Target": "Svc.AddTags"}
+    assert spec.match("post", f"{u}/", headers=add).operation.path == "/#X-Amz-Target=Svc.AddTags"
+    assert spec.match("post", f"{u}/", headers={"x-amz-target": "Svc.ListThings"}).operation.path.endswith("ListThings")
+    assert spec.match("post", f"{u}/", headers={"X-Amz-Target": "Svc.Other"}) is None
+    assert spec.match("post", f"{u}/") is None  # headers unknown: a header label needs them
+    # the URL naming the label still selects it (the grammar writes it)
+    assert spec.match("post", f"{u}/#X-Amz-Target=Svc.ListThings").operation.path.endswith("ListThings")
+    # a header named without a value: present or not
+    assert spec.match("delete", f"{u}/2020/objects/k1", headers={"If-Match": "etag1"}).operation.path.endswith("#If-Match")
+    assert spec.match("delete", f"{u}/2020/objects/k1", headers={}).operation.path == "/2020/objects/{Key}"
+    # the scorer reads the recorded request's headers: a request as axios sends it is correct
+    expected = {
+        "url": f"{u}/#X-Amz-Target=Svc.AddTags",
+        "method": "post",
+        "headers": add,
+        "data": {"Tags": "a"},
+    }
+    sent = {"url": f"{u}/", "method": "post", "headers": add, "data": {"Tags": "a"}}
+    for mode in ("strict", "compat"):
+        assert compare_requests(expected, sent, spec, mode).sample == "correct"
+        other = {**sent, "headers": {"X-Amz-Target": "Svc.ListThings"}}
+        v = compare_requests(expected, other, spec, mode)
+        assert (v.url, v.sample) == ("wrong", "wrong")  # another operation, a legal one
+        v = compare_requests(expected, {**sent, "headers": {}}, spec, mode)
+        assert v.url == "illegal"  # no operation without the header
+
+
+def test_bare_fragment_name_is_written_in_the_url_with_a_typed_value():
+    # S3: DELETE /{Bucket}?cors is DeleteBucketCors, DELETE /{Bucket} is DeleteBucket
+    spec = _spec(
+        {
+            "/{Bucket}": {"delete": {"responses": {}}},
+            "/{Bucket}#cors": {"delete": {"parameters": [_q("cors", {"type": "boolean"}, True)], "responses": {}}},
+        },
+        [REGION],
+    )
+    u = "https://ec2.us-east-1.amazonaws.com"
+    assert _ok(spec, f"axios.delete('{u}/b1?cors=true')")
+    assert not _ok(spec, f"axios.delete('{u}/b1?cors=maybe')")  # the value keeps the schema
+    assert _ok(spec, f"axios.delete('{u}/b1')")  # DeleteBucket
+    assert spec.match("delete", f"{u}/b1?cors=true").operation.path == "/{Bucket}#cors"
+    assert spec.match("delete", f"{u}/b1", {"cors": "true"}).operation.path == "/{Bucket}#cors"
+    assert spec.match("delete", f"{u}/b1").operation.path == "/{Bucket}"
 
 
 # ------------------------------------------------------------------ servers with variables
@@ -422,12 +498,16 @@ def test_fragment_query_name_given_in_params():
     url = "https://e.io/tags"
     assert spec.match("get", url, {"ResourceArn": "a"}).operation.path == "/tags#ResourceArn"
     assert spec.match("get", url) is None
-    assert _ok(spec, f"axios.get('{url}', {{params: {{ResourceArn: 'a'}}}})")
+    # the grammar writes a fixed name in the URL with a value (so the URL names the operation
+    # even where a plain twin shares the path, S3's ``#cors``); the scorer takes either form
+    assert _ok(spec, f"axios.get('{url}?ResourceArn=a')")
+    assert not _ok(spec, f"axios.get('{url}', {{params: {{ResourceArn: 'a'}}}})")
     assert not _ok(spec, f"axios.get('{url}')")
     g = build_webapi_grammar(spec, setup="args", method="get", url=url)
     assert g.operation.path == "/tags#ResourceArn"
     expected = {"url": url, "method": "get", "params": {"ResourceArn": "a"}}
     assert compare_requests(expected, dict(expected), spec).sample == "correct"
+    assert compare_requests(expected, {"url": f"{url}?ResourceArn=a", "method": "get"}, spec).sample == "correct"
 
 
 def test_server_variable_spanning_segments_and_adjacent_host_variables():
@@ -523,3 +603,101 @@ def test_host_with_many_free_variables_and_an_enum_matches_fast():
     assert spec.match("get", "https://" + "a" * 3000 + ".example.com/items") is None
     assert spec.match("get", "https://" + "a" * 40 + "eu-api.example.com/items") is not None
     assert spec.match("get", "https://" + "a" * 40 + "xx-api.example.com/items") is None
+
+
+def test_trailing_slash_twins_are_both_reachable():
+    # peoplegeneratorapi.live has GET /api/lifestory and GET /api/lifestory/ (two operations)
+    spec = _spec(
+        {
+            "/api/lifestory": {"get": {"parameters": [_q("a", {"type": "string"})], "responses": {}}},
+            "/api/lifestory/": {"get": {"parameters": [_q("b", {"type": "string"})], "responses": {}}},
+            "/api/only": {"get": {"responses": {}}},
+        },
+        [{"url": "https://e.io"}],
+    )
+    assert spec.match("get", "https://e.io/api/lifestory").operation.path == "/api/lifestory"
+    assert spec.match("get", "https://e.io/api/lifestory/").operation.path == "/api/lifestory/"
+    assert spec.match("get", "https://e.io/api/only/").operation.path == "/api/only"  # still tolerated
+    assert _ok(spec, "axios.get('https://e.io/api/lifestory/', {params: {b: 'x'}})")
+    assert not _ok(spec, "axios.get('https://e.io/api/lifestory/', {params: {a: 'x'}})")
+    assert _ok(spec, "axios.get('https://e.io/api/lifestory', {params: {a: 'x'}})")
+    expected = {"url": "https://e.io/api/lifestory/", "method": "get", "params": {"b": "x"}}
+    assert compare_requests(expected, dict(expected), spec).sample == "correct"
+
+
+def _p(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": schema}
+
+
+def test_twin_templates_told_apart_by_path_patterns_else_the_first_listed():
+    jobs = {"type": "string", "pattern": "^projects/[^/]+/jobs/[^/]+$"}
+    spec = _spec(
+        {
+            "/v1/{parent}:run": {"post": {"parameters": [_p("parent", {"type": "string", "pattern": "^projects/[^/]+$"})], "responses": {}}},
+            "/v1/{name}:run": {"post": {"parameters": [_p("name", jobs)], "responses": {}}},
+            "/v1/{a}:stop": {"post": {"parameters": [_p("a", {"type": "string"})], "responses": {}}},
+            "/v1/{b}:stop": {"post": {"parameters": [_p("b", {"type": "string"})], "responses": {}}},
+        },
+        [{"url": "https://e.io"}],
+    )
+    # matching decodes segments, so an encoded "/" stays in the value the pattern sees
+    assert spec.match("post", "https://e.io/v1/projects%2Fp1%2Fjobs%2Fj1:run").operation.path == "/v1/{name}:run"
+    assert spec.match("post", "https://e.io/v1/projects%2Fp1:run").operation.path == "/v1/{parent}:run"
+    # no pattern: the same request for both, the first by template text; the other stays a match
+    assert [m.template for m in spec.match_paths("https://e.io/v1/x:stop")] == ["/v1/{a}:stop", "/v1/{b}:stop"]
+    expected = {"url": "https://e.io/v1/x:stop", "method": "post"}
+    assert compare_requests(expected, dict(expected), spec).sample == "correct"
+
+
+def test_exploded_object_query_parameter_and_array_header():
+    # AWS query protocol (cloudformation RegisterType): LoggingConfig, style form + explode, is sent
+    # as one pair per property; an array header (style simple) travels as 'a,b'
+    cfg = {"type": "object", "required": ["LogRoleArn"], "properties": {"LogRoleArn": {"type": "string"}, "LogGroupName": {"type": "string"}}}
+    spec = _spec(
+        {
+            "/register": {
+                "get": {
+                    "parameters": [
+                        _q("LoggingConfig", cfg, True),
+                        {"name": "x-attrs", "in": "header", "schema": {"type": "array", "items": {"type": "string", "enum": ["Owner", "Size"]}}},
+                    ],
+                    "responses": {},
+                }
+            }
+        },
+        [{"url": "https://e.io"}],
+    )
+    op = spec.operations[0]
+    assert spec.is_legal_argument(op, "query", "LogRoleArn") and spec.is_legal_argument(op, "query", "LogGroupName")
+    assert not spec.is_legal_argument(op, "query", "Other")
+    assert _ok(spec, "axios.get('https://e.io/register', {params: {LogRoleArn: 'arn:1'}})")
+    assert _ok(spec, "axios.get('https://e.io/register', {params: {LogRoleArn: 'a', LogGroupName: 'g'}, headers: {'x-attrs': 'Owner,Size'}})")
+    assert _ok(spec, "axios.get('https://e.io/register', {params: {LogRoleArn: 'a'}, headers: {'x-attrs': ['Owner']}})")
+    assert not _ok(spec, "axios.get('https://e.io/register', {params: {LogGroupName: 'g'}})")  # LogRoleArn required
+    assert not _ok(spec, "axios.get('https://e.io/register', {params: {LogRoleArn: 'a'}, headers: {'x-attrs': 'Owner,Color'}})")
+    expected = {"url": "https://e.io/register", "method": "get", "params": {"LogRoleArn": "a"}}
+    extra = {**expected, "params": {"LogRoleArn": "a", "LogGroupName": "g"}}
+    v = compare_requests(expected, extra, spec)
+    assert [a.verdict for a in v.arguments if a.name == "LogGroupName"] == ["unnecessary"]
+
+
+def test_credential_in_the_url_query_counts_under_allow_url_query():
+    # Trello: apiKey `key` and `token` in the query, both required; written in the URL
+    spec = _spec(
+        {"/boards": {"get": {"parameters": [_q("fields", {"type": "string"})], "responses": {}}}},
+        [{"url": "https://trello.com/1"}],
+        components={"securitySchemes": {
+            "APIKey": {"type": "apiKey", "in": "query", "name": "key"},
+            "APIToken": {"type": "apiKey", "in": "query", "name": "token"},
+        }},
+        security=[{"APIKey": [], "APIToken": []}],
+    )
+    opts = GrammarOptions(allow_url_query=True)
+
+    def ok(code: str) -> bool:
+        return check_invocation(spec, code, options=opts).allowed
+
+    assert ok("axios.get('https://trello.com/1/boards?key=<key>&token=<key>')")
+    assert ok("axios.get('https://trello.com/1/boards', {params: {key: '<key>', token: '<key>'}})")
+    assert not ok("axios.get('https://trello.com/1/boards?key=<key>')")  # the token is missing
+    assert not ok("axios.get('https://trello.com/1/boards')")

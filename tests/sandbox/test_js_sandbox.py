@@ -239,7 +239,7 @@ def test_string_body_keeps_form_content_type(sb):
 
 def test_json_content_type_with_non_object_number(sb):
     r = req(sb, "axios.put('https://a', 5, { headers: { 'Content-Type': 'application/json' } })")
-    assert r["data"] == "5"
+    assert r["data"] == 5  # the JSON text 5: what the server decodes (test_url_encoding.py JSON_BODIES)
 
 
 # ----------------------------------------------------------------------------- URLs

@@ -173,6 +173,34 @@ def test_regex_strings_match(pattern):
         assert re.search(pattern, string_for_pattern(pattern, rng))
 
 
+@pytest.mark.parametrize(("pattern", "lo", "hi"), [(r"^[a-f0-9\-]+$", 36, 36), (r"^arn:aws:[a-z]+:\d{12}:\w+$", 40, 60), (r"^[A-Z]{2}$", 2, 2)])
+def test_regex_strings_keep_length_bounds(pattern, lo, hi):
+    # cloudtrail's QueryId: pattern ^[a-f0-9\-]+$ with minLength = maxLength = 36
+    for seed in range(5):
+        s = string_for_pattern(pattern, random.Random(seed), attempts=12, min_len=lo, max_len=hi)
+        assert re.search(pattern, s) and lo <= len(s) <= hi, s
+    value = synthesize_value({"type": "string", "pattern": pattern, "minLength": lo, "maxLength": hi}, seed=3, name="QueryId")
+    assert re.search(pattern, value) and lo <= len(value) <= hi
+
+
+def test_required_but_undeclared_body_names_are_sent_and_legal():
+    # vestorly POST /posts: required ["name"], properties {title}, no additionalProperties
+    doc = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "servers": [{"url": "https://h.example"}],
+           "paths": {"/posts": {"post": {"requestBody": {"content": {"application/json": {"schema": {
+               "type": "object", "required": ["name"], "properties": {"title": {"type": "string"}}}}}}, "responses": {}}},
+               "/closed": {"post": {"requestBody": {"content": {"application/json": {"schema": {
+                   "type": "object", "required": ["name"], "additionalProperties": False,
+                   "properties": {"title": {"type": "string"}}}}}}, "responses": {}}}}}
+    spec = build_spec(doc, Path("req.json"))
+    body = plan_request(spec, spec.operation("post", "/posts"), optional=0.0).config["data"]
+    assert set(body) == {"name"}
+    assert spec.is_legal_argument(spec.operation("post", "/posts"), "body", "name")
+    assert not spec.is_legal_argument(spec.operation("post", "/posts"), "body", "other")
+    # additionalProperties: false contradicts it: required wins (sent, and legal)
+    assert "name" in plan_request(spec, spec.operation("post", "/closed"), optional=0.0).config["data"]
+    assert spec.is_legal_argument(spec.operation("post", "/closed"), "body", "name")
+
+
 def test_regex_unreadable_pattern():
     with pytest.raises(RegexUnsupported):
         string_for_pattern(r"(?<=x", random.Random(0))
@@ -344,7 +372,7 @@ def test_grammar_accepts_valid_and_rejects_invalid(pets):
                 res = check_invocation(
                     pets, inv.program, setup=setup,
                     method=inv.expected["method"] if setup == "args" else None,
-                    url=inv.expected["url"] if setup == "args" else None,
+                    url=inv.starter_url if setup == "args" else None,
                     identifiers=tuple(inv.definitions or ()),
                     options=GrammarOptions(allow_url_query=inv.allow_url_query),
                 )
@@ -352,3 +380,93 @@ def test_grammar_accepts_valid_and_rejects_invalid(pets):
                     assert res.allowed, (op.method, op.path, inv.style, setup, res.reason, inv.program)
                 elif inv.kind != "valid":
                     assert not res.allowed, (op.method, op.path, inv.kind, setup, inv.program)
+
+
+# ------------------------------------------------------------ dispatch by query, header, twins
+def _q(name, schema, required=False):
+    return {"name": name, "in": "query", "required": required, "schema": schema}
+
+
+DISPATCH = {
+    "openapi": "3.0.3",
+    "info": {"title": "dispatch", "version": "1"},
+    "servers": [{"url": "https://svc.example"}],
+    "paths": {
+        # AWS query protocol: the Action pair selects the operation
+        "/#Action=Run&Version=2020": {"get": {"parameters": [
+            _q("Action", {"type": "string", "enum": ["Run"]}, True), _q("Version", {"type": "string"}, True),
+            _q("ImageId", {"type": "string"}, True)], "responses": {}}},
+        "/#Action=Stop&Version=2020": {"get": {"parameters": [
+            _q("Action", {"type": "string", "enum": ["Stop"]}, True), _q("Version", {"type": "string"}, True),
+            _q("Force", {"type": "boolean"})], "responses": {}}},
+        # AWS JSON protocol: every operation POSTs to "/", the header names it
+        "/#X-Amz-Target=Svc.Tag": {"post": {
+            "parameters": [{"name": "X-Amz-Target", "in": "header", "required": True, "schema": {"type": "string", "enum": ["Svc.Tag"]}}],
+            "requestBody": {"content": {"application/json": {"schema": {
+                "type": "object", "required": ["Tags"], "properties": {"Tags": {"type": "string"}}}}}},
+            "responses": {}}},
+        # S3: a bare name selects DeleteBucketCors over DeleteBucket
+        "/{Bucket}": {"delete": {"parameters": [{"name": "Bucket", "in": "path", "required": True, "schema": {"type": "string"}}], "responses": {}}},
+        "/{Bucket}#cors": {"delete": {"parameters": [
+            {"name": "Bucket", "in": "path", "required": True, "schema": {"type": "string"}},
+            _q("cors", {"type": "boolean"}, True)], "responses": {}}},
+        # twins: the same request, told apart by nothing
+        "/v1/{a}:stop": {"post": {"parameters": [{"name": "a", "in": "path", "required": True, "schema": {"type": "string"}}], "responses": {}}},
+        "/v1/{b}:stop": {"post": {"parameters": [{"name": "b", "in": "path", "required": True, "schema": {"type": "string"}}], "responses": {}}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def dispatch():
+    return build_spec(DISPATCH, Path("dispatch.json"))
+
+
+def test_dispatch_keys_written_in_the_url_recorded_in_params(dispatch):
+    run = plan_request(dispatch, dispatch.operation("get", "/#Action=Run&Version=2020"), optional=0.0)
+    # the request as recorded: the fixed pairs in params; the code writes them in the URL
+    assert run.config["url"] == "https://svc.example/"
+    assert run.config["params"]["Action"] == "Run" and run.config["params"]["Version"] == "2020"
+    assert run.code_url() == "https://svc.example/?Action=Run&Version=2020"
+    assert set(run.code_config()["params"]) == {"ImageId"}
+    cors = plan_request(dispatch, dispatch.operation("delete", "/{Bucket}#cors"))
+    assert cors.code_url().endswith("?cors=true") or cors.code_url().endswith("?cors=false")
+    [inv] = [i for i in valid_invocations(dispatch, cors.operation, seed=0, styles=("method",))][:1]
+    assert inv.starter_url.startswith(inv.config["url"] + "?cors=")  # the args starter names the operation
+    tag = plan_request(dispatch, dispatch.operation("post", "/#X-Amz-Target=Svc.Tag"))
+    assert tag.config["url"] == "https://svc.example/#X-Amz-Target=Svc.Tag"
+    assert tag.config["headers"]["X-Amz-Target"] == "Svc.Tag"
+    # a twin's request is synthesized (it is the same request as the first twin's)
+    assert plan_request(dispatch, dispatch.operation("post", "/v1/{b}:stop")).config["url"].endswith(":stop")
+
+
+def test_dispatch_chain_sandbox_scorer_grammar(dispatch):
+    from callbench.sandbox.js import JsSandbox
+    from callbench.tracks.webapi.scoring import compare_requests
+
+    invs = [i for op in dispatch.operations for i in valid_invocations(dispatch, op, seed=0) + invalid_invocations(dispatch, op, seed=0)]
+    with JsSandbox() as sb:
+        results = dict(sb.run_many([(i.program, i.definitions) for i in invs]))
+    for j, inv in enumerate(invs):
+        assert results[j].status == "ok", (inv.kind, inv.style, results[j].error)
+        for mode in ("strict", "compat"):
+            v = compare_requests(inv.expected, results[j].request, dispatch, mode)
+            if inv.kind == "valid":
+                assert v.sample == "correct", (inv.operation.path, inv.style, mode, v.as_dict(), results[j].request)
+            else:
+                assert v.sample in inv.expect.sample, (inv.operation.path, inv.kind, mode, v.as_dict())
+    if not HAVE_LLG:
+        return
+    from callbench.constrain.check import check_invocation
+    from callbench.constrain.webapi_grammar import GrammarOptions
+
+    for inv in invs:
+        for setup in inv.grammar_setups:
+            res = check_invocation(
+                dispatch, inv.program, setup=setup,
+                method=inv.expected["method"] if setup == "args" else None,
+                url=inv.starter_url if setup == "args" else None,
+                identifiers=tuple(inv.definitions or ()),
+                options=GrammarOptions(allow_url_query=inv.allow_url_query),
+            )
+            assert res.allowed == (inv.kind == "valid"), (inv.operation.path, inv.kind, inv.style, setup, res.reason, inv.program)

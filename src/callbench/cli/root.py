@@ -30,6 +30,12 @@ app.add_typer(data_app, name="data")
 app.add_typer(run_app, name="run")
 app.add_typer(constrain_app, name="constrain")
 app.add_typer(generate_app, name="generate")
+audit_app = typer.Typer(help="Check task files against their specs (cross-check of gold requests).", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+model_app = typer.Typer(help="Infer and check the state model of an OpenAPI spec (resources, roles, id sources).", no_args_is_help=True)
+serve_app = typer.Typer(help="Serve APIs locally (a stateful mock of an OpenAPI spec).", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+app.add_typer(serve_app, name="serve")
 
 
 def _version(value: bool) -> None:
@@ -53,7 +59,7 @@ def reflow_help() -> None:
     """typer keeps the source's line breaks in every paragraph after a command's first one, so
     --help printed half-empty lines; join each paragraph of the docstrings into one line. Called
     once every command is registered."""
-    for a in (app, data_app, run_app, constrain_app, generate_app):
+    for a in (app, data_app, run_app, constrain_app, generate_app, audit_app, model_app, serve_app):
         for c in a.registered_commands:
             if c.callback is not None and c.callback.__doc__:
                 paragraphs = inspect.cleandoc(c.callback.__doc__).split("\n\n")

@@ -50,8 +50,11 @@ def _range(text: str) -> int:
 
 @generate_app.command("stateful")
 def generate_stateful(
-    scenario: Annotated[str, typer.Option(help="Scenario: session, tensor or voice.")],
-    out: Annotated[Path, typer.Option(help="Output directory (tasks.jsonl + manifest.json); resumable.")],
+    out: Annotated[Path, typer.Option(help="Output directory (tasks.jsonl + manifest.json; with --spec also openapi/: the spec and model copied); resumable.")],
+    scenario: Annotated[str | None, typer.Option(help="Scenario: session, tensor or voice (or --spec).")] = None,
+    spec: Annotated[Path | None, typer.Option(help="An OpenAPI spec (YAML/JSON, OpenAPI 3.x or Swagger 2.0): tasks over its inferred state model, executed against its stateful mock.")] = None,
+    state_model: Annotated[Path | None, typer.Option("--model", help="With --spec: a state-model file (from 'callbench model infer', edited) applied on top of inference.")] = None,
+    name: Annotated[str | None, typer.Option(help="With --spec: the scenario name (default: the spec file's name).")] = None,
     n: Annotated[int, typer.Option(help="Tasks to keep.")] = 40,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same tasks).")] = 0,
     sampler: Annotated[str, typer.Option(help="energy (favours rare transition pairs) or random (baseline).")] = "energy",
@@ -91,7 +94,19 @@ def generate_stateful(
             raise ConfigError(f"--method {method}: choose stategen or llm")
         if method == "llm" and (writer is None or evaluator is not None):
             raise ConfigError("--method llm needs --writer MODEL (the model asked for task + program) and no --evaluator")
-        scen = get_scenario(scenario)
+        if (scenario is None) == (spec is None):
+            raise ConfigError("give --scenario NAME or --spec FILE (one of them)")
+        if spec is None and (state_model is not None or name is not None):
+            raise ConfigError("--model and --name go with --spec")
+        if spec is not None:
+            if method != "stategen":
+                raise ConfigError("--spec works with --method stategen")
+            from callbench.tracks.stateful.spec_bench import prepare
+
+            scen = prepare(out, spec, state_model, name=name)
+            scenario = scen.name
+        else:
+            scen = get_scenario(scenario)
         setup_sandbox(unsafe_no_sandbox)
         opts = parse_model_args(model_arg)
         wb = load_model(writer, **opts) if writer else None
@@ -248,7 +263,8 @@ def run_stateful(
 
 @app.command("coverage")
 def coverage_cmd(
-    scenario: Annotated[list[str], typer.Option(help="Scenario(s) (repeatable).")],
+    scenario: Annotated[list[str] | None, typer.Option(help="Scenario(s) (repeatable).")] = None,
+    spec: Annotated[list[Path] | None, typer.Option(help="OpenAPI spec(s) (repeatable): the scenario inferred from each.")] = None,
     programs: Annotated[str, typer.Option(help="Programs per curve: N or 1..N.")] = "1..50",
     samplers: Annotated[str, typer.Option(help="Comma-separated samplers.")] = "energy,random",
     seeds: Annotated[int, typer.Option(help="Curves per sampler (seeds 0..N-1).")] = 5,
@@ -276,8 +292,15 @@ def coverage_cmd(
             raise ConfigError(f"--samplers {samplers}: choose from {', '.join(SAMPLERS)}")
         if n < 1 or seeds < 1 or not 0 < goal <= 1:
             raise ConfigError("need programs >= 1, seeds >= 1 and 0 < goal <= 1")
-        results = [run_coverage(get_scenario(s), programs=n, samplers=names, seeds=seeds, goal=goal) for s in scenario]
-        stem = "coverage-" + "-".join(scenario)
+        if not scenario and not spec:
+            raise ConfigError("give --scenario NAME or --spec FILE (repeatable)")
+        scens = [get_scenario(s) for s in scenario or []]
+        if spec:
+            from callbench.tracks.stateful.spec_bench import spec_scenario
+
+            scens += [spec_scenario(p) for p in spec]
+        results = [run_coverage(sc, programs=n, samplers=names, seeds=seeds, goal=goal) for sc in scens]
+        stem = "coverage-" + "-".join(sc.name for sc in scens)
         json_out = json_out or out / f"{stem}.json"
         if plot is None:
             try:

@@ -270,9 +270,15 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
             return f"'{name or ch}' is not an axios request method ({', '.join(AXIOS_METHODS)})"
         if not any(op.method == name.lower() for op in spec.operations):
             return f"method '{name}' is not defined for any URL"
+        if word is not None and (pos < word.end() or text[word.end() : pos].strip() == "" and ch == "("):
+            # refused inside a method the spec defines, or at its '(': not the call's fault
+            return (
+                f"the grammar refuses {ch!r} at offset {pos} of 'axios.{name}(' although the spec "
+                f"defines {name.lower()} operations: the grammar cannot write calls of this spec"
+            )
         return f"expected '(' after axios.{name}, got {ch!r}"
     if state == "url":
-        return _url_reason(spec, g, tr.method or "", text)
+        return _url_reason(spec, g, tr.method or "", text, pos)
     if state == "args":
         return _args_reason(tr, ctx, ch)
     obj = ctx.get("object", "the call")
@@ -385,7 +391,7 @@ def _ws_reason(opt: GrammarOptions, before: str, ch: str) -> str | None:
     return None
 
 
-def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str) -> str:
+def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str, pos: int | None = None) -> str:
     m = re.match(r"\s*[A-Za-z_$][\w$]*\s*\(\s*", text)
     start = m.end() if m else 0
     if start >= len(text) or text[start] not in "'\"`":
@@ -427,6 +433,14 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str) -> str:
             return f"path parameter '{p.name}' = '{value}' in URL '{url}' is not one of {list(enums)}"
         if types and types <= {"integer", "null"} and not re.fullmatch(r"-?\d+", value):
             return f"path parameter '{p.name}' = '{value}' in URL '{url}' is not an integer"
+    if pos is not None and pos <= j:
+        # nothing above finds fault with the URL, and the spec matches it: say where the grammar
+        # stopped rather than call a URL the spec allows wrong
+        at = text[pos : pos + 1] or "end of text"
+        return (
+            f"URL '{url}' matches {method.upper()} {pm.template} of the spec, but the grammar refuses "
+            f"{at!r} at offset {pos - start - 1} of the URL (a URL the grammar cannot write)"
+        )
     return f"URL '{url}' is not a URL the spec allows with method {method}"
 
 

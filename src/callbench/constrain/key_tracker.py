@@ -64,6 +64,7 @@ from callbench.constrain.engine import TokenFilter  # noqa: E402, F401 - re-expo
 _LBRACE, _RBRACE, _LBRACK, _RBRACK = ord("{"), ord("}"), ord("["), ord("]")
 _LPAR, _RPAR, _COMMA, _COLON = ord("("), ord(")"), ord(","), ord(":")
 _SQ, _DQ, _BQ, _BSL, _DOLLAR = ord("'"), ord('"'), ord("`"), ord("\\"), ord("$")
+_PLAIN_ESCAPES = frozenset(b"'\"\\/`$")  # escapes that stand for the character itself
 _WS = frozenset(b" \t\r\n")
 _QUOTES = frozenset((_SQ, _DQ, _BQ))
 _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$")
@@ -861,7 +862,9 @@ class KeyTracker:
         url = self._url
         if self._esc:
             self._esc = False
-            if url is not None:
+            if url is not None:  # the URL as JavaScript reads it: \' is ' (azure's /indexers('{x}'))
+                if b not in _PLAIN_ESCAPES:
+                    url.append(_BSL)
                 url.append(b)
             return
         if self._hole:
@@ -877,8 +880,6 @@ class KeyTracker:
         self._dollar = b == _DOLLAR
         if b == _BSL:
             self._esc = True
-            if url is not None:
-                url.append(b)
             return
         if b == self._q:
             self._mode = M_CODE

@@ -35,21 +35,49 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   one line break followed by indentation, so a model cannot spend its tokens padding.
 
 Specs in the wild: a path key that fixes a query (``/?module=account&action=balance``, or
-APIs.guru's ``/#Action=X``) is written with that query in the URL string (:func:`url_plan`; its
-pairs in any order when there are at most 3), a fragment label (``/files/{id}#add_shared_link``)
-with its ``#label``. The scorer also accepts the fixed pairs in ``params`` (the same query on
-the wire); the grammar does not, on purpose: the key tracker must know the call's operation once
+APIs.guru's ``/#Action=X``; a bare fixed name such as S3's ``/{Bucket}#cors`` is written
+``cors=<value>``, typed by its parameter) is written with that query in the URL string
+(:func:`url_plan`; its pairs in any order when there are at most 3), a fragment label
+(``/files/{id}#add_shared_link``, AWS's ``/#X-Amz-Target=Svc.Op``) with its ``#label``. The
+scorer also accepts the fixed pairs in ``params`` (the same query on the wire), and a request
+without the label that carries what it names (the ``X-Amz-Target`` header: axios never sends a
+fragment); the grammar does not, on purpose: the key tracker must know the call's operation once
 the URL is written (its required and unique keys, credentials and ``params`` shape are those of
 one operation), and query-dispatched APIs put many operations on one path (``/api``, told apart
 only by ``module``/``action``), so a URL without the pairs names no single operation. The
 grammar is thus stricter there (it never accepts a call the scorer rejects). Servers are every root,
 path-item and operation server with their variables (an enum's values, else any value); an
-array query parameter also takes one item alone, and without ``explode`` its items joined by
-the style's delimiter (``part: 'snippet,id'``).
+array query or header parameter also takes one item alone, and without ``explode`` (a header:
+style simple) its items joined by the style's delimiter (``part: 'snippet,id'``); an exploded
+object query parameter (style form) is one pair per property (``LoggingConfig`` ->
+``LogRoleArn: ...``); a body name the schema's ``required`` lists is part of the object even
+when it is not declared.
 
 Size: every schema's value rule is built once and referenced (named by first-use order, deduped
 by body text), so operations share rules; a recursive schema unrolls into one rule per recursion
 level, bounded by ``GrammarOptions.max_depth`` (past it only ``null`` is left).
+
+Large specs (llguidance's limits: one lexer budget for all lexemes of a grammar, 16-bit grammar
+symbols, and a lexer that never cuts a lexeme short where a longer one could go on):
+
+* URLs (``full``) are words of small lexemes merged into a trie of rules per method and quote:
+  the opening quote, scheme and host, then one ``/segment`` lexeme each (a literal, or a path
+  hole's regex with the text around it; never containing ``/``, so each ends where the next
+  begins), then one tail lexeme (optional ``/``, fixed query, ``#label``, closing quote). A shared
+  prefix is written once and only the few segments that can follow it are lexemes there (one
+  whole-URL regex per template put thousands of lexemes at the URL's start).
+* Shadowing stays in the grammar, exactly as before (so grammar and key tracker still agree on
+  the operation): a URL of template B that a better-ranked template A with the method also
+  matches is cut out of B piece by piece (:class:`_UrlWords`, :func:`_cut`): their words differ
+  at some positions, and B less A is the union of B's word with A's piece excluded at one of
+  them (``segment & ~(other)``, a small regex), earlier ones narrowed to A's literal. Pieces that
+  cannot share a string (two literals, ``/{a}:cancel`` and ``/{a}:delete``, disjoint tails) need
+  no cut. Where that does not apply the whole grammar falls back to the regex per template.
+* An enum of more than ``_BIG_ENUM`` bytes of plain strings is a rule over one lexeme per member
+  (shared by every list and quote), as is its delimited form (``'id,name'``): Microsoft Graph's
+  thousand ``$select``/``$orderby`` lists did not fit the lexer budget as regexes.
+* Optional whitespace is one nullable rule and ``{...}``/``[...]`` lists are three rules without
+  groups (llguidance makes a symbol of every group and optional it meets).
 """
 
 from __future__ import annotations
@@ -70,7 +98,7 @@ from typing import Any, Literal
 
 from callbench.errors import CallbenchError
 from callbench.specs import ApiSpec, Operation, Parameter, required_properties, schema_type
-from callbench.specs.openapi import request_query, segment_pattern, split_path_key
+from callbench.specs.openapi import exploded_object_params, request_query, segment_pattern, split_path_key
 from callbench.specs.refs import thaw
 from callbench.specs.schema import allows_additional_properties
 
@@ -319,8 +347,11 @@ class UrlPlan:
     """How the grammar writes one path key's URL: ``path`` (the path part, ``{holes}`` kept),
     ``query`` (the ``name=value`` items written after ``?``, holes kept: the path key's own query
     and the ``name=value`` pairs of a query-dispatch fragment such as ``#Action=X``), ``label``
-    (a fragment label written after ``#``), ``in_url``: query names the URL carries (so ``params``
-    need not repeat them), ``in_params``: fixed names without a value, required in ``params``."""
+    (a fragment label written after ``#``; a bare fragment name such as S3's ``#cors`` is written
+    ``cors=<value>``, its value typed by the parameter's schema, so that the URL names the
+    operation), ``in_url``: query names the URL carries (so ``params`` need not repeat them),
+    ``in_params``: fixed names required in ``params`` (none today: every fixed name is written in
+    the URL)."""
 
     path: str
     query: tuple[str, ...] = ()
@@ -341,8 +372,10 @@ def url_plan(spec: ApiSpec, op: Operation) -> UrlPlan:
         for x in frag.split("&"):
             if "=" in x:
                 items.append(x)
-            elif x:
-                in_params.add(x)
+            elif x:  # a fixed name with any value (``#ResourceArn``, S3's ``#cors``): a typed hole
+                from urllib.parse import unquote
+
+                items.append(f"{x}={{{unquote(x)}}}")
     in_url = frozenset(x.partition("=")[0] for x in items)
     return UrlPlan(path, tuple(dict.fromkeys(items)), label, in_url, frozenset(in_params - in_url))
 
@@ -388,12 +421,22 @@ class SpecModel:
         # URL terminal definitions by (path key, identifiers, allow_url_query): the same text in
         # every build of this spec with those inputs, so later builds only name them.
         self.url_defs: dict[tuple[Any, ...], str] = {}
+        self._url_words: dict[tuple[Any, ...], _UrlWords] = {}
 
     def templates(self) -> _Templates:
         """The spec's path templates (hole schemas, shadowing), built once."""
         if self._templates is None:
             self._templates = _Templates(self.spec, self._scalars)
         return self._templates
+
+    def url_words(self, idents: tuple[str, ...], allow_url_query: bool) -> _UrlWords:
+        """The URL lexeme words of every template for these inputs (filled on demand, shared by
+        every build of this spec with them)."""
+        key = (idents, allow_url_query)
+        hit = self._url_words.get(key)
+        if hit is None:
+            hit = self._url_words[key] = _UrlWords(idents, allow_url_query)
+        return hit
 
     # -- schema helpers ----------------------------------------------------------------
     def union(self, schemas: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -458,6 +501,9 @@ class SpecModel:
         elif not any_props and False not in extras:
             extra = None
         req = required_properties(schema)
+        if extra is NO and False not in extras:  # required though undeclared (vestorly's `name`):
+            for name in sorted(req - declared.keys()):  # part of the object, any value
+                declared[name] = None
         req = frozenset(req if extra is not NO else req & declared.keys())
         out = ObjShape("object", declared, req, extra)
         self._shapes[id(schema)] = out
@@ -553,11 +599,20 @@ class SpecModel:
                     params.setdefault(f"{p.name}[{prop}]", sub)
                 if allows_additional_properties(p.schema):  # any other name[prop]: any value
                     patterns.append((f"{p.name}[", None))
+        exploded = exploded_object_params(op)  # style form + explode: each property is its own pair
+        for p in exploded:
+            for prop, sub in self.shape(p.schema).props.items():
+                params.setdefault(prop, sub)
         headers: dict[str, Any] = {}
-        for p in op.params_in("header"):
-            headers[p.name] = p.schema or None
+        for p in op.params_in("header"):  # an array header travels as 'a,b' (style simple) too
+            headers[p.name] = self.query_value(p) if p.schema else None
         plan = url_plan(spec, op)
-        params_req = set(p.name for p in op.params_in("query") if p.required and p.name not in plan.in_url)
+        params_req = set(
+            p.name for p in op.params_in("query") if p.required and p.name not in plan.in_url and p not in exploded
+        )
+        for p in exploded:  # a required exploded object: its required properties
+            if p.required:
+                params_req.update(n for n in required_properties(p.schema) if n in params)
         for name in plan.in_params:  # a fixed query name without value: the call must send it
             params.setdefault(name, _STRING)
             params_req.add(name)
@@ -616,7 +671,10 @@ class SpecModel:
             data=data if op.method in BODY_METHODS else None,
             config=config,
             data_mandatory=op.method in BODY_METHODS and data_mandatory,
-            config_mandatory=bool(creq) or bool(cred_any),
+            # under url_query a credential alternative all in params may come in the URL: the key
+            # tracker decides once it has read the URL (given_in_url)
+            config_mandatory=bool(creq)
+            or (bool(cred_any) and not (url_query and any(all(loc == "params" for loc, _ in a) for a in cred_any))),
             credentials=alts,
             cred_any=cred_any,
         )
@@ -625,8 +683,9 @@ class SpecModel:
 
     def given_in_url(self, args: OpArgs, names: frozenset[str]) -> OpArgs:
         """``args`` once the URL's query is known (``allow_url_query``): the query names it
-        carries are no longer required in ``params``, and ``params`` (hence ``config``) is
-        mandatory again when required query parameters are left."""
+        carries are no longer required in ``params`` (nor is a credential it carries: Trello's
+        ``?key=..&token=..``), and ``params`` (hence ``config``) is mandatory again when required
+        query parameters are left."""
         key = (id(args), names)
         hit = self._given.get(key)
         if hit is not None:
@@ -638,7 +697,10 @@ class SpecModel:
         hshape = cprops["headers"]
         creq = frozenset(k for k, s in (("params", pshape), ("headers", hshape)) if s.required)
         config = ObjShape("config", cprops, creq)
-        out = replace(args, config=config, config_mandatory=bool(creq) or bool(args.cred_any))
+        cred_any = args.cred_any  # a credential alternative the URL's query already carries
+        if any(all(loc == "params" and n in names for loc, n in alt) for alt in cred_any):
+            cred_any = ()
+        out = replace(args, config=config, config_mandatory=bool(creq) or bool(cred_any), cred_any=cred_any)
         self._given[key] = out
         self._keep.append((args, out))
         return out
@@ -650,8 +712,10 @@ class SpecModel:
         if op.request_body is None:
             return ObjShape("empty", {})
         schema = op.body_schema()
-        if not isinstance(schema, Mapping) or not schema:
+        if not isinstance(schema, Mapping):
             return ObjShape("data", {})
+        if not any(k in schema for k in _SHAPING_KEYWORDS):  # untyped (``{}``, a description): any JSON value
+            return _ANY_BODY
         types = schema_type(schema)
         props, _, any_props = self._collect(schema)
         if not any_props and types and "object" not in types:
@@ -662,8 +726,17 @@ class SpecModel:
             ap = schema.get("additionalProperties")
             extra = ap if isinstance(ap, Mapping) else None
         req = op.body_required()
-        req = frozenset(req if extra is not NO else req & declared.keys())
-        return ObjShape("data", declared, req, extra)
+        for name in sorted(req - declared.keys()):  # required though undeclared: legal, any value
+            declared[name] = None
+        return ObjShape("data", declared, frozenset(req), extra)
+
+
+# keywords that say something about a body's shape; a body schema with none of them (``{}``, only a
+# description: orthanc's DICOM queries) takes any JSON value, as the synthesizer and scorer read it
+_SHAPING_KEYWORDS = frozenset(
+    {"type", "properties", "additionalProperties", "allOf", "oneOf", "anyOf", "items", "enum", "const", "required", "not"}
+)
+_ANY_BODY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _credential_names(spec: ApiSpec) -> dict[str, list[str]]:
@@ -929,26 +1002,41 @@ def _build(
         return _build_deep(spec, setup, m, url, idents, options, op, t0)
 
 
+_DEEP_LOCK = threading.Lock()
+# builds in progress, the recursion limit and GC state before the first of them
+_DEEP: dict[str, Any] = {"builds": 0, "limit": 0, "gc": False}
+
+
 @contextmanager
 def _deep_recursion(limit: int = 6000) -> Iterator[None]:
     """Room for the builder's recursion through schemas nested hundreds of levels deep without
     any cycle (Microsoft Graph; Python 3.11+ calls between Python functions use no C stack),
-    and no cyclic garbage collection while building."""
-    old = sys.getrecursionlimit()
-    if old < limit:
-        sys.setrecursionlimit(limit)
-    # The builder allocates many small objects next to a loaded spec of millions: cyclic GC
-    # passes over that heap took up to half of a large build, and a build makes no garbage
-    # cycles worth collecting before it ends.
-    collecting = gc.isenabled()
-    gc.disable()
+    and no cyclic garbage collection while building.
+
+    Both settings are process-wide and builds may run in threads: the first build to start saves
+    them and the last one to end restores them (a count under a lock), so a build never ends
+    with another one's limit lowered or GC switched back on under it."""
+    with _DEEP_LOCK:
+        if _DEEP["builds"] == 0:
+            _DEEP["limit"] = sys.getrecursionlimit()
+            _DEEP["gc"] = gc.isenabled()
+            # The builder allocates many small objects next to a loaded spec of millions: cyclic
+            # GC passes over that heap took up to half of a large build, and a build makes no
+            # garbage cycles worth collecting before it ends.
+            gc.disable()
+        _DEEP["builds"] += 1
+        if sys.getrecursionlimit() < limit:
+            sys.setrecursionlimit(limit)
     try:
         yield
     finally:
-        if collecting:
-            gc.enable()
-        if old < limit:
-            sys.setrecursionlimit(old)
+        with _DEEP_LOCK:
+            _DEEP["builds"] -= 1
+            if _DEEP["builds"] == 0:
+                if sys.getrecursionlimit() > _DEEP["limit"]:
+                    sys.setrecursionlimit(_DEEP["limit"])
+                if _DEEP["gc"]:
+                    gc.enable()
 
 
 def _build_deep(
@@ -1121,7 +1209,9 @@ class _Builder:
 
     # -- common pieces ---------------------------------------------------------------
     def ws(self) -> str:
-        return self.base("WS") + "?"
+        # one nullable rule, not ``WS?`` written everywhere: llguidance makes a grammar symbol of
+        # each optional it meets, and symbols are 16-bit (Microsoft Graph ran out of them)
+        return self.rule("w", self.base("WS") + "?")
 
     def end(self) -> str:
         return self.rule("end", f'")" {self.base("TAIL")}?')
@@ -1203,9 +1293,24 @@ class _Builder:
         with self.at(nest=self.nest + 1):
             inner = self.any_value(depth + 1)
         member = self.rule("am", f'{self.base("ANYKEY")} {ws} ":" {ws} {inner}')
-        obj = self.rule("ao", f'"{{" {ws} ({member} {ws} ("," {ws} {member} {ws})* ("," {ws})?)? "}}"')
+        obj = self.listed("ao", "{", member, "}")
         arr = self.array_of(inner)
         self.rules[name] = " | ".join([*scalars, obj, arr])
+        return name
+
+    def listed(self, prefix: str, open_: str, item: str, close: str) -> str:
+        """``open ws (item ws ("," ws item ws)* ("," ws)?)? close`` (trailing comma allowed) as
+        three rules without groups: llguidance makes grammar symbols of every group, optional
+        and repetition, and their 16-bit numbers ran out on Microsoft Graph's objects."""
+        key = ("listed", prefix, open_, item, close)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        ws = self.ws()
+        body, tail = self._name("lb"), self._name("lt")
+        self.rules[body] = f'"{close}" | {item} {ws} {tail}'
+        self.rules[tail] = f'"{close}" | "," {ws} {body}'
+        name = self.memo[key] = self.rule(prefix, f'"{open_}" {ws} {body}')
         return name
 
     def array_of(self, item: str) -> str:
@@ -1214,6 +1319,8 @@ class _Builder:
         more = "*" if n is None else f"{{0,{max(0, n - 1)}}}"
         if n == 0:
             return self.rule("a", f'"[" {ws} "]"')
+        if n is None:
+            return self.listed("a", "[", item, "]")
         return self.rule("a", f'"[" {ws} ({item} {ws} ("," {ws} {item} {ws}){more} ("," {ws})?)? "]"')
 
     def object_rule(self, shape: ObjShape) -> str:
@@ -1250,7 +1357,7 @@ class _Builder:
             members.append(self.rule("p", f'{anykey} {ws} ":" {ws} {v}'))
         if members:
             m = self.alt("m", members)
-            name = self.rule("o", f'"{{" {ws} ({m} {ws} ("," {ws} {m} {ws})* ("," {ws})?)? "}}"')
+            name = self.listed("o", "{", m, "}")
         else:
             name = self.rule("o", f'"{{" {ws} "}}"')
         self.memo[key] = name
@@ -1282,12 +1389,13 @@ class _Builder:
         alts = self._schema_alts(schema)
         joined = schema.get(DELIMITED)
         if joined is not None:
-            term = self.delimited_term(*joined)
+            scal = self.model.scalars(schema)
+            term = self.delimited_term(*joined, rule_ok=scal is not None and not scal[1] & _QUOTED_TYPES)
             if term is not None:
                 alts.insert(0, term)
         return alts
 
-    def delimited_term(self, delim: str, item: Any) -> str | None:
+    def delimited_term(self, delim: str, item: Any, rule_ok: bool = True) -> str | None:
         """A string of items joined by ``delim`` (``'snippet,id'``), when the items are enum
         members, numbers or booleans (items of free text are any string already)."""
         scal = self.model.scalars(item) if _is_map(item) else None
@@ -1298,7 +1406,17 @@ class _Builder:
             vals = [v if isinstance(v, str) else json.dumps(v) for v in enums if v is not None]
             if not vals:
                 return None
-            one = "(?:" + "|".join(_rx(v) for v in dict.fromkeys(vals)) + ")"
+            vals = list(dict.fromkeys(vals))
+            # as a rule only where the enum's own value is one too (:meth:`_enum_term`: the same
+            # members, all plain strings), so no quoted lexeme sits beside the lone quote
+            if (
+                rule_ok  # no string/number/boolean lexeme of the value beside the lone quote
+                and sum(map(len, vals)) > _BIG_ENUM
+                and all(type(v) is str for v in enums if v is not None)
+                and all(_PLAIN_STR.match(v) and delim not in v for v in vals)
+            ):
+                return self.delimited_rule(delim, vals)
+            one = "(?:" + "|".join(_rx(v) for v in vals) + ")"
         elif types and types <= {"integer", "null"}:
             one = r"-?(?:0|[1-9][0-9]*)"
         elif types and types <= {"integer", "number", "null"}:
@@ -1311,6 +1429,38 @@ class _Builder:
         forms = [f"{_rx(q)}{one}(?:{d}{one})*{_rx(q)}" for q in "'\"`"]
         return self.term("L", "/" + "|".join(forms) + "/")
 
+    def delimited_rule(self, delim: str, vals: list[str]) -> str:
+        """:meth:`delimited_term` of a large enum as rules over one lexeme per member: the
+        opening quote with the first member, the delimiter with each next one, the closing quote
+        (members hold no quote or delimiter, so each lexeme ends where the next begins; a lone
+        ``'id'`` is also the enum's own value, the same string, so whichever of the two the
+        lexer follows accepts it)."""
+        key = ("delimited", delim, tuple(vals))
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        rest = self.rule("lr", " | ".join(self.term("LR", f"/{_rx(delim + v)}/") for v in vals))
+        forms = []
+        for q in _QUOTES:
+            # the quote stays in the first member's lexeme: beside the enum's own lexemes (a lone
+            # quote, or the quote with a member) it is then the longer one, never cut short
+            first = self.quoted_members(q, vals, alone=False)
+            forms.append(f"{first} {rest}* {self.term('LQ', f'/{_rx(q)}/')}")
+        name = self.memo[key] = self.rule("l", " | ".join(forms))
+        return name
+
+    def quoted_members(self, q: str, vals: list[str], alone: bool = True) -> str:
+        """The opening quote ``q`` and one of ``vals`` (the closing quote follows as its own
+        lexeme, so a member lexeme never has to end where another could go on). ``alone``: no
+        other lexeme at this point starts with a quote, so the quote is a lexeme of its own and
+        the members' lexemes are shared by all quotes and lists; else each member lexeme holds
+        the quote (llguidance's lexer never cuts a lexeme short where a longer one goes on, so a
+        lone quote next to ``'3'`` would lose ``'3abc'``)."""
+        if not alone:
+            return self.rule("lf", " | ".join(self.term("LF", f"/{_rx(q + v)}/") for v in vals))
+        members = self.rule("lv", " | ".join(self.term("V", f"/{_rx(v)}/") for v in vals))
+        return f"{self.term('LQ', f'/{_rx(q)}/')} {members}"
+
     def _schema_alts(self, schema: Mapping[str, Any]) -> list[str]:
         scal = self.model.scalars(schema)
         if scal is None:
@@ -1318,7 +1468,7 @@ class _Builder:
         enums, types = scal
         alts: list[str] = []
         if enums is not None:
-            alts.append(self.enum_term(enums))
+            alts.append(self.enum_term(enums, alone=not types & _QUOTED_TYPES))
             if None in enums:
                 alts.append(self.base("NULL"))
         ns = self.numeric_strings()
@@ -1351,17 +1501,30 @@ class _Builder:
             alts.append(self.base("NULL"))
         return self.with_ident(alts)
 
-    def enum_term(self, values: list[Any]) -> str:
+    def enum_term(self, values: list[Any], alone: bool = True) -> str:
+        """The enum's members as JS literals; ``alone``: no other lexeme of the value may start
+        with a quote (no string/number/boolean type beside the enum)."""
         ns = self.numeric_strings()
-        key = ("enum", id(values), ns)
+        key = ("enum", id(values), ns, alone)
         hit = self.memo.get(key)
         if hit is not None and hit[1] is values:
             return hit[0]
-        name = self._enum_term(values, ns)
+        name = self._enum_term(values, ns, alone)
         self.memo[key] = (name, values)
         return name
 
-    def _enum_term(self, values: list[Any], ns: bool) -> str:
+    def _enum_term(self, values: list[Any], ns: bool, alone: bool = True) -> str:
+        plain = list(dict.fromkeys(v for v in values if type(v) is str and _PLAIN_STR.match(v)))
+        if sum(map(len, plain)) > _BIG_ENUM:
+            # One lexeme per member, in a rule: the lexer's budget is spent once per member text
+            # rather than once per member list (Microsoft Graph has a thousand large lists of
+            # mostly the same property names, which did not fit llguidance's lexer budget).
+            rest = _enum_regex_uncached([v for v in values if not (type(v) is str and _PLAIN_STR.match(v))], ns)
+            alone = alone and (rest is None or not any(_rx(q) in rest for q in _QUOTES))
+            alts = [f"{self.quoted_members(q, plain, alone)} {self.term('LQ', f'/{_rx(q)}/')}" for q in _QUOTES]
+            if rest is not None:
+                alts.append(self.term("E", f"/{rest}/"))
+            return self.rule("e", " | ".join(alts))
         try:
             key = tuple((type(v), v) for v in values)
             hash(key)
@@ -1428,6 +1591,96 @@ class _Builder:
                 else f"{self.spec.source}: no operations"
             )
         templates = self.model.templates()
+        words = self.model.url_words(self.idents, self.opt.allow_url_query)
+        found_by: dict[str, list[Any]] = {}
+        for method, ops in by_method.items():
+            found = found_by[method] = [words.of(self, templates, op.path, method) for op in ops]
+            if any(f is None for f in found):  # a shadowing the segment lexemes cannot express
+                return self._full_start_regex(by_method, templates)
+        ws = self.ws()
+        calls = []
+        for method in AXIOS_METHODS:
+            ops = by_method.get(method)
+            if not ops:
+                continue
+            found = found_by[method]
+            per_quote: dict[str, list[tuple[tuple[str, ...], str]]] = {q: [] for q in _QUOTES}
+            for op, by_q in zip(ops, found, strict=True):
+                assert by_q is not None
+                if not any(by_q.values()):
+                    continue  # every URL of this template belongs to a better-ranked one
+                args = self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
+                after = f"{ws} {self.after_url_rule(args)}"
+                for q, ws_q in by_q.items():
+                    for w in ws_q:
+                        per_quote[q].append((tuple(self.segment_term(x) for x in w), after))
+            alts = []
+            for q in _QUOTES:
+                if per_quote[q]:
+                    paths = self.trie_symbols(per_quote[q], "t")
+                    alts.append(f"{self.server_rule(q)} {paths}")
+            if alts:
+                calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {self.alt("urls", alts)}'))
+        if not calls:
+            raise GrammarError(f"{self.spec.source}: no URL is left for method {only!r}")
+        return "start: " + " | ".join(calls)
+
+    def segment_term(self, piece: _Piece) -> str:
+        """The terminal of one URL piece: its regex, less the better-ranked pieces it excludes."""
+        base, excluded, _ = piece
+        name = self.term("S", f"/{base}/")
+        if not excluded:
+            return name
+        others = " | ".join(self.term("S", f"/{x}/") for x in excluded)
+        return self.term("SX", f"{name} & ~({others})")
+
+    def server_rule(self, quote: str) -> str:
+        """The opening quote and a server prefix, as lexemes that end before each ``/`` (the
+        lexer does not backtrack: a lexeme that could still grow is never cut short, so no
+        piece may be a prefix of another piece followed by what comes next)."""
+        key = ("srv", quote)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        words = [(tuple(self.segment_term((x, (), None)) for x in w), "") for w in _server_words(self.spec, quote)]
+        name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv"))
+        return name
+
+    def trie_symbols(self, words: list[tuple[tuple[str, ...], str]], prefix: str) -> str:
+        """Symbols of the words (terminal sequences, each followed by its continuation) merged
+        into a trie of rules: a shared prefix is written once, so the lexemes allowed at any
+        point are the few pieces that can follow there (one whole-URL lexeme per template put
+        thousands at the URL's start; llguidance refused such lexers)."""
+        root: dict[str, Any] = {}
+        ends_key = ""  # terminal names are never empty: "" holds the continuations
+        for seq, after in words:
+            node = root
+            for t in seq:
+                node = node.setdefault(t, {})
+            node.setdefault(ends_key, {})[after] = None
+
+        def emit(node: dict[str, Any]) -> str:
+            alts: list[str] = []
+            for t, child in node.items():
+                if t == ends_key:
+                    alts.extend(a for a in child)
+                else:
+                    alts.append(f"{t} {emit(child)}".rstrip())
+            alts = list(dict.fromkeys(alts))
+            if len(alts) == 1:
+                return alts[0]
+            if "" in alts:  # an empty continuation (the server words): the rest is optional
+                rest = [a for a in alts if a]
+                inner = rest[0] if len(rest) == 1 else self.rule(prefix, " | ".join(rest))
+                return f"({inner})?"
+            return self.rule(prefix, " | ".join(alts))
+
+        return emit(root)
+
+    def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: _Templates) -> str:
+        """The URLs as one regex lexeme per template, shadowing cut out by regex negation: exact
+        for any overlap, but too big for llguidance on the largest specs; used only where the
+        segment words cannot express a template's shadowing."""
         ws = self.ws()
         calls = []
         for method in AXIOS_METHODS:
@@ -1515,18 +1768,7 @@ class _Builder:
             url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
             if url and "//" not in url and not url.startswith("/"):
                 url = "/" + url  # a relative server such as "v1"
-            out = []
-            for i, piece in enumerate(_PARAM_RX.split(url)):
-                if i % 2 == 0:
-                    out.append(_rx(piece))
-                    continue
-                var = variables.get(piece) if isinstance(variables, Mapping) else None
-                enum = var.get("enum") if isinstance(var, Mapping) else None
-                if isinstance(enum, tuple | list) and enum:
-                    out.append("(?:" + "|".join(_rx(str(v)) for v in enum) + ")")
-                else:
-                    out.append(free)
-            alts.append("".join(out))
+            alts.append(_server_var_rx(url, variables, free))
         name = "|".join(dict.fromkeys(alts))
         self.memo[key] = name
         return name
@@ -1542,7 +1784,7 @@ class _Builder:
             if enums is not None:
                 vals = [json.dumps(v) if not isinstance(v, str) else v for v in enums if v is not None]
                 if vals:
-                    rx, free = "|".join(_rx(v) for v in vals), False
+                    rx, free = "|".join(_url_value_rx(v) for v in vals), False
             elif types and types <= {"integer", "null"}:
                 rx, free = r"-?[0-9]+", False
             elif types and types <= {"integer", "number", "null"}:
@@ -1556,12 +1798,34 @@ class _Builder:
         return f"(?:{rx})"
 
 
+@lru_cache(maxsize=1 << 14)
+def _url_value_rx(value: str) -> str:
+    """An enum member inside a URL: as written, each character other than letters, digits and
+    ``-._~`` also percent-encoded (``Solanum%20lycopersicum``), as :meth:`ApiSpec.match` decodes
+    segments before comparing them."""
+    out = []
+    for ch in value:
+        if ch.isascii() and (ch.isalnum() or ch in "-._~"):
+            out.append(ch)
+            continue
+        enc = "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
+        alts = [_rx(ch), _rx(enc)]
+        if enc.lower() != enc:
+            alts.append(_rx(enc.lower()))
+        out.append("(?:" + "|".join(alts) + ")")
+    return "".join(out)
+
+
 def _enum_regex_uncached(values: Iterable[Any], ns: bool) -> str | None:
     """The regex of an enum's members as JS literals (strings in any quote; with ``ns`` numbers
     and booleans also quoted); None when no member is left (only null)."""
     forms: list[str] = []
+    plain: list[str] = []  # strings written between the quotes as they are, in every quote
     for v in values:
         if v is None:
+            continue
+        if isinstance(v, str) and _PLAIN_STR.match(v):
+            plain.append(v)
             continue
         if isinstance(v, bool):
             forms.append("true" if v else "false")
@@ -1576,9 +1840,22 @@ def _enum_regex_uncached(values: Iterable[Any], ns: bool) -> str | None:
             forms += [_js_string(v, q) for q in "'\"`"]
         else:  # object/array enum members: their JSON text
             forms.append(json.dumps(thaw(v), ensure_ascii=False))
-    if not forms:
+    if not forms and not plain:
         return None
-    return "|".join(_rx(f) for f in dict.fromkeys(forms))
+    out = [_rx(f) for f in dict.fromkeys(forms)]
+    if plain:
+        # one alternation of the values inside each quote (llguidance hash-conses the repeated
+        # group, and the delimited-list terminal reuses it): spelling out value x quote made
+        # Microsoft Graph's enums exceed llguidance's lexer budget
+        one = "(?:" + "|".join(_rx(v) for v in dict.fromkeys(plain)) + ")"
+        out += [f"{_rx(q)}{one}{_rx(q)}" for q in "'\"`"]
+    return "|".join(out)
+
+
+_QUOTED_TYPES = frozenset({"string", "integer", "number", "boolean"})  # types with quoted lexemes
+_BIG_ENUM = 256  # bytes of plain string members past which an enum is a rule over member lexemes
+# a string whose JS literal is itself between any quote (no quotes, backslash, ``$``, controls)
+_PLAIN_STR = re.compile(r"[^'\"`\\$\x00-\x1f\u2028\u2029]*\Z")
 
 
 @lru_cache(maxsize=8192)
@@ -1738,12 +2015,25 @@ class _Templates:
         self._shadow[path] = out
         return out
 
-    def shadowing(self, path: str, method: str) -> list[str]:
+    def shadowing(self, path: str, method: str, split_twins: bool = False) -> list[str]:
+        """Better-ranked templates with ``method`` a URL of ``path`` may also match.
+        ``split_twins``: leave out ``path``'s trailing-slash twin (see :meth:`twin`)."""
         mine = self._ranks[path]
         found = {
             p for p in self._overlapping(path) if p != path and method in self.ops[p] and self._ranks[p] < mine
         }
+        if split_twins:
+            found.discard(self.twin(path, method) or "")
         return sorted(found, key=self._order.__getitem__)  # spec order, as before
+
+    def twin(self, path: str, method: str) -> str | None:
+        """The other of ``/x`` and ``/x/`` when the spec has both with ``method`` (no query or
+        fragment): :meth:`ApiSpec.match` gives a URL ending in ``/`` to ``/x/`` and one without
+        to ``/x``, so neither shadows the other; the grammar splits them by the trailing slash."""
+        if len(path) < 2 or "?" in path or "#" in path:
+            return None
+        other = path[:-1] if path.endswith("/") else path + "/"
+        return other if len(other) > 1 and method in self.ops.get(other, {}) else None
 
     def hole_schemas(self, path: str) -> dict[str, Any]:
         out: dict[str, list[Mapping[str, Any]]] = {}
@@ -1757,3 +2047,284 @@ class _Templates:
             one = _scalars_of(first, self.scalars)
             merged[name] = first if all(_scalars_of(s, self.scalars) == one for s in schemas) else None
         return merged
+
+
+_QUOTES = ("'", '"', "`")
+_OPT_SLASH = r"\x2f?"  # how a URL tail starts: an optional trailing slash
+
+
+def _dq_tail(tail: str) -> str:
+    """A URL tail piece closed by ``'`` as closed by ``"`` (the rest of a tail is the same)."""
+    assert tail.endswith(r"\x27"), tail
+    return tail[:-4] + r"\x22"
+# One lexeme of a URL word: (regex, regexes of better-ranked templates' pieces cut out of it,
+# its text when it is one literal segment, else None).
+_Piece = tuple[str, tuple[str, ...], str | None]
+
+
+def _ends(segment: str | None) -> tuple[str, str] | None:
+    """The literal text every string of a ``/segment`` template piece starts and ends with."""
+    if segment is None:
+        return None
+    parts = _PARAM_RX.split(segment)
+    return parts[0], parts[-1]
+
+
+def _apart(x: tuple[str, str] | None, y: tuple[str, str] | None) -> bool:
+    """Two pieces with these literal ends share no string: their starts (or ends) disagree."""
+    if x is None or y is None:
+        return False
+    return not (x[0].startswith(y[0]) or y[0].startswith(x[0])) or not (
+        x[1].endswith(y[1]) or y[1].endswith(x[1])
+    )
+
+
+def _cut(
+    w: tuple[_Piece, ...],
+    shapes: tuple[tuple[str, str] | None, ...],
+    a_pieces: tuple[str, ...],
+    a_literal: tuple[str | None, ...],
+    a_shapes: tuple[tuple[str, str] | None, ...],
+) -> list[tuple[_Piece, ...]]:
+    """The word ``w`` less the URLs of another template's word, as words: for the positions
+    j where they differ, ``w`` with A's piece j cut out at j and, before j, each piece narrowed
+    to A's piece where that is a literal (so the words stay disjoint and later cuts by other
+    literals drop out). Exact either way: a URL of w outside A is in the word of the first
+    position where it leaves A."""
+    diff = []
+    for k, (rx, _, text) in enumerate(w):
+        theirs = a_pieces[k]
+        if rx == theirs or (theirs.startswith(_OPT_SLASH) and rx in (r"\x2f" + theirs[5:], theirs[5:])):
+            continue  # within theirs (a trailing-slash twin's tail within the optional slash)
+        at = a_literal[k]
+        if text is not None and at is not None:
+            return [w]  # two different literals: no URL is in both
+        if _apart((text, text) if text else shapes[k], a_shapes[k]):
+            return [w]  # e.g. /{name}:cancel and /{name}:delete
+        if text and _rx_matches(theirs, text):
+            continue  # a literal A's piece matches: nothing of it is left outside A
+        if at and _rx_matches(rx, at) is False:
+            return [w]  # A's literal is not one of w's strings
+        diff.append(k)
+    out = []
+    prefix = list(w)
+    for k in diff:
+        rx, excluded, text = prefix[k]
+        out.append((*prefix[:k], (rx, (*excluded, a_pieces[k]), text), *w[k + 1 :]))
+        at = a_literal[k]
+        if at:
+            if any(_rx_matches(x, at) for x in excluded):
+                break  # this piece cannot be A's: no URL of w reaches A past here
+            prefix[k] = (a_pieces[k], (), at)
+    return out
+
+
+def _server_var_rx(text: str, variables: Any, free: str) -> str:
+    """Regex of a server URL (or part of one): literal text, a variable with an ``enum`` one of
+    its values, another variable ``free`` (any value)."""
+    out = []
+    for i, piece in enumerate(_PARAM_RX.split(text)):
+        if i % 2 == 0:
+            out.append(_rx(piece))
+            continue
+        var = variables.get(piece) if isinstance(variables, Mapping) else None
+        enum = var.get("enum") if isinstance(var, Mapping) else None
+        if isinstance(enum, tuple | list) and enum:
+            out.append("(?:" + "|".join(_rx(str(v)) for v in enum) + ")")
+        else:
+            out.append(free)
+    return "".join(out)
+
+
+def _server_words(spec: ApiSpec, quote: str) -> list[tuple[str, ...]]:
+    """Every server prefix (root, path item and operation servers, as :meth:`ApiSpec.match`
+    accepts them) as lexeme regexes: the opening quote, the scheme and host (when absolute),
+    then one ``/segment`` each. An enum variable takes one of its values, another any value."""
+    free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
+
+    def rx(text: str, variables: Any) -> str:
+        return _server_var_rx(text, variables, free)
+
+    words: list[tuple[str, ...]] = []
+    for url, variables in spec.server_templates or (("/", {}),):
+        url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+        if url and "//" not in url and not url.startswith("/"):
+            url = "/" + url  # a relative server such as "v1"
+        cut = 0
+        if "//" in url:
+            cut = url.find("/", url.find("//") + 2)
+            cut = len(url) if cut < 0 else cut
+        word = [_rx(quote)]
+        if cut:
+            word.append(rx(url[:cut], variables))
+        word += [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
+        words.append(tuple(word))
+    return list(dict.fromkeys(words))
+
+
+class _UrlWords:
+    """Each path template's URLs as words of small lexemes: ``/segment`` pieces (a literal, or
+    a path hole's regex with the literal text around it), then one tail piece (optional ``/``,
+    the fixed query, the fragment label and the closing quote). The server prefix comes before
+    them (:func:`_server_words`), shared by all templates.
+
+    Shadowing (:class:`_Templates`: a URL also matching a better-ranked template with the same
+    method belongs to that one) is cut out piece by piece, exactly: a shadowing template A has
+    a word of as many pieces, equal to B's except at some positions D; a URL of B is one of A
+    only if each of its pieces at D is one of A's too, so B less A is the union, over k in D, of
+    B's word with A's piece k excluded at k (one word when A differs at one place, the common
+    case). Pieces that cannot overlap (two different literals, disjoint tails) need no cut.
+    Where this does not apply (different piece counts, too many words) the template gives None
+    and the grammar falls back to one regex lexeme per template (:meth:`_Builder._full_start_regex`).
+    """
+
+    max_words = 64
+
+    def __init__(self, idents: tuple[str, ...], allow_url_query: bool):
+        self.idents = idents
+        self.allow = allow_url_query
+        # (path, quote) -> (piece regexes, piece's text when it is a literal (else None), plan)
+        self._base: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None] = {}
+        self._words: dict[tuple[str, str], dict[str, list[tuple[_Piece, ...]]] | None] = {}
+
+    def base(
+        self, b: _Builder, templates: _Templates, path: str, q: str
+    ) -> tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None:
+        key = (path, q)
+        if key in self._base:
+            return self._base[key]
+        quoted = any(c in path for c in "'\"`")  # a quote in the path: written escaped, per quote
+        if q == '"' and not quoted:  # the pieces of '...' with the other closing quote (holes are the same)
+            single = self.base(b, templates, path, "'")
+            out_dq = None
+            if single is not None:
+                pieces_sq, literal_sq, plan_sq, shapes_sq = single
+                out_dq = ((*pieces_sq[:-1], _dq_tail(pieces_sq[-1])), literal_sq, plan_sq, shapes_sq)
+            self._base[key] = out_dq
+            return out_dq
+        holes = templates.hole_schemas(path)
+        op = next(iter(templates.ops[path].values()))
+        plan = url_plan(b.spec, op)
+        out: tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None = None
+        if not any("/" in name for name in _PARAM_RX.findall(plan.path)):
+            qholes = {
+                p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema
+            }
+            pieces: list[str] = []
+            literal: list[str | None] = []
+            shapes: list[tuple[str, str] | None] = []
+            for seg in (plan.path.rstrip("/") or "/").split("/")[1:]:
+                parts = _PARAM_RX.split(seg)
+                body = (
+                    (_rx(x.replace(q, "\\" + q)) if quoted else _rx(x)) if i % 2 == 0 else b.hole_rx(holes.get(x), q)
+                    for i, x in enumerate(parts)
+                )
+                pieces.append(r"\x2f" + "".join(body))
+                literal.append("/" + seg if len(parts) == 1 else None)
+                shapes.append(_ends("/" + seg))
+            pieces.append(self._tail(b, plan, qholes, q))
+            literal.append(None)  # tails are told apart by :meth:`_tails_disjoint`
+            shapes.append(None)
+            out = (tuple(pieces), tuple(literal), plan, tuple(shapes))
+        self._base[key] = out
+        return out
+
+    def _tail(self, b: _Builder, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
+        """Optional trailing ``/``, the fixed query (pairs in any order, up to 3), the label and
+        the closing quote (as the whole-URL regex of :meth:`_Builder._url_def` ends)."""
+        tail = r"\x2f?"
+        free_query = r"[^\x27\x22\x60\x5c\s#]*"
+        if plan.query:
+            tail += r"\?"
+        elif self.allow:
+            tail += rf"(?:\?{free_query})?"
+        orders = list(permutations(plan.query)) if len(plan.query) <= 3 else [plan.query]
+        alts = []
+        for order in orders:
+            one = []
+            for i, piece in enumerate(_PARAM_RX.split("&".join(order))):
+                one.append(_rx(piece) if i % 2 == 0 else b.hole_rx(qholes.get(piece), q, query=True))
+            alts.append("".join(one))
+        after = [alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"]
+        if plan.query and self.allow:
+            after.append(rf"(?:&{free_query})?")
+        if plan.label is not None:
+            after.append(_rx("#" + plan.label))
+        return tail + "".join(after) + _rx(q)
+
+    def of(
+        self, b: _Builder, templates: _Templates, path: str, method: str
+    ) -> dict[str, list[tuple[_Piece, ...]]] | None:
+        """``path``'s words per quote for ``method`` (shadowing cut out), None if inexpressible."""
+        key = (path, method)
+        if key in self._words:
+            return self._words[key]
+        out: dict[str, list[tuple[_Piece, ...]]] | None = {}
+        shadows = templates.shadowing(path, method, split_twins=True)
+        twin = templates.twin(path, method)
+        quoted = any(c in path for c in "'\"`")  # a quote in the path: every quote built apart
+        for q in ("'", '"', "`") if quoted else ("'", "`"):
+            mine = self.base(b, templates, path, q)
+            if mine is None:
+                out = None
+                break
+            pieces, literal, plan, shapes = mine
+            if twin is not None and pieces[-1].startswith(_OPT_SLASH):
+                # ``/x/`` takes the URLs ending in a slash, ``/x`` those without
+                tail = (r"\x2f" if path.endswith("/") else "") + pieces[-1][len(_OPT_SLASH) :]
+                pieces = (*pieces[:-1], tail)
+            n = len(pieces)
+            words: list[tuple[_Piece, ...]] = [tuple((x, (), literal[k]) for k, x in enumerate(pieces))]
+            for other in shadows:
+                theirs = self.base(b, templates, other, q)
+                if theirs is None or len(theirs[0]) != n:
+                    out = None
+                    break
+                a_pieces, a_literal, a_plan, a_shapes = theirs
+                if self._tails_disjoint(plan, a_plan):
+                    continue
+                cut: list[tuple[_Piece, ...]] = []
+                for w in words:
+                    cut += _cut(w, shapes, a_pieces, a_literal, a_shapes)
+                words = cut
+                if len(words) > self.max_words:
+                    out = None
+                    break
+            if out is None:
+                break
+            out[q] = words
+            if q == "'" and not quoted:  # '"' differs in the closing quote of the tails only
+                out['"'] = [
+                    (*w[:-1], (_dq_tail(w[-1][0]), tuple(_dq_tail(x) for x in w[-1][1]), w[-1][2])) for w in words
+                ]
+        self._words[key] = out
+        return out
+
+    def _tails_disjoint(self, a: UrlPlan, b: UrlPlan) -> bool:
+        """No URL ends in both tails: different labels (``#`` appears nowhere else in a URL the
+        grammar writes), or, when the URL takes no free query, a query in one only (``?``
+        likewise) or two different sets of fixed pairs without holes."""
+        if a.label != b.label:
+            return True
+        if self.allow:
+            return False
+        if bool(a.query) != bool(b.query):
+            return True
+        # two fixed queries without holes: the same pairs (in any order) or no common string
+        fixed = not any(_PARAM_RX.search(x) for x in (*a.query, *b.query))
+        return fixed and set(a.query) != set(b.query)
+
+
+@lru_cache(maxsize=1 << 16)
+def _compiled(rx: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(rx)
+    except re.error:  # not Python's dialect: treated as not matching (the cut is then kept)
+        return None
+
+
+def _rx_matches(rx: str, text: str) -> bool | None:
+    """Does the grammar regex ``rx`` (Python-compatible as generated here) match all of
+    ``text``? None when Python cannot read it (callers then keep the cut: never unsound)."""
+    c = _compiled(rx)
+    return None if c is None else c.fullmatch(text) is not None

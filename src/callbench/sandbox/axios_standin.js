@@ -1054,9 +1054,11 @@ globalThis.__callbenchStandin = (function () {
   function decodeText(s, contentType) {
     var t = s.trim();
     if (t === '' || t === 'null') return {};
-    if (t[0] === '{' || t[0] === '[') {
+    if (t[0] === '{' || t[0] === '[' || contentType.indexOf('json') !== -1) {
       try {
-        return JSON.parse(t); // a top-level array body stays an array
+        // a top-level array body stays an array; under a JSON media type a string, number or
+        // boolean body too (axios JSON-encodes a string that is not JSON text: 'a' -> '"a"')
+        return JSON.parse(t);
       } catch (e) { /* not JSON: fall through */ }
     }
     if (t.indexOf('=') !== -1 && FORM_RE.test(t) &&

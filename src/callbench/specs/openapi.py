@@ -17,6 +17,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -28,6 +29,7 @@ from callbench.specs.schema import (
     allows_additional_properties,
     object_properties,
     required_properties,
+    schema_type,
 )
 from callbench.specs.swagger2 import convert_swagger2
 
@@ -278,6 +280,11 @@ class _Template:
     # label that is no query (``/files/{id}#add_shared_link``: matched only by a URL naming it).
     fixed: tuple[tuple[str, str | None], ...] = ()
     label: str | None = None
+    # What a label says about the request, item by item: (location, name, value or None) with
+    # location "query" or "header" (lowercase name) when the operations declare such a parameter,
+    # else None (a pure label, e.g. ``#add_shared_link``). A request whose URL carries no fragment
+    # (axios never sends one) still reaches the operation when these hold (see ``match_paths``).
+    label_items: tuple[tuple[str | None, str, str | None], ...] = ()
 
     @property
     def sort_key(self) -> tuple[int, int, int, int, str]:
@@ -334,6 +341,98 @@ def fixed_query(
         else:
             label = frag
     return tuple(dict.fromkeys(pairs)), label
+
+
+def label_items(
+    label: str, query_names: frozenset[str] | set[str], header_names: frozenset[str] | set[str]
+) -> tuple[tuple[str | None, str, str | None], ...]:
+    """A fragment label's items with the place a request carries each (see ``_Template``).
+
+    ``#X-Amz-Target=Svc.Op`` -> (("header", "x-amz-target", "Svc.Op"),): AWS JSON-protocol
+    operations all POST to ``/`` and are told apart by that header; ``#If-Match`` -> a header
+    that must be present; a name the operations declare in the query is a query item (a query
+    name wins over a header name); anything else has no place (None).
+    """
+    out: list[tuple[str | None, str, str | None]] = []
+    for part in label.split("&"):
+        if not part:
+            continue
+        name, eq, value = part.partition("=")
+        name = unquote(name)
+        val = unquote(value.replace("+", " ")) if eq and not _PARAM_RX.search(value) else None
+        if name in query_names:
+            out.append(("query", name, val))
+        elif name.lower() in header_names:
+            out.append(("header", name.lower(), val))
+        else:
+            out.append((None, name, val))
+    return tuple(out)
+
+
+def _label_state(
+    tpl: _Template, query: dict[str, list[str]], headers: Mapping[str, str] | None
+) -> int:
+    """How a request whose URL has no fragment stands to ``tpl``'s label: 2 = every item is in
+    its place (the request selects the operation as the spec means), 1 = only items without a
+    place are unknown (a pure label: the request may be this operation, ranked after unlabelled
+    ones), 0 = an item is contradicted or unknown (headers not given)."""
+    weak = False
+    for loc, name, value in tpl.label_items:
+        if loc is None:
+            weak = True
+            continue
+        if loc == "query":
+            got: list[str] | None = query.get(name)
+        elif headers is None:
+            return 0
+        else:
+            got = [_header_text(v) for k, v in headers.items() if str(k).lower() == name] or None
+        if got is None or (value is not None and value not in got):
+            return 0
+    return 1 if weak or not tpl.label_items else 2
+
+
+def _header_text(value: Any) -> str:
+    """A header value as sent (axios sends ``String(value)``)."""
+    vals = _wire_values(value)
+    return ",".join(vals) if vals else ""
+
+
+@lru_cache(maxsize=4096)
+def _pattern_rx(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return None  # an ECMA pattern Python cannot read constrains nothing here
+
+
+def _patterns_fit(tpl: _Template, values: Mapping[str, str]) -> bool:
+    """Do the path values keep the ``pattern`` of their parameters (in any of the template's
+    operations)? Google's specs have twins such as ``/v1/{name}:run`` and ``/v1/{parent}:run``
+    that only the patterns (``^projects/[^/]+/jobs/[^/]+$`` ...) tell apart."""
+    for op in tpl.operations.values():
+        for p in op.parameters:
+            if p.location != "path" or p.name not in values:
+                continue
+            pattern = p.schema.get("pattern") if isinstance(p.schema, Mapping) else None
+            if isinstance(pattern, str):
+                rx = _pattern_rx(pattern)
+                if rx is not None and rx.search(values[p.name]) is None:
+                    return False
+    return True
+
+
+def exploded_object_params(operation: Operation) -> tuple[Parameter, ...]:
+    """Query parameters whose object value goes on the wire one pair per property (style
+    ``form``, the default, with ``explode``, the default for form): ``LoggingConfig`` with
+    properties ``LogRoleArn`` and ``LogGroupName`` is sent as ``LogRoleArn=..&LogGroupName=..``."""
+    out = []
+    for p in operation.params_in("query"):
+        if (p.style or "form") != "form" or p.explode is False or not isinstance(p.schema, Mapping):
+            continue
+        if "object" in schema_type(p.schema) and object_properties(p.schema):
+            out.append(p)
+    return tuple(out)
 
 
 def _wire_values(value: Any) -> list[str]:
@@ -428,6 +527,7 @@ def _compile_template(
     header_names: frozenset[str] = frozenset(),
 ) -> _Template:
     fixed, label = fixed_query(template, query_names, header_names)
+    items = label_items(label, query_names, header_names) if label is not None else ()
     norm = split_path_key(template)[0].rstrip("/") or "/"
     if not norm.startswith("/"):
         norm = "/" + norm
@@ -447,7 +547,7 @@ def _compile_template(
         literal_len += sum(len(p) for p in pattern.literals) + 1
         segs.append(pattern)
         names.append(tuple(found))
-    return _Template(template, tuple(segs), tuple(names), n_params, literal_len, operations, fixed, label)
+    return _Template(template, tuple(segs), tuple(names), n_params, literal_len, operations, fixed, label, items)
 
 
 def _norm_netloc(netloc: str) -> str:
@@ -565,7 +665,12 @@ class ApiSpec:
         return list(dict.fromkeys(out))
 
     def match_paths(
-        self, url: str, params: Mapping[str, Any] | None = None, *, names_later: bool = False
+        self,
+        url: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        names_later: bool = False,
+        headers: Mapping[str, Any] | None = None,
     ) -> list[PathMatch]:
         """Every path template matching ``url`` (any method), best first.
 
@@ -575,8 +680,12 @@ class ApiSpec:
         encoded ``/`` stays inside its segment). The query matters only to a path key that fixes
         one (``/?module=account&action=balance``, ``/#Action=X``): its pairs must be in the
         request, in the URL's query or in ``params`` (axios' query object). A path key with a
-        fragment label (``/files/{id}#add_shared_link``) matches only a URL naming that label
-        (the label is how a call picks it among operations sending the same request).
+        fragment label (``/files/{id}#add_shared_link``) matches a URL naming that label, first
+        (the label is how a call picks it among operations sending the same request) -- or a URL
+        without any fragment (axios never sends one) whose request carries what the label names:
+        ``#X-Amz-Target=Svc.Op`` is that header with that value (``headers`` must be given for
+        such a label to match), ``#If-Match`` that header; a label naming nothing the operations
+        declare (``#add_shared_link``) then matches after every unlabelled template.
         ``names_later``: fixed names without a value (``#ResourceArn``) count as given (a reader
         that has the URL but not yet the ``params``, such as the grammar's key tracker).
         """
@@ -592,11 +701,23 @@ class ApiSpec:
                 frag = unquote(urlsplit(url.strip()).fragment)
             except ValueError:
                 frag = ""
-            ranked = tuple(
-                (t, p)
-                for t, p in ranked
-                if _fixed_ok(t, query, names_later) and (t.label is None or t.label == frag)
-            )
+            named: list[tuple[_Template, dict[str, str]]] = []
+            strong: list[tuple[_Template, dict[str, str]]] = []
+            weak: list[tuple[_Template, dict[str, str]]] = []
+            for t, p in ranked:
+                if not _fixed_ok(t, query, names_later):
+                    continue
+                if t.label is not None and t.label == frag:
+                    named.append((t, p))
+                elif t.label is None:
+                    strong.append((t, p))
+                elif not frag:
+                    state = _label_state(t, query, headers)
+                    if state == 2:
+                        strong.append((t, p))
+                    elif state == 1:
+                        weak.append((t, p))
+            ranked = (*named, *strong, *weak)
         return [PathMatch(t.template, dict(p), t.operations) for t, p in ranked]
 
     def _match_uncached(self, url: str) -> tuple[tuple[_Template, dict[str, str]], ...]:
@@ -612,17 +733,42 @@ class ApiSpec:
                 params = _match_segments(tpl, segments)
                 if params is not None:
                     found[tpl.template] = (tpl, params)
-        return tuple(sorted(found.values(), key=lambda tp: tp[0].sort_key))
+        # A trailing slash is tolerated, but where a spec has both ``/x`` and ``/x/`` (real specs
+        # do), the one written as the URL is written comes first.
+        try:
+            raw_path = urlsplit(url.strip()).path
+        except ValueError:
+            raw_path = ""
+        slash = len(raw_path) > 1 and raw_path.endswith("/")
+
+        def key(tp: tuple[_Template, dict[str, str]]) -> tuple[Any, ...]:
+            t = tp[0]
+            path = split_path_key(t.template)[0]
+            return (
+                *t.sort_key[:-1],
+                not _patterns_fit(t, tp[1]),  # twins told apart by their parameters' patterns
+                path.rstrip("/"),
+                (len(path) > 1 and path.endswith("/")) != slash,
+                t.template,
+            )
+
+        return tuple(sorted(found.values(), key=key))
 
     def match(
-        self, method: str, url: str, params: Mapping[str, Any] | None = None, *, names_later: bool = False
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        names_later: bool = False,
+        headers: Mapping[str, Any] | None = None,
     ) -> OperationMatch | None:
         """The best-ranked template matching ``url`` that declares ``method``, or None.
 
         Use :meth:`match_paths` to tell "wrong method" (templates found) from "no such URL".
         """
         m = method.lower()
-        for pm in self.match_paths(url, params, names_later=names_later):
+        for pm in self.match_paths(url, params, names_later=names_later, headers=headers):
             op = pm.operations.get(m)
             if op is not None:
                 return OperationMatch(op, dict(pm.path_params))
@@ -642,8 +788,8 @@ class ApiSpec:
     def is_legal_argument(self, operation: Operation, location: str, name: str) -> bool:
         """May a call to ``operation`` carry ``name`` in ``location`` (query/header/path/cookie/body)?
 
-        Legal = declared by the operation, a body property (or any name when the body schema
-        explicitly allows additionalProperties), or implied: ``Accept`` always; ``Content-Type``
+        Legal = declared by the operation, a body property or a name its ``required`` lists (or
+        any name when the body schema explicitly allows additionalProperties), or implied: ``Accept`` always; ``Content-Type``
         for post/put/patch or when there is a body; and the credentials of any of the spec's
         security schemes (apiKey -> its name in its location; http/oauth2/openIdConnect ->
         ``Authorization`` header).
@@ -652,11 +798,13 @@ class ApiSpec:
         if loc == "body":
             if operation.request_body is None:
                 return False
-            if name in operation.body_properties():
-                return True
+            if name in operation.body_properties() or name in operation.body_required():
+                return True  # a name the body's ``required`` lists is part of it, declared or not
             return allows_additional_properties(operation.body_schema())
         if operation.parameter(loc, name, case_insensitive=loc == "header") is not None:
             return True
+        if loc == "query" and any(name in object_properties(p.schema) for p in exploded_object_params(operation)):
+            return True  # a property of an exploded object parameter is a pair of its own
         if loc == "query" and any(k == name for k, _ in self.fixed_query(operation)):
             return True
         if loc == "header":

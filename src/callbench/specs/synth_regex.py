@@ -6,7 +6,8 @@ deterministic per call), and the job is small: ``rstr.xeger`` and hypothesis bot
 this way, by walking the parse tree of Python's own regex parser (``re._parser``, formerly
 ``sre_parse``). Choices stay ASCII and printable (``\\d`` is ``[0-9]``, ``\\w`` is
 ``[A-Za-z0-9_]``), since a spec's pattern is ECMA-262, where those classes are ASCII too.
-Repeats are kept short (``min .. min + 3``, never past ``max``), so ``.*`` adds a few characters.
+Repeats are kept short (``min .. min + 3``, never past ``max``), so ``.*`` adds a few characters,
+unless a length bound asks for longer ones.
 The caller checks the result with ``re.search`` (lookarounds and back-references are only
 approximated here) and tries again with another seed if needed.
 """
@@ -39,6 +40,7 @@ _CATEGORY = {
     _c.CATEGORY_NOT_LINEBREAK: string.ascii_letters + string.digits,
 }
 _MAX_EXTRA = 3  # a repeat takes min .. min + 3 turns
+_ONE_CHAR = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN, _c.CATEGORY)  # opcodes emitting one character
 _MAX_LEN = 2000
 
 
@@ -46,21 +48,31 @@ class RegexUnsupported(ValueError):
     """The pattern cannot be read by Python's regex parser."""
 
 
-def string_for_pattern(pattern: str, rng: random.Random, *, attempts: int = 8) -> str:
-    """A string ``re.search(pattern, s)`` finds a match in; raises RegexUnsupported when the
-    pattern cannot be parsed or no attempt matches."""
+def string_for_pattern(
+    pattern: str, rng: random.Random, *, attempts: int = 8, min_len: int = 0, max_len: int | None = None
+) -> str:
+    """A string ``re.search(pattern, s)`` finds a match in, ``min_len`` to ``max_len`` characters
+    long; raises RegexUnsupported when the pattern cannot be parsed or no attempt fits. A length
+    bound lets unbounded repeats run longer (``^[a-f0-9-]+$`` with ``minLength: 36``)."""
     try:
         tree = _p.parse(pattern)
         compiled = re.compile(pattern)
     except (re.error, RecursionError, OverflowError, ValueError, TypeError) as exc:
         raise RegexUnsupported(f"pattern {pattern!r} cannot be parsed: {exc}") from None
-    for _ in range(attempts):
+    top = min(max_len if max_len is not None else _MAX_LEN, _MAX_LEN)
+    for i in range(attempts):
         groups: dict[int, str] = {}
         try:
             out = _emit(tree, rng, groups, 0)
+            if len(out) < min_len and i % 2:
+                # too short: the shortest string, then the first unbounded one-character repeat
+                # (``[a-f0-9-]+``) takes the characters left to reach a length within the bounds
+                shortest = len(_emit(tree, random.Random(i), {}, 0, 0))
+                want = rng.randint(min_len, max(min_len, min(top, min_len + _MAX_EXTRA)))
+                out = _emit(tree, rng, {}, 0, 0, [max(0, want - shortest)])
         except RecursionError:
             raise RegexUnsupported(f"pattern {pattern!r} is nested too deeply") from None
-        if len(out) <= _MAX_LEN and compiled.search(out) is not None:
+        if min_len <= len(out) <= top and compiled.search(out) is not None:
             return out
     raise RegexUnsupported(f"no string matching {pattern!r} found")
 
@@ -87,7 +99,10 @@ def _chars_of(items: list[tuple[Any, Any]]) -> list[str]:
     return printable or sorted(allowed) or ["a"]
 
 
-def _emit(tree: Any, rng: random.Random, groups: dict[int, str], depth: int) -> str:
+def _emit(
+    tree: Any, rng: random.Random, groups: dict[int, str], depth: int, extra: int = _MAX_EXTRA,
+    budget: list[int] | None = None,
+) -> str:
     if depth > 60:
         raise RecursionError
     out: list[str] = []
@@ -104,27 +119,30 @@ def _emit(tree: Any, rng: random.Random, groups: dict[int, str], depth: int) -> 
         elif op is _c.CATEGORY:
             out.append(rng.choice(_CATEGORY.get(av, string.ascii_letters)))
         elif op is _c.BRANCH:
-            out.append(_emit(rng.choice(av[1]), rng, groups, depth + 1))
+            out.append(_emit(rng.choice(av[1]), rng, groups, depth + 1, extra, budget))
         elif op is _c.SUBPATTERN:
             gid, _add, _del, sub = av
-            text = _emit(sub, rng, groups, depth + 1)
+            text = _emit(sub, rng, groups, depth + 1, extra, budget)
             if gid is not None:
                 groups[gid] = text
             out.append(text)
         elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)):
             lo, hi, sub = av
-            top = lo + _MAX_EXTRA if hi is _c.MAXREPEAT else min(hi, lo + _MAX_EXTRA)
+            top = lo + extra if hi is _c.MAXREPEAT else min(hi, lo + extra)
             n = rng.randint(lo, max(lo, top))
-            out.extend(_emit(sub, rng, groups, depth + 1) for _ in range(n))
+            if budget and budget[0] and len(sub) == 1 and sub[0][0] in _ONE_CHAR:
+                room = budget[0] if hi is _c.MAXREPEAT else min(budget[0], hi - lo)
+                n, budget[0] = lo + room, budget[0] - room
+            out.extend(_emit(sub, rng, groups, depth + 1, extra, budget) for _ in range(n))
         elif op is getattr(_c, "ATOMIC_GROUP", None):
-            out.append(_emit(av, rng, groups, depth + 1))
+            out.append(_emit(av, rng, groups, depth + 1, extra, budget))
         elif op is _c.GROUPREF:
             out.append(groups.get(av, ""))
         elif op is _c.GROUPREF_EXISTS:
             gid, yes, no = av
             branch = yes if gid in groups else no
             if branch is not None:
-                out.append(_emit(branch, rng, groups, depth + 1))
+                out.append(_emit(branch, rng, groups, depth + 1, extra, budget))
         elif op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
             continue  # anchors and lookarounds: positions, not characters
         else:  # pragma: no cover - opcodes a spec's pattern does not produce

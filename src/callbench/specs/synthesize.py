@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from callbench.specs.openapi import ApiSpec, Operation, Parameter
 from callbench.specs.schema import (
@@ -82,6 +82,7 @@ _STARTER = "// {task}\nconst axios = require('axios');\n\n"
 # Characters left as they are in a path segment (RFC 3986 pchar minus the JS string quotes).
 _PATH_SAFE = "-_.~!*(),;=:@+&"
 _JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_HOLE_RX = re.compile(r"\{[^{}]*\}")  # a {name} hole of a path key's query
 _RESERVED_JS = frozenset(
     "break case catch class const continue debugger default delete do else enum export extends false "
     "finally for function if import in instanceof new null return super switch this throw true try typeof "
@@ -358,7 +359,9 @@ class _Values:
             if branches and not any(k in schema for k in ("type", "properties", "items")):
                 if depth >= self.max_depth and any(schema_type(b) == {"null"} for b in branches):
                     return None  # deep in a recursion: the null branch ends it
+                # a typed branch first: an empty ``{}`` branch (anything) tells nothing
                 usable = [b for b in branches if schema_type(b) != {"null"}] or branches
+                usable = [b for b in usable if b] or usable
                 return self.value(usable[0], name, depth + 1)
         types = schema_type(schema) - {"null"}
         declared = schema.get("type")
@@ -389,19 +392,16 @@ class _Values:
         s = _by_format(fmt, rng, name) if isinstance(fmt, str) else None
         if s is None:
             s = _string_by_name(name, rng)
-        if isinstance(pattern, str) and not _search(pattern, s):
-            # the realistic value does not fit: a string made from the pattern itself
-            for _ in range(6):
-                try:
-                    p = string_for_pattern(pattern, rng)
-                except RegexUnsupported:
-                    break
-                if len(p) >= lo and (hi is None or len(p) <= hi):
-                    return p
         if hi is not None and len(s) > hi:
             s = s[:hi] if hi > 0 else ""
         if len(s) < lo:
             s = s + "".join(rng.choice(string.ascii_lowercase) for _ in range(lo - len(s)))
+        if isinstance(pattern, str) and not _search(pattern, s):
+            # the realistic value does not fit: a string made from the pattern itself
+            try:
+                return string_for_pattern(pattern, rng, attempts=12, min_len=lo, max_len=hi)
+            except RegexUnsupported:
+                pass
         return s
 
     def _bounds(self, schema: Mapping[str, Any]) -> tuple[float | None, float | None]:
@@ -516,10 +516,11 @@ class _Values:
             if pick:
                 out[pname] = self.value(pschema, pname, depth + 1)
         ap = schema.get("additionalProperties")
-        free = ap is True or isinstance(ap, Mapping) or (not props and ap is None)
-        if free:  # required but undeclared: sent only where undeclared keys are allowed
-            for pname in sorted(required - set(props)):
-                out[pname] = self.value(ap if isinstance(ap, Mapping) else None, pname, depth + 1)
+        # required but undeclared (vestorly's ``name``): sent, as the spec requires it (callbench's
+        # loader and grammar count a required name as part of the object even where
+        # ``additionalProperties: false`` contradicts it)
+        for pname in sorted(required - set(props)):
+            out[pname] = self.value(ap if isinstance(ap, Mapping) else None, pname, depth + 1)
         if not props and depth < self.max_depth:
             ap = schema.get("additionalProperties")
             if ap is True or isinstance(ap, Mapping) or (ap is None and "properties" not in schema):
@@ -614,6 +615,31 @@ class RequestPlan:
     credentials: list[tuple[str, str]] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # optional parameters left out (cookies, ...)
     label: str | None = None  # the fragment label the URL carries (``#X-Amz-Target=Op``)
+    # the fixed query of a query-dispatched path key as the code writes it in the URL
+    # (``Action=AssumeRole``), and its names: ``config`` (the request as recorded) holds those
+    # pairs in ``params``, where the sandbox's recorder puts a URL's query
+    url_query: str = ""
+    url_query_names: frozenset[str] = frozenset()
+
+    def code_url(self, url: str | None = None) -> str:
+        """``url`` (default: the config's) with the fixed query written before any fragment."""
+        url = self.config["url"] if url is None else url
+        if not self.url_query:
+            return url
+        head, sep, frag = url.partition("#")
+        return head + ("&" if "?" in head else "?") + self.url_query + sep + frag
+
+    def code_config(self) -> dict[str, Any]:
+        """The config the code writes: without the ``params`` the URL already carries."""
+        if not self.url_query_names or not isinstance(self.config.get("params"), dict):
+            return self.config
+        out = dict(self.config)
+        rest = {k: v for k, v in self.config["params"].items() if k not in self.url_query_names}
+        if rest:
+            out["params"] = rest
+        else:
+            out.pop("params")
+        return out
 
 
 def _raw_param(spec: ApiSpec, op: Operation, p: Parameter) -> Mapping[str, Any]:
@@ -767,7 +793,12 @@ def plan_request(
         keep = p.required or (p.location != "cookie" and not p.deprecated and rng.random() < optional)
         if not keep:
             continue
-        value = vals.value(p.schema, p.name, 0, _param_examples(_raw_param(spec, op, p)))
+        # a parameter where one of the spec's schemes puts a credential (Trello's ``token``)
+        # holds the dataset's placeholder, as every credential does
+        cred = p.location in ("query", "header") and spec.is_credential(p.location, p.name)
+        if cred and not p.required:
+            continue
+        value = "<key>" if cred else vals.value(p.schema, p.name, 0, _param_examples(_raw_param(spec, op, p)))
         raw[p.location][p.name] = value
         if p.location == "query":
             params.update(serialize_query(p, value))
@@ -798,6 +829,7 @@ def plan_request(
     path_part = _path_part(op.path)
     exact = path_part == op.path
     label = None
+    url_items: list[str] = []
     if not exact:
         fixed_of = getattr(spec, "fixed_query", None)
         label_of = getattr(spec, "fragment_label", None)
@@ -809,8 +841,30 @@ def plan_request(
             query = op.path.partition("#")[0].partition("?")[2]
             pairs = [(k, v) for k, _, v in (x.partition("=") for x in query.split("&")) if k]
             label = frag or None
+        # The pairs the path key writes (its query string, and the ``name=value`` items of a
+        # query-dispatch fragment) go into the URL, as the grammar writes them (its ``url_plan``):
+        # the URL then names the operation by itself. Bare fragment names (``#ResourceArn``)
+        # travel in ``params``.
+        key_query = op.path.partition("#")[0].partition("?")[2]
+        key_frag = op.path.partition("#")[2] if label is None else ""
+        # (a bare fragment name, ``#cors``, is that name with a value of its parameter's schema)
+        written = [x for x in key_query.split("&") if x] + [
+            x if "=" in x else f"{x}={{{unquote(x)}}}" for x in key_frag.split("&") if x
+        ]
+        in_url: set[str] = set()
+        for item in dict.fromkeys(written):
+            k, eq, v = item.partition("=")
+            name = unquote(k)
+            if _HOLE_RX.search(v):
+                p = op.parameter("query", name)
+                chosen = vals.value(p.schema if p is not None else None, name)
+                raw["query"][name] = chosen
+                v = _HOLE_RX.sub(lambda _m, c=chosen: quote(_wire_text(c), safe=""), v)
+            url_items.append(f"{k}{eq}{v}")
+            in_url.add(name)
+            params[name] = unquote(v.replace("+", " "))  # the string the URL sends
         for k, v in pairs:
-            if k in params:
+            if k in params or k in in_url:
                 continue
             if v is None:
                 p = op.parameter("query", k)
@@ -837,7 +891,7 @@ def plan_request(
             m = spec.match(op.method, candidate, params)
         except TypeError:  # a loader without query-aware matching
             m = spec.match(op.method, candidate)
-        if (m is not None and m.operation is op) or (not exact and m is None):
+        if (m is not None and (m.operation is op or _twins(m.operation, op))) or (not exact and m is None):
             url = candidate
             break
         other = m.operation if m is not None else None
@@ -871,7 +925,17 @@ def plan_request(
             headers["Content-Type"] = ctype
             config["data"] = body
             raw["body"] = body if isinstance(body, dict) else {"(body)": body}
-    return RequestPlan(op, config, server, path_values, body_media, raw, [(loc, n) for loc, n, _ in creds], dropped, label)
+    return RequestPlan(
+        op, config, server, path_values, body_media, raw, [(loc, n) for loc, n, _ in creds], dropped, label,
+        "&".join(url_items), frozenset(unquote(x.partition("=")[0]) for x in url_items),
+    )
+
+
+def _twins(a: Operation, b: Operation) -> bool:
+    """Do two operations send the same requests (same method, same path but for the names of
+    its parameters: googleapis' ``/v1/{name}:run`` and ``/v1/{workspace}:run``)? No URL can pick
+    one: a request for either is scored against the one the spec lists first."""
+    return a.method == b.method and _HOLE_RX.sub("{}", a.path) == _HOLE_RX.sub("{}", b.path)
 
 
 def _path_part(path: str) -> str:
@@ -960,6 +1024,14 @@ class Invocation:
     allow_url_query: bool = False
     expect: Expectation | None = None
     description: str = ""
+    # the URL the code writes in ``axios.<method>('<url>',`` when it is not ``config["url"]``
+    # (a query-dispatched operation's fixed query written in the URL): the ``args`` starter's URL
+    args_url: str | None = None
+
+    @property
+    def starter_url(self) -> str:
+        """The URL of the ``args`` setup's starter ``axios.<method>('<url>',``."""
+        return self.args_url or self.config["url"]
 
 
 def _task_text(op: Operation) -> str:
@@ -1043,12 +1115,14 @@ def valid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0, styles: tu
         if style == "method":
             for plan, q, indent, what in ((minimal, "'", None, "required only"), (fuller, '"', 2, "with optional arguments")):
                 cfg = plan.config
-                full, rest = _method_call(cfg, _js_str(cfg["url"], q), q=q, indent=indent)
+                code_cfg, code_url = _code_form(plan, cfg)
+                full, rest = _method_call(code_cfg, _js_str(code_url, q), q=q, indent=indent)
                 args_text = rest
                 setups = ("full", "args") if rest is not None else ("full",)
                 out.append(
                     Invocation("valid", "method", op, cfg, cfg, _program(full, None, task), full, args_text,
-                               grammar_setups=setups if m in AXIOS_METHODS else (), description=what)
+                               grammar_setups=setups if m in AXIOS_METHODS else (), description=what,
+                               args_url=code_url if code_url != cfg["url"] else None)
                 )
         elif style == "template":
             cfg = fuller.config
@@ -1059,10 +1133,10 @@ def valid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0, styles: tu
                 ident = _ident_for(p.name, taken)
                 defs[ident] = fuller.path_values[p.name]
                 values[p.name] = "${" + ident + "}"
-            tmpl = fuller.server + (_fill(_path_part(op.path), values) or "/") + (f"#{fuller.label}" if fuller.label else "")
+            tmpl = fuller.code_url(fuller.server + (_fill(_path_part(op.path), values) or "/") + (f"#{fuller.label}" if fuller.label else ""))
             body = json.dumps(tmpl, ensure_ascii=False)[1:-1].replace('\\"', '"').replace("`", "\\`")
             # keep the ${ident} holes: json.dumps leaves `$` and braces as they are
-            full, _ = _method_call(cfg, "`" + body + "`", q="'", indent=None)
+            full, _ = _method_call(_code_form(fuller, cfg)[0], "`" + body + "`", q="'", indent=None)
             out.append(
                 Invocation("valid", "template", op, cfg, cfg, _program(full, None, task), full, None,
                            definitions=defs or None, grammar_setups=("full",) if m in AXIOS_METHODS else (),
@@ -1092,11 +1166,16 @@ def valid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0, styles: tu
             base = fuller.config
             if not base.get("params"):
                 continue
-            qs, as_sent = _query_string(base["params"])
+            _, as_sent = _query_string(base["params"])
             cfg = {k: v for k, v in base.items()}
             cfg["params"] = as_sent
-            head, sep, frag = base["url"].partition("#")  # the query goes before a fragment label
-            url_lit = _js_str(head + "?" + qs + sep + frag, "'")
+            # a query-dispatched operation's fixed pairs first (the grammar's URL starts with them)
+            code_cfg, code_url = _code_form(fuller, base)
+            qs, _ = _query_string(code_cfg.get("params") or {})
+            head, sep, frag = code_url.partition("#")  # the query goes before a fragment label
+            if qs:
+                head += ("&" if "?" in head else "?") + qs
+            url_lit = _js_str(head + sep + frag, "'")
             full, _ = _method_call(base, url_lit, q="'", indent=None, keep_params=False)
             out.append(
                 Invocation("valid", "url_query", op, cfg, cfg, _program(full, None, task), full, None,
@@ -1136,15 +1215,39 @@ def _wrong_value(schema: Any) -> Any | None:
     return None
 
 
+def _code_form(plan: RequestPlan | None, cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """``cfg`` as the code writes it, and its URL: the fixed query of a query-dispatched path key
+    moves from ``params`` into the URL (see :attr:`RequestPlan.url_query`) when ``cfg`` still
+    carries those pairs as the plan made them (a variant that dropped or changed one keeps it
+    in ``params``)."""
+    if plan is None or not plan.url_query_names:
+        return cfg, cfg["url"]
+    params = cfg.get("params") if isinstance(cfg.get("params"), dict) else {}
+    base = plan.config.get("params") or {}
+    if any(n not in params or params[n] != base.get(n) for n in plan.url_query_names):
+        return cfg, cfg["url"]
+    out = dict(cfg)
+    rest = {k: v for k, v in params.items() if k not in plan.url_query_names}
+    if rest:
+        out["params"] = rest
+    else:
+        out.pop("params", None)
+    return out, plan.code_url(cfg["url"])
+
+
 def _invocation_from(plan_cfg: dict[str, Any], expected: dict[str, Any], op: Operation, kind: str, expect: Expectation,
-                     description: str, *, args_ok: bool, url_override: str | None = None) -> Invocation:
+                     description: str, *, args_ok: bool, url_override: str | None = None,
+                     plan: RequestPlan | None = None) -> Invocation:
     method = plan_cfg["method"]
-    url = url_override or plan_cfg["url"]
-    full, rest = _method_call(plan_cfg, _js_str(url, "'"), q="'", indent=None)
+    code_cfg, url = _code_form(plan, plan_cfg)
+    if plan is not None and plan.url_query_names and url == plan_cfg["url"]:
+        args_ok = False  # without its fixed query the URL names no operation: no args starter
+    url = url_override or url
+    full, rest = _method_call(code_cfg, _js_str(url, "'"), q="'", indent=None)
     setups = ("full", "args") if args_ok and rest is not None else ("full",)
     return Invocation(kind, "method", op, plan_cfg, expected, _program(full, None, _task_text(op)), full,
                       rest if args_ok else None, grammar_setups=setups if method in AXIOS_METHODS else (),
-                      expect=expect, description=description)
+                      expect=expect, description=description, args_url=url if url != plan_cfg["url"] else None)
 
 
 def invalid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0) -> list[Invocation]:
@@ -1162,7 +1265,7 @@ def invalid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0) -> list[
     cfg.setdefault("params", {})[name] = "surprise"
     out.append(_invocation_from(cfg, exp, op, "unknown_parameter",
                                 Expectation(("illegal",), argument=("params", name, "illegal")),
-                                f"unknown query parameter '{name}'", args_ok=True))
+                                f"unknown query parameter '{name}'", plan=base, args_ok=True))
 
     # wrong type: a scalar argument given a value of another JSON type
     wt = _wrong_type_variant(spec, op, base, cred_names)
@@ -1176,9 +1279,10 @@ def invalid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0) -> list[
 
     # wrong method: a method this URL does not have
     for m in AXIOS_METHODS:
-        if m == op.method or _match(spec, m, exp["url"], exp.get("params")) is not None:
+        # headers too: they select header-dispatched operations (``#Content-Type`` labels)
+        if m == op.method or _match(spec, m, exp["url"], exp.get("params"), exp.get("headers")) is not None:
             continue
-        if _match(spec, op.method, exp["url"], exp.get("params")) is None:
+        if _match(spec, op.method, exp["url"], exp.get("params"), exp.get("headers")) is None:
             break
         cfg = _copy(exp)
         cfg["method"] = m
@@ -1186,7 +1290,7 @@ def invalid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0) -> list[
             pass  # the body moves into the config (axios.get(url, {data}))
         out.append(_invocation_from(cfg, exp, op, "wrong_method",
                                     Expectation(("illegal",), method="illegal"),
-                                    f"method {m.upper()} on a URL that lacks it", args_ok=False))
+                                    f"method {m.upper()} on a URL that lacks it", plan=base, args_ok=False))
         break
 
     # unknown path
@@ -1199,15 +1303,15 @@ def invalid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0) -> list[
         cfg["url"] = url
         out.append(_invocation_from(cfg, exp, op, "unknown_path",
                                     Expectation(("illegal",), url="illegal"),
-                                    f"path {tail} that the spec lacks", args_ok=False))
+                                    f"path {tail} that the spec lacks", plan=base, args_ok=False))
         break
     return out
 
 
-def _match(spec: ApiSpec, method: str, url: str, params: Any) -> Any:
+def _match(spec: ApiSpec, method: str, url: str, params: Any, headers: Any = None) -> Any:
     try:
-        return spec.match(method, url, params)
-    except TypeError:  # a loader without query-aware matching
+        return spec.match(method, url, params, headers=headers if isinstance(headers, dict) else {})
+    except TypeError:  # a loader without query- and header-aware matching
         return spec.match(method, url)
 
 
@@ -1243,7 +1347,7 @@ def _wrong_type_variant(spec: ApiSpec, op: Operation, base: RequestPlan, cred_na
         cfg[loc][p.name] = wrong
         return _invocation_from(cfg, exp2, op, "wrong_type",
                                 Expectation(("wrong", "illegal"), argument=(loc, p.name, "incorrect_value")),
-                                f"{p.location} parameter '{p.name}' = {wrong!r}", args_ok=True)
+                                f"{p.location} parameter '{p.name}' = {wrong!r}", plan=base, args_ok=True)
     data = exp.get("data")
     media = base.body_media or ""
     if isinstance(data, dict) and _bare_media(media) not in _FORM_TYPES:
@@ -1256,7 +1360,7 @@ def _wrong_type_variant(spec: ApiSpec, op: Operation, base: RequestPlan, cred_na
             cfg["data"][key] = wrong
             return _invocation_from(cfg, exp, op, "wrong_type",
                                     Expectation(("wrong", "illegal"), argument=("data", key, "incorrect_value")),
-                                    f"body property '{key}' = {wrong!r}", args_ok=True)
+                                    f"body property '{key}' = {wrong!r}", plan=base, args_ok=True)
     return None
 
 
@@ -1267,6 +1371,8 @@ def _missing_variant(op: Operation, base: RequestPlan, cred_names: set[str]) -> 
             continue
         if p.location == "header" and p.name.lower() in ("accept", "content-type", "authorization", "cookie"):
             continue  # the scorer ignores Accept/Content-Type; credentials are not parameters
+        if p.location == "query" and p.name in base.url_query_names:
+            continue  # without a name its path key fixes, the request is another operation's (S3 ?cors)
         loc = "params" if p.location == "query" else "headers"
         cfg = _copy(exp)
         entries = cfg.get(loc) or {}
@@ -1277,7 +1383,7 @@ def _missing_variant(op: Operation, base: RequestPlan, cred_names: set[str]) -> 
             cfg.pop("params", None)
         return _invocation_from(cfg, exp, op, "missing_required",
                                 Expectation(("wrong", "illegal"), argument=(loc, p.name, "missing")),
-                                f"required {p.location} parameter '{p.name}' left out", args_ok=True)
+                                f"required {p.location} parameter '{p.name}' left out", plan=base, args_ok=True)
     data = exp.get("data")
     if isinstance(data, dict) and base.body_media and _bare_media(base.body_media) not in _FORM_TYPES:
         for key in sorted(op.body_required()):
@@ -1286,5 +1392,5 @@ def _missing_variant(op: Operation, base: RequestPlan, cred_names: set[str]) -> 
                 del cfg["data"][key]
                 return _invocation_from(cfg, exp, op, "missing_required",
                                         Expectation(("wrong", "illegal"), argument=("data", key, "missing")),
-                                        f"required body property '{key}' left out", args_ok=True)
+                                        f"required body property '{key}' left out", plan=base, args_ok=True)
     return None

@@ -270,7 +270,7 @@ class NestedTrack(Track):
         deadline = self._deadline()
         if deadline is not None:
             self._deadlines[sample.id] = deadline  # evaluate's re-run spends what the episode left
-        execute = (lambda calls: self.executor.run(calls, task.tools, deadline=deadline)) if self._executable(task) else None
+        execute = (lambda calls: self._executor_for(task).run(calls, task.tools, deadline=deadline)) if self._executable(task) else None
         if self.options.mode == "tools":
             from callbench.tracks.nested.tools_mode import tools_interact
 
@@ -327,12 +327,31 @@ class NestedTrack(Track):
 
         if task.gold_answer is None:
             return NO_GOLD_ANSWER
+        if self._spec_task(task) is not None:  # made from an OpenAPI spec: its mock executes every operation
+            return None
         names = self._tool_names()
         missing = [c.name for c in task.output if c.name not in names]
         return tools_not_implemented(missing) if missing else None
 
     def _executable(self, task: NestedTask) -> bool:
         return self._not_executable(task) is None
+
+    def _spec_task(self, task: NestedTask):
+        """(scenario, seed) of a task made from an OpenAPI spec (``generate nested --spec``), else None."""
+        if "openapi" not in (task.model_extra or {}):
+            return None
+        from callbench.tracks.nested.from_spec import task_scenario
+
+        return task_scenario(task, self.task_file)
+
+    def _executor_for(self, task: NestedTask):
+        """The executor of ``task``: a fresh mock of its spec per sequence, or the thread's tool process."""
+        found = self._spec_task(task)
+        if found is None:
+            return self.executor
+        from callbench.tracks.nested.from_spec import SpecExecutor
+
+        return SpecExecutor(found[0], seed=found[1], call_timeout_s=self.options.call_timeout_s)
 
     @property
     def executor(self):
@@ -377,7 +396,7 @@ class NestedTrack(Track):
             except Exception:  # noqa: BLE001 - malformed calls are scored as such, not executed
                 parsed = None
             if parsed:
-                result = self.executor.run(parsed, task.tools, deadline=deadline)
+                result = self._executor_for(task).run(parsed, task.tools, deadline=deadline)
                 pred_answer, executed_ok = final_answer(output, result), result.ok
                 timed_out = timed_out or result.timed_out
                 if result.timed_out:

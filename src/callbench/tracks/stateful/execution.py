@@ -5,7 +5,12 @@ scenario the harness starts a fresh server per case (so no case can see another'
 Unix socket in a private directory; the sandbox sees that one socket (forwarded to a loopback
 port, bound to ``BASE_URL``) and no other network; in-process services (voice, tensor)
 are built by the scenario's trusted setup code inside the sandbox, and their final state comes
-back through ``Runtime.finalize``.
+back through ``Runtime.finalize``. A scenario built from an OpenAPI spec (service ``"mock"``,
+:class:`~callbench.tracks.stateful.infer.scenario.SpecScenario`) gets a fresh
+:class:`~callbench.mock.MockService` of its spec and state model per case, seeded by the case's
+``service_seed``, on a Unix socket the same way; its final state is the mock's ``snapshot()``, and
+a request the mock refused (4xx/5xx: an invalid body, a missing item) makes the run a runtime
+error, so no reference whose requests fail is kept and a program's refused request is named.
 
 Comparison: the result variable, the final state (through ``Runtime.state_view``) and, for
 HTTP services, the number of successful writes. Floats compare with ``math.isclose`` under the
@@ -80,8 +85,10 @@ def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | N
     preload = dict(case.preload)
     preload["__preload__"] = sorted(case.preload)
     preload["__initial__"] = case.service_seed
-    if rt.service not in (None, "session"):
+    if rt.service not in (None, "session", "mock"):
         raise ValueError(f"scenario '{scenario.name}': unknown service '{rt.service}'")
+    if rt.service == "mock" and getattr(scenario, "spec", None) is None:
+        raise ValueError(f"scenario '{scenario.name}': service 'mock' needs a scenario built from a spec (build_scenario)")
     with contextlib.ExitStack() as stack:
         services: list[tuple[str, str]] = []
         svc = None
@@ -93,6 +100,14 @@ def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | N
             # started on entry; its database goes with it
             svc = stack.enter_context(SessionService(unix_path=f"{where}/session.sock"))
             svc.reset(case.service_seed or [])
+            services = [("BASE_URL", svc.socket_path)]
+        elif rt.service == "mock":
+            from callbench.mock import MockService
+
+            where = tempfile.mkdtemp(prefix="callbench-mock-")
+            stack.callback(shutil.rmtree, where, ignore_errors=True)
+            seed = case.service_seed if isinstance(case.service_seed, int) and not isinstance(case.service_seed, bool) else 0
+            svc = stack.enter_context(MockService(scenario.spec, scenario.model, seed=seed, unix_path=f"{where}/mock.sock"))  # type: ignore[attr-defined]
             services = [("BASE_URL", svc.socket_path)]
         res = run_program(
             code,
@@ -106,7 +121,15 @@ def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | N
         if svc is None:
             return _outcome(scenario, res, res.state, None)
         state = svc.snapshot()
-        writes = sum(1 for method, _path, status in svc.request_log() if method in WRITE_METHODS and status < 400)
+        log = svc.request_log()
+        writes = sum(1 for method, _path, status in log if method in WRITE_METHODS and status < 400)
+        failed = next(((m, p, st) for m, p, st in log if st >= 400), None) if rt.service == "mock" else None
+        if failed is not None and res.status == "ok":
+            # a spec's mock answers a bad request with a 4xx body the program may well read on; a
+            # request the API refused is a failed program (and a reference making one is dropped)
+            m, target, st = failed
+            shown = target if len(target) <= 120 else target[:117] + "..."
+            return Outcome("runtime_error", error=f"the API answered HTTP {st} to {m} {shown}", writes=writes, duration_s=res.duration_s)
         return _outcome(scenario, res, state, writes)
 
 

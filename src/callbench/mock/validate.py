@@ -1,0 +1,195 @@
+"""Checking one request against its operation: parameters (present when required, of the declared
+type, declared at all) and the JSON body (against the body schema, with ``jsonschema``).
+
+Problems are :class:`RequestError` with the status to answer and a one-line reason: 400 for a
+missing, undeclared or mistyped parameter and malformed JSON, 415 for a body type the operation
+does not take, 422 for a body that parses but does not fit the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from callbench.specs.openapi import ApiSpec, Operation, Parameter
+from callbench.specs.schema import schema_type, to_json_schema
+
+_IGNORED_HEADERS = ("accept", "content-type", "authorization")
+
+
+class RequestError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+_VALIDATORS: dict[int, tuple[Any, Draft202012Validator]] = {}
+_MAX_VALIDATORS = 20_000
+
+
+def validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """A cached validator for a resolved OpenAPI schema (keyed by identity; the schema is kept
+    alive with it, so the id cannot be reused)."""
+    hit = _VALIDATORS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        if len(_VALIDATORS) >= _MAX_VALIDATORS:
+            _VALIDATORS.clear()
+        hit = (schema, Draft202012Validator(to_json_schema(schema)))
+        _VALIDATORS[id(schema)] = hit
+    return hit[1]
+
+
+def problem(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """The most relevant validation error of ``value`` as ``at <path>: <message>``, or None."""
+    try:
+        err = best_match(validator(schema).iter_errors(value))
+    except RecursionError:
+        return "nested too deeply to check"
+    if err is None:
+        return None
+    where = "/".join(str(p) for p in err.absolute_path)
+    msg = err.message if len(err.message) <= 200 else err.message[:197] + "..."
+    return f"at /{where}: {msg}" if where else msg
+
+
+def _scalar(text: str, schema: Mapping[str, Any]) -> Any:
+    types = schema_type(schema) - {"null"}
+    if "integer" in types and text.lstrip("-").isdigit():
+        return int(text)
+    if ("number" in types or "integer" in types) and text:
+        try:
+            value = float(text)
+        except ValueError:
+            return text
+        if math.isfinite(value):
+            return int(value) if value.is_integer() and "integer" in types else value
+        return text
+    if "boolean" in types and text in ("true", "false"):
+        return text == "true"
+    return text
+
+
+def coerce(p: Parameter, values: list[str]) -> Any:
+    """Wire text -> the typed value the schema describes (arrays split by the style's delimiter
+    or given as repeated pairs)."""
+    schema = p.schema or {}
+    if "array" in schema_type(schema):
+        items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        parts = values if len(values) > 1 or p.delimiter is None else values[0].split(p.delimiter)
+        return [_scalar(v, items) for v in parts]
+    return _scalar(values[-1], schema)
+
+
+def query_pairs(query: str) -> dict[str, list[str]]:
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, errors="strict", max_num_fields=200)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RequestError(400, f"bad query string: {e}") from None
+    out: dict[str, list[str]] = {}
+    for k, v in pairs:
+        out.setdefault(k, []).append(v)
+    return out
+
+
+def check_parameters(
+    spec: ApiSpec, op: Operation, path_params: Mapping[str, str], query: dict[str, list[str]], headers: Any
+) -> dict[str, Any]:
+    """Typed values of the declared path, query and header parameters; raises on the first problem."""
+    out: dict[str, Any] = {}
+    for name in query:
+        if not spec.is_legal_argument(op, "query", name):
+            raise RequestError(400, f"query parameter '{name}' is not declared by {op.method.upper()} {op.path}")
+    for p in op.parameters:
+        if p.location == "path":
+            raw = [path_params.get(p.name, "")]
+        elif p.location == "query":
+            raw = query.get(p.name) or []
+        elif p.location == "header":
+            if p.name.lower() in _IGNORED_HEADERS:  # OpenAPI: such a definition SHALL be ignored
+                continue
+            got = headers.get_all(p.name) if headers is not None else None
+            raw = list(got or [])
+        else:
+            continue
+        if not raw:
+            if p.required:
+                raise RequestError(400, f"missing required {p.location} parameter '{p.name}'")
+            continue
+        value = coerce(p, raw)
+        if p.schema:
+            why = problem(value, p.schema)
+            if why is not None:
+                raise RequestError(400, f"{p.location} parameter '{p.name}': {why}")
+        out[p.name] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _media(op: Operation) -> tuple[str | None, str | None]:
+    """The declared JSON and form media types of the body (None: not offered)."""
+    js = form = None
+    for mt in op.request_body.content if op.request_body else ():
+        bare = mt.split(";", 1)[0].strip().lower()
+        if js is None and (bare == "application/json" or bare.endswith("+json") or bare == "*/*"):
+            js = mt
+        elif form is None and bare == "application/x-www-form-urlencoded":
+            form = mt
+    return js, form
+
+
+
+
+def check_body(op: Operation, content_type: str | None, raw: bytes) -> Any:
+    """The parsed body (None when absent); raises on a missing, malformed or non-conforming one."""
+    rb = op.request_body
+    if not raw.strip():
+        if rb is not None and rb.required:
+            raise RequestError(400, f"missing request body: {op.method.upper()} {op.path} requires one")
+        return None
+    if rb is None or not rb.content:
+        raise RequestError(400, f"{op.method.upper()} {op.path} takes no request body")
+    js, form = _media(op)
+    ctype = (content_type or "").split(";", 1)[0].strip().lower()
+    if ctype == "application/x-www-form-urlencoded" and form is not None:
+        schema = rb.content[form]
+        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        try:
+            pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=1000)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RequestError(400, f"malformed form body: {e}") from None
+        body: Any = {
+            k: _scalar(v, props.get(k, {}) if isinstance(props, Mapping) else {}) for k, v in pairs
+        }
+    elif js is not None and (not ctype or ctype == "application/json" or ctype.endswith("+json")):
+        schema = rb.content[js]
+        try:
+            body = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        except RecursionError:
+            raise RequestError(400, "malformed JSON: nested too deeply") from None
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RequestError(400, f"malformed JSON: {e}") from None
+    else:
+        offered = ", ".join(rb.content)
+        raise RequestError(415, f"Content-Type {ctype or '(none)'!r} is not accepted here; send one of: {offered}")
+    if isinstance(schema, Mapping) and schema:
+        why = problem(body, schema)
+        if why is not None:
+            raise RequestError(422, f"request body {why}")
+    return body
