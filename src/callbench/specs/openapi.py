@@ -734,7 +734,7 @@ class ApiSpec:
                 if params is not None:
                     found[tpl.template] = (tpl, params)
         # A trailing slash is tolerated, but where a spec has both ``/x`` and ``/x/`` (real specs
-        # do), the one written as the URL is written comes first.
+        # do), the one the URL's own spelling names comes first.
         try:
             raw_path = urlsplit(url.strip()).path
         except ValueError:

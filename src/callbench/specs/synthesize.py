@@ -631,15 +631,7 @@ class RequestPlan:
 
     def code_config(self) -> dict[str, Any]:
         """The config the code writes: without the ``params`` the URL already carries."""
-        if not self.url_query_names or not isinstance(self.config.get("params"), dict):
-            return self.config
-        out = dict(self.config)
-        rest = {k: v for k, v in self.config["params"].items() if k not in self.url_query_names}
-        if rest:
-            out["params"] = rest
-        else:
-            out.pop("params")
-        return out
+        return _code_form(self, self.config)[0]
 
 
 def _raw_param(spec: ApiSpec, op: Operation, p: Parameter) -> Mapping[str, Any]:
