@@ -1736,16 +1736,7 @@ class _Builder:
                     body.append(_rx(piece))
                 else:
                     body.append(self.hole_rx(holes.get(piece), q))
-            # The fixed pairs in any order (the scorer reads the query as a set); up to 3 pairs
-            # (6 orders), more only in the spec's order.
-            orders = list(permutations(plan.query)) if len(plan.query) <= 3 else [plan.query]
-            alts = []
-            for order in orders:
-                one = []
-                for i, piece in enumerate(_PARAM_RX.split("&".join(order))):
-                    one.append(_rx(piece) if i % 2 == 0 else self.hole_rx(qholes.get(piece), q, query=True))
-                alts.append("".join(one))
-            after = [alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"]
+            after = [self.fixed_query_rx(plan, qholes, q)]
             if plan.query and self.opt.allow_url_query:
                 after.append(rf"(?:&{free_query})?")
             if plan.label is not None:
@@ -1753,6 +1744,18 @@ class _Builder:
             pre = self.server_prefixes(q)
             forms.append(f"{_rx(q)}(?:{pre}){''.join(body)}{tail}{''.join(after)}{_rx(q)}")
         return "/" + "|".join(forms) + "/"
+
+    def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
+        """Regex of a path key's fixed pairs in any order (the scorer reads the query as a set): up
+        to 3 pairs (6 orders), more only in the spec's order; holes typed by their parameters."""
+        orders = list(permutations(plan.query)) if len(plan.query) <= 3 else [plan.query]
+        alts = []
+        for order in orders:
+            one = []
+            for i, piece in enumerate(_PARAM_RX.split("&".join(order))):
+                one.append(_rx(piece) if i % 2 == 0 else self.hole_rx(qholes.get(piece), q, query=True))
+            alts.append("".join(one))
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
     def server_prefixes(self, quote: str) -> str:
         """Regex alternatives of every server URL (root, path item and operation servers) as
@@ -2238,14 +2241,7 @@ class _UrlWords:
             tail += r"\?"
         elif self.allow:
             tail += rf"(?:\?{free_query})?"
-        orders = list(permutations(plan.query)) if len(plan.query) <= 3 else [plan.query]
-        alts = []
-        for order in orders:
-            one = []
-            for i, piece in enumerate(_PARAM_RX.split("&".join(order))):
-                one.append(_rx(piece) if i % 2 == 0 else b.hole_rx(qholes.get(piece), q, query=True))
-            alts.append("".join(one))
-        after = [alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"]
+        after = [b.fixed_query_rx(plan, qholes, q)]
         if plan.query and self.allow:
             after.append(rf"(?:&{free_query})?")
         if plan.label is not None:
