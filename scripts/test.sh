@@ -42,4 +42,4 @@ fi
 # The red-team tests must not skip silently: without a working bwrap they fail.
 export CALLBENCH_REQUIRE_SANDBOX="${CALLBENCH_REQUIRE_SANDBOX:-1}"
 export CALLBENCH_DATA_DIR="${CALLBENCH_DATA_DIR:-$(cd .. && pwd)/shared/data}"
-exec python -m pytest -m "not slow or ci_subset" "$@"
+exec python -m pytest -m "not slow or ci_subset" --durations=25 "$@"

@@ -332,7 +332,15 @@ def test_bounds(spec):
     deep = "{ name: 'a', children: [" * 4 + "{ name: 'z' }" + "] }" * 4
     ok(spec, f"post('{BASE}/items', {{ name: 'n', node: {deep} }});")
     tight = GrammarOptions(max_depth=2)
-    rejected(spec, f"post('{BASE}/items', {{ name: 'n', node: {deep} }});", "does not match", options=tight)
+    # a recursive schema has no depth bound (JSON Schema sets none): one recursive rule
+    ok(spec, f"post('{BASE}/items', {{ name: 'n', node: {deep * 1} }});", options=tight)
+    deeper = "{ name: 'a', children: [" * 12 + "{ name: 'z' }" + "] }" * 12
+    ok(spec, f"post('{BASE}/items', {{ name: 'n', node: {deeper} }});")
+    rejected(spec, f"post('{BASE}/items', {{ name: 'n', node: {{ children: [{{ name: 1 }}] }} }});", "value of 'name'")
+    # free-form values keep max_depth: a free-form object nested 5 deep is refused under 2
+    free = "{ a: { b: { c: { d: { e: 1 } } } } }"
+    ok(spec, f"post('{BASE}/items', {{ name: 'n', meta: {free} }});")
+    rejected(spec, f"post('{BASE}/items', {{ name: 'n', meta: {free} }});", "does not match", options=tight)
     rejected(
         spec,
         f"get('{BASE}/items', {{ params: {{ tags: ['a', 'b', 'c'] }} }});",

@@ -268,7 +268,7 @@ class ValueTypes(str, Enum):  # noqa: UP042 - typer needs the str mixin
 
 
 CD_PROFILE_HELP = (
-    "Limits of the grammar: callbench (default: nesting up to 6 recursion levels, arrays unbounded) or "
+    "Limits of the grammar: callbench (default: schemas nest as deep as they allow, free-form values 6 levels, arrays unbounded) or "
     "paper (WAPIIBench's CD: objects/arrays nested at most 3 levels inside an argument, at most 5 array "
     "items, and --value-types paper unless given)."
 )

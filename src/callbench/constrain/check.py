@@ -161,6 +161,8 @@ def matcher_for(grammar: WebApiGrammar, tokenizer: Any = None) -> Any:
     deep-copied). Raises ValueError if llguidance rejects the grammar."""
     llg = _llguidance()
     tok = tokenizer if tokenizer is not None else byte_tokenizer()
+    if grammar.staged:
+        return _staged_matcher_for(grammar, tok)
     key = (grammar.lark, id(tok))  # grammars sharing a text (args setup) share the matcher
     with _MATCHERS_LOCK:
         hit = _MATCHERS.get(key)
@@ -173,6 +175,30 @@ def matcher_for(grammar: WebApiGrammar, tokenizer: Any = None) -> Any:
                 _MATCHERS.clear()
             _MATCHERS[key] = hit = (tok, m)
     return hit[1].deep_copy()
+
+
+_STAGED: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
+
+
+def _staged_matcher_for(grammar: WebApiGrammar, tok: Any) -> Any:
+    """A staged grammar's matcher (:mod:`callbench.constrain.staged`), its head compiled once."""
+    from callbench.constrain.staged import staged_matcher
+    from callbench.constrain.webapi_constraint import staged_parts
+
+    key = (id(grammar), id(tok))
+    with _MATCHERS_LOCK:
+        hit = _STAGED.get(key)
+    if hit is None or hit[0] is not grammar or hit[1] is not tok:
+        token_bytes = [tok.decode_bytes([i]) for i in range(tok.vocab_size)]
+        try:
+            m = staged_matcher(staged_parts(grammar, grammar.spec), tok, token_bytes, exact=False)
+        except Exception as exc:  # noqa: BLE001 - the same error class as a plain grammar's
+            raise ValueError(f"llguidance rejects the grammar: {exc}") from exc
+        with _MATCHERS_LOCK:
+            if len(_STAGED) > 16:
+                _STAGED.clear()
+            _STAGED[key] = hit = (grammar, tok, m)
+    return hit[2].deep_copy()
 
 
 # ------------------------------------------------------------------------------ checking

@@ -696,7 +696,7 @@ class GrammarConstraint:
                     )
                 entry = (vocab, template)
                 self._templates[id(vocab)] = entry
-            matcher = entry[1].deep_copy()
+            matcher = self._new_matcher(vocab, entry[1])
         session = ConstraintSession(
             matcher,
             vocab,
@@ -709,6 +709,10 @@ class GrammarConstraint:
                 self.sessions.append(session)
                 self._last.append(session)
         return session
+
+    def _new_matcher(self, vocab: TokenVocab, template: Any) -> Any:
+        """A session's matcher from the compiled template (a staged constraint wraps it)."""
+        return template.deep_copy()
 
     def _begin_call(self) -> None:
         with self._lock:

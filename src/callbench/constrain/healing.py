@@ -15,9 +15,11 @@ import json
 import re
 import threading
 import weakref
+from dataclasses import replace
 from typing import Any
 
 from callbench.constrain.engine import GrammarConstraint, TokenFilter
+from callbench.constrain.staged import StagedGrammarConstraint
 
 _START = re.compile(r"(?m)^(\??)start[ \t]*:")
 _ALL_BYTES = frozenset(range(256))
@@ -109,12 +111,24 @@ def healed_constraint(constraint: GrammarConstraint, prefix: str) -> GrammarCons
         return hit
     factory = constraint.filter_factory
     skip = len(prefix.encode("utf-8"))
-    derived = GrammarConstraint(
-        healed_lark(constraint.lark, prefix),
-        (lambda: SkipPrefixFilter(factory(), skip)) if factory is not None else None,
-        name=f"{constraint.name}+heal{prefix!r}",
-        exact=constraint.exact,
-    )
+    filter_factory = (lambda: SkipPrefixFilter(factory(), skip)) if factory is not None else None
+    name = f"{constraint.name}+heal{prefix!r}"
+    derived: GrammarConstraint
+    if isinstance(constraint, StagedGrammarConstraint):
+        staged = constraint.staged
+        derived = StagedGrammarConstraint(
+            replace(
+                staged,
+                head_lark=healed_lark(staged.head_lark, prefix),
+                tail_lark=lambda key, tail=staged.tail_lark: healed_lark(tail(key), prefix),
+                skip=staged.skip + skip,
+            ),
+            filter_factory,
+            name=name,
+            exact=constraint.exact,
+        )
+    else:
+        derived = GrammarConstraint(healed_lark(constraint.lark, prefix), filter_factory, name=name, exact=constraint.exact)
     with _LOCK:
         per[prefix] = derived
     return derived

@@ -756,6 +756,11 @@ class KeyTracker:
     def done(self) -> bool:
         return self._mode == M_DONE
 
+    @property
+    def lost(self) -> bool:
+        """The text left what the tracker can follow (e.g. a URL that names no operation)."""
+        return self._mode == M_LOST
+
     def context(self) -> dict[str, Any]:
         """Where the scanner is: state name, open object's label/shape, current key."""
         top = self._frames[-1]
@@ -1093,6 +1098,10 @@ class KeyTracker:
         if opt.allow_url_query:  # required query parameters the URL carries are given
             args = self._model.given_in_url(args, frozenset(request_query(url)))
         self._args = args
+        if self.grammar.staged:  # the head grammar has no keys: the operation's stage has them
+            key_bytes = self.grammar.tail_key_bytes(match.operation)
+            self._keyset = frozenset(_STRUCT | key_bytes)
+            self._key_firsts = _key_firsts(key_bytes)
 
     def _key_done(self, key: str) -> None:
         top = self._frames[-1]

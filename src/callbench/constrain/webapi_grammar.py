@@ -54,8 +54,8 @@ object query parameter (style form) is one pair per property (``LoggingConfig`` 
 when it is not declared.
 
 Size: every schema's value rule is built once and referenced (named by first-use order, deduped
-by body text), so operations share rules; a recursive schema unrolls into one rule per recursion
-level, bounded by ``GrammarOptions.max_depth`` (past it only ``null`` is left).
+by body text), so operations share rules; a recursive schema is a recursive rule (no depth bound,
+as in JSON Schema; free-form values are bounded by ``GrammarOptions.max_depth``).
 
 Large specs (llguidance's limits: one lexer budget for all lexemes of a grammar, 16-bit grammar
 symbols, and a lexer that never cuts a lexeme short where a longer one could go on):
@@ -122,6 +122,9 @@ __all__ = [
 ]
 
 Setup = Literal["full", "args"]
+#: Above this many operations the ``full`` grammar is staged (``GrammarOptions.staged=None``): the
+#: largest specs built as one grammar take up to ~1 s (autotask, EC2) and Graph does not fit.
+STAGED_MIN_OPERATIONS = 1500
 BODY_METHODS = ("post", "put", "patch")
 # axios request methods the grammar offers (``trace`` has no axios shorthand).
 AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
@@ -155,7 +158,7 @@ class GrammarError(CallbenchError, ValueError):
 class GrammarOptions:
     """Bounds and switches; defaults are generous so that no legal call is cut off.
 
-    max_depth: nesting of a recursive schema (and of free-form values) before only ``null`` is
+    max_depth: nesting of free-form values (a recursive schema has no bound) before only ``null`` is
         left. max_array_items / max_string_len: None = unbounded. allow_url_query: accept a
         ``?query`` in the URL string (off: query parameters belong in ``params``).
     space_max / indent_max: whitespace between two tokens of the call is at most ``space_max``
@@ -184,6 +187,13 @@ class GrammarOptions:
         defaults above) or ``"paper"`` (WAPIIBench's limits: ``max_nesting=3``,
         ``max_array_items=5``, ``value_types="paper"``). A profile fills in only what is not given
         explicitly (``value_types``/``max_nesting``/``max_array_items`` left at None).
+    staged: the ``full`` setup as two grammars (:mod:`callbench.constrain.staged`): the URLs with
+        any text after them, then, once the URL names its operation, that operation's own full
+        grammar, which replays what was written. Same language and masks as one grammar; the
+        build and its size no longer grow with the spec's operations (Microsoft Graph's 22,000
+        do not fit one llguidance grammar). None: staged when the spec has more than
+        :data:`STAGED_MIN_OPERATIONS` operations. A staged constraint cannot travel to a vLLM
+        server (one grammar only).
     """
 
     max_depth: int = 6
@@ -197,6 +207,7 @@ class GrammarOptions:
     value_types: ValueTypes = None  # type: ignore[assignment] - None: the profile's, resolved below
     max_nesting: int | None = None
     profile: CdProfile = "callbench"
+    staged: bool | None = None
 
     def __post_init__(self) -> None:
         if self.profile not in CD_PROFILES:
@@ -897,9 +908,34 @@ class WebApiGrammar:
     build_seconds: float = 0.0
     n_rules: int = 0
     n_terminals: int = 0
+    #: ``lark`` is the head of a staged grammar (URLs, then any text); :meth:`tail_lark` gives
+    #: each operation's own grammar (see ``GrammarOptions.staged``).
+    staged: bool = False
+    _tails: dict[int, tuple[str, frozenset[int]]] = field(default_factory=dict, repr=False, compare=False)
 
     def op_args(self, op: Operation) -> OpArgs:
         return self.model.op_args(op, self.options.require_credentials, self.options.allow_url_query)
+
+    def tail_lark(self, op: Operation) -> str:
+        """A staged grammar's second stage for ``op``: the ``full`` grammar of that operation
+        alone (method, its URLs as the head has them, its arguments), built once."""
+        return self._tail(op)[0]
+
+    def tail_key_bytes(self, op: Operation) -> frozenset[int]:
+        """``key_bytes`` of a staged grammar's second stage for ``op`` (for the key tracker)."""
+        return self._tail(op)[1]
+
+    def _tail(self, op: Operation) -> tuple[str, frozenset[int]]:
+        if not self.staged:
+            raise GrammarError("a tail is for a staged grammar")
+        key = id(op)
+        hit = self._tails.get(key)
+        if hit is None:
+            with _deep_recursion():
+                b = _Builder(self.spec, self.model, self.identifiers, self.options)
+                hit = (b.render(b.full_start(op.method, only_op=op)), frozenset(b.key_bytes))
+            self._tails[key] = hit
+        return hit
 
 
 _CACHE: dict[tuple[Any, ...], WebApiGrammar] = {}
@@ -931,6 +967,9 @@ def build_webapi_grammar(
         raise GrammarError("setup 'args' needs the fixed method and url")
     if setup == "full" and url is not None:
         raise GrammarError("setup 'full' lets the model write the URL: pass no url")
+    if setup == "full" and options.staged is None:
+        big = sum(1 for o in spec.operations if o.method in AXIOS_METHODS) > STAGED_MIN_OPERATIONS
+        options = replace(options, staged=big)
     key = (id(spec), setup, m, url, idents, options)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
@@ -1058,7 +1097,7 @@ def _build_deep(
             args = model.given_in_url(args, frozenset(request_query(url)))
         start = f"start: WS? {b.rest_rule(args)}"
     else:
-        start = b.full_start(m)
+        start = b.full_start(m, head=bool(options.staged))
     text = b.render(start)
     return WebApiGrammar(
         lark=text,
@@ -1075,6 +1114,7 @@ def _build_deep(
         build_seconds=time.perf_counter() - t0,
         n_rules=len(b.rules),
         n_terminals=len(b.terms),
+        staged=setup == "full" and bool(options.staged),
     )
 
 
@@ -1113,7 +1153,7 @@ class _Builder:
         self.term_by_def: dict[str, str] = {}
         self.memo: dict[Any, Any] = {}
         self.key_memo: dict[tuple[str, bool], str] = {}
-        self.path: dict[int, int] = {}
+        self.pending: dict[str, bool] = {}  # schema rules being built -> referred to from inside
         self.key_bytes: set[int] = set()
         self.n = 0
         self.ident_rx = "|".join(_rx(i) for i in idents)
@@ -1193,6 +1233,7 @@ class _Builder:
             "NUMSTR": f"/\\x27{num}\\x27|\\x22{num}\\x22|\\x60{num}\\x60/",
             "BOOL": "/true|false/",
             "BOOLSTR": r"/\x27(?:true|false)\x27|\x22(?:true|false)\x22|\x60(?:true|false)\x60/",
+            "ANY": "/(?s:.+)/",  # a staged head's text after the URL (judged by the tail)
             "NULL": '"null"',
             "UNDEF": '"undefined"',
             "IDENT": f"/(?:{self.ident_rx})/",
@@ -1364,26 +1405,34 @@ class _Builder:
         return name
 
     def schema_value(self, schema: Mapping[str, Any]) -> str:
-        """Symbol for a value of ``schema``. Rules are keyed by (schema, recursion level): a
-        schema met again inside itself gets the next level's rule, and past ``max_depth``
-        levels only ``null`` is left, so recursive schemas unroll into at most
-        ``max_depth + 1`` copies (size stays linear in the number of schemas)."""
-        sid = id(schema)
-        level = self.path.get(sid, 0)
-        if level > self.opt.max_depth:
-            return self.alt("v", self.with_ident([self.base("NULL")]))
-        key = ("s", sid, level, *self.ctx())
+        """Symbol for a value of ``schema``: one rule per schema (and value context), shared by
+        every place that uses the schema. A schema reached again inside itself, directly or
+        through others (``Node.children[]``, Graph's ``drive -> user -> drive``), refers back
+        to the rule being built: a recursive grammar rule, as deep as the schema allows.
+
+        (Recursion used to unroll into one rule per level, ``null`` past ``max_depth``: a rule
+        then depended on the levels of the schemas around the place it was first built, and,
+        shared everywhere, allowed only ``null`` where the same schema at the top allows an
+        object. JSON Schema sets no depth, so neither does the grammar; the token budget keeps a
+        call finite, and ``max_nesting`` bounds literal nesting where a profile asks for it.)"""
+        key = ("s", id(schema), *self.ctx())
         hit = self.memo.get(key)
         if hit is not None:
+            if hit in self.pending:  # reached again while its body is built: a recursive rule
+                self.pending[hit] = True
             return hit
-        self.path[sid] = level + 1
+        name = self._name("s")
+        self.memo[key] = name
+        self.pending[name] = False
         try:
             alts = self.schema_alts(schema)
         finally:
-            self.path[sid] = level
-        name = self.alt("s", alts)
-        self.memo[key] = name
-        return name
+            referred = self.pending.pop(name)
+        if referred:  # the reserved name is in use: it gets the body
+            self.rules[name] = " | ".join(dict.fromkeys(alts))
+        else:  # not recursive through this rule: shared by body as any other rule
+            self.memo[key] = self.alt("s", alts)
+        return self.memo[key]
 
     def schema_alts(self, schema: Mapping[str, Any]) -> list[str]:
         alts = self._schema_alts(schema)
@@ -1579,9 +1628,17 @@ class _Builder:
         return self.rule("u", body)
 
     # -- URLs --------------------------------------------------------------------------
-    def full_start(self, only: str | None) -> str:
+    def head_after(self) -> str:
+        """A staged head's continuation after any URL: what every operation's arguments can
+        start with (``,`` or ``)``), then any text; the operation's own grammar takes over from
+        the closing quote (:mod:`callbench.constrain.staged`)."""
+        return self.rule("hd", f'{self.ws()} ("," | ")") {self.base("ANY")}?')
+
+    def full_start(self, only: str | None, *, head: bool = False, only_op: Operation | None = None) -> str:
+        """The ``full`` grammar's start: every operation (of method ``only``), or the one
+        operation ``only_op`` (a staged tail); ``head``: URLs followed by :meth:`head_after`."""
         by_method: dict[str, list[Operation]] = {}
-        for op in self.spec.operations:
+        for op in self.spec.operations if only_op is None else (only_op,):
             if op.method in AXIOS_METHODS and (only is None or op.method == only):
                 by_method.setdefault(op.method, []).append(op)
         if not by_method:
@@ -1594,9 +1651,16 @@ class _Builder:
         words = self.model.url_words(self.idents, self.opt.allow_url_query)
         found_by: dict[str, list[Any]] = {}
         for method, ops in by_method.items():
-            found = found_by[method] = [words.of(self, templates, op.path, method) for op in ops]
+            if head:
+                # A staged head needs no shadowing: every URL has the same continuation there, and
+                # the union of the templates' URLs is the same with or without the cuts (they only
+                # decide which operation owns a URL, which the operation's own stage settles).
+                ops = by_method[method] = list({op.path: op for op in ops}.values())  # a path once
+                found = found_by[method] = [words.plain(self, templates, op.path) for op in ops]
+            else:
+                found = found_by[method] = [words.of(self, templates, op.path, method) for op in ops]
             if any(f is None for f in found):  # a shadowing the segment lexemes cannot express
-                return self._full_start_regex(by_method, templates)
+                return self._full_start_regex(by_method, templates, head)
         ws = self.ws()
         calls = []
         for method in AXIOS_METHODS:
@@ -1609,8 +1673,12 @@ class _Builder:
                 assert by_q is not None
                 if not any(by_q.values()):
                     continue  # every URL of this template belongs to a better-ranked one
-                args = self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
-                after = f"{ws} {self.after_url_rule(args)}"
+                if head:  # one word per quote, its terminals shared by the path's methods
+                    after = self.head_after()
+                    for q, terms in self._head_terms(op.path, by_q).items():
+                        per_quote[q].append((terms, after))
+                    continue
+                after = f"{ws} {self.after_url_rule(self._args(op))}"
                 for q, ws_q in by_q.items():
                     for w in ws_q:
                         per_quote[q].append((tuple(self.segment_term(x) for x in w), after))
@@ -1624,6 +1692,14 @@ class _Builder:
         if not calls:
             raise GrammarError(f"{self.spec.source}: no URL is left for method {only!r}")
         return "start: " + " | ".join(calls)
+
+    def _head_terms(self, path: str, by_q: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        key = ("head", path)
+        hit = self.memo.get(key)
+        if hit is None:
+            term = self.term
+            hit = self.memo[key] = {q: tuple(term("S", f"/{x}/") for x in pieces) for q, pieces in by_q.items()}
+        return hit
 
     def segment_term(self, piece: _Piece) -> str:
         """The terminal of one URL piece: its regex, less the better-ranked pieces it excludes."""
@@ -1677,7 +1753,10 @@ class _Builder:
 
         return emit(root)
 
-    def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: _Templates) -> str:
+    def _args(self, op: Operation) -> OpArgs:
+        return self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
+
+    def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: _Templates, head: bool) -> str:
         """The URLs as one regex lexeme per template, shadowing cut out by regex negation: exact
         for any overlap, but too big for llguidance on the largest specs; used only where the
         segment words cannot express a template's shadowing."""
@@ -1689,9 +1768,11 @@ class _Builder:
                 continue
             alts = []
             for op in ops:
+                if head:  # the union of the URLs (see full_start)
+                    alts.append(f"{self.url_base(templates, op.path)} {self.head_after()}")
+                    continue
                 u = self.url_term(templates, op.path, method)
-                args = self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
-                alts.append(f"{u} {ws} {self.after_url_rule(args)}")
+                alts.append(f"{u} {ws} {self.after_url_rule(self._args(op))}")
             urls = self.rule("urls", " | ".join(dict.fromkeys(alts)))
             calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {urls}'))
         return "start: " + " | ".join(calls)
@@ -1778,8 +1859,14 @@ class _Builder:
 
     def hole_rx(self, schema: Any, quote: str, query: bool = False) -> str:
         """Regex for one path (or fixed query) parameter's value inside the URL string."""
-        stop = r"&#" if query else r"\x2f?#"
-        rx = rf"[^{stop}\x27\x22\x60\x5c\s]+" if quote != "`" else rf"[^{stop}\x27\x22\x60\x5c\s$]+"
+        key = ("hole", id(schema), quote, query)
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self.memo[key] = self._hole_rx(schema, quote, query)
+        return hit
+
+    def _hole_rx(self, schema: Any, quote: str, query: bool) -> str:
+        rx = _FREE_QUERY_HOLE[quote == "`"] if query else _FREE_HOLE["`" if quote == "`" else "'"]
         free = True
         scal = self.model.scalars(schema) if _is_map(schema) else None
         if scal is not None:
@@ -1954,6 +2041,7 @@ class _Templates:
         self._segs = {p: self._segments(p) for p in self.ops}
         self._ranks = {p: self._rank(p) for p in self.ops}
         self._order = {p: i for i, p in enumerate(self.ops)}
+        self._holes: dict[str, dict[str, Any]] = {}
         # Index for shadowing: a trie of segments (literal children by text, templated children
         # by their matcher), walked with a path's segments to find every template of the same
         # length that overlaps it; prefixes that cannot overlap are cut off at once (Microsoft
@@ -2039,6 +2127,12 @@ class _Templates:
         return other if len(other) > 1 and method in self.ops.get(other, {}) else None
 
     def hole_schemas(self, path: str) -> dict[str, Any]:
+        hit = self._holes.get(path)
+        if hit is None:
+            hit = self._holes[path] = self._hole_schemas(path)
+        return hit
+
+    def _hole_schemas(self, path: str) -> dict[str, Any]:
         out: dict[str, list[Mapping[str, Any]]] = {}
         for op in self.ops.get(path, {}).values():
             for p in op.params_in("path"):
@@ -2053,6 +2147,10 @@ class _Templates:
 
 
 _QUOTES = ("'", '"', "`")
+# A free (untyped) path hole's regex in a '...'/"..." URL and in a backtick one, and a fixed
+# query's (which stops at ``&``), without and with backticks.
+_FREE_HOLE = {"'": r"[^\x2f?#\x27\x22\x60\x5c\s]+", "`": r"[^\x2f?#\x27\x22\x60\x5c\s$]+"}
+_FREE_QUERY_HOLE = (r"[^&#\x27\x22\x60\x5c\s]+", r"[^&#\x27\x22\x60\x5c\s$]+")
 _OPT_SLASH = r"\x2f?"  # how a URL tail starts: an optional trailing slash
 
 
@@ -2065,6 +2163,7 @@ def _dq_tail(tail: str) -> str:
 _Piece = tuple[str, tuple[str, ...], str | None]
 
 
+@lru_cache(maxsize=1 << 16)  # segments repeat across paths: one shared tuple each
 def _ends(segment: str | None) -> tuple[str, str] | None:
     """The literal text every string of a ``/segment`` template piece starts and ends with."""
     if segment is None:
@@ -2213,6 +2312,16 @@ class _UrlWords:
             qholes = {
                 p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema
             }
+            if q == "`" and not quoted and not self.idents:
+                # With no identifiers, backtick pieces are the '...' ones with ``$`` kept out of
+                # free holes (it could start ``${``) and their own tail: derived, not rebuilt.
+                single = self.base(b, templates, path, "'")
+                if single is not None:
+                    pieces_sq, literal_sq, _, shapes_sq = single
+                    body = tuple(x.replace(_FREE_HOLE["'"], _FREE_HOLE["`"]) for x in pieces_sq[:-1])
+                    out = ((*body, self._tail(b, plan, qholes, q)), literal_sq, plan, shapes_sq)
+                    self._base[key] = out
+                    return out
             pieces: list[str] = []
             literal: list[str | None] = []
             shapes: list[tuple[str, str] | None] = []
@@ -2247,6 +2356,17 @@ class _UrlWords:
         if plan.label is not None:
             after.append(_rx("#" + plan.label))
         return tail + "".join(after) + _rx(q)
+
+    def plain(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
+        """``path``'s piece regexes per quote, no shadowing cut out (a staged head), None if the
+        template has no piece form."""
+        out: dict[str, tuple[str, ...]] = {}
+        for q in _QUOTES:
+            mine = self.base(b, templates, path, q)
+            if mine is None:
+                return None
+            out[q] = mine[0]
+        return out
 
     def of(
         self, b: _Builder, templates: _Templates, path: str, method: str

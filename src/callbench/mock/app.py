@@ -157,7 +157,19 @@ class MockApp:
             return str(n), n
         else:
             value = f"{_seed(self.seed, res.name, n):016x}"[:16]
+            if isinstance(fschema, Mapping) and fschema and problem(value, fschema) is not None:
+                value = self._fitting_id(res, fschema, n, value)
         return value, value
+
+    def _fitting_id(self, res: Resource, fschema: Mapping[str, Any], n: int, fallback: str) -> str:
+        """A string id the entity's id schema accepts (a pattern, a length) for the ``n``-th object,
+        one no stored object has; ``fallback`` when none is found."""
+        bare = {k: v for k, v in fschema.items() if k not in ("example", "examples", "x-example", "default")}  # one per object
+        for attempt in range(8):
+            v = _synth(bare, _seed(self.seed, res.name, n, "id", attempt), res.id_field)
+            if isinstance(v, str) and v and problem(v, fschema) is None and self.store.get(res.name, v) is None:
+                return v
+        return fallback
 
     def _create(self, op: Operation, res: Resource, ent: Entity | None, path_params: Mapping[str, str], body: Any) -> Any:
         key, typed = self._id_value(res, ent, body)
@@ -200,13 +212,19 @@ class MockApp:
         props = object_properties(ent.schema)
         if not props or problem(obj, ent.schema) is None:
             return obj
-        key = obj.get(res.id_field or "id")
+        field = res.id_field or "id"
+        key = obj.get(field)
         base = _synth(ent.schema, _seed(self.seed, res.name, str(key), "view"), res.name)
         if not isinstance(base, dict):
             return obj
         for k, v in obj.items():
             if k in props and problem(v, props[k]) is None:
                 base[k] = v
+        if field in obj and (field in props or ent.schema.get("additionalProperties") is not False):
+            # the object's own id, even where this schema leaves it out or types it otherwise: a
+            # synthesized one would name no stored object (a later call gets 404), a missing one
+            # leaves the client nothing to refer to the object by
+            base[field] = obj[field]
         return base
 
     def _wrap(self, op: Operation, ent: Entity | None, value: Any, res: Resource | None = None) -> Any:

@@ -122,12 +122,49 @@ def check_parameters(
             if p.required:
                 raise RequestError(400, f"missing required {p.location} parameter '{p.name}'")
             continue
-        value = coerce(p, raw)
-        if p.schema:
-            why = problem(value, p.schema)
-            if why is not None:
-                raise RequestError(400, f"{p.location} parameter '{p.name}': {why}")
-        out[p.name] = value
+        out[p.name] = check_parameter(p, raw)
+    return out
+
+
+def check_parameter(p: Parameter, raw: list[str]) -> Any:
+    """The typed value of one parameter sent as ``raw`` (its wire texts); raises when it does not fit."""
+    value = coerce(p, raw)
+    if p.schema:
+        why = problem(value, p.schema)
+        if why is not None:
+            raise RequestError(400, f"{p.location} parameter '{p.name}': {why}")
+    return value
+
+
+def _form_value(text: str, schema: Mapping[str, Any]) -> Any:
+    """One form value: an object (or anything that is not a scalar) is JSON text, OpenAPI's default
+    encoding of such a property (``application/json``); text that is not JSON stays text (and so
+    fails the schema's type)."""
+    types = schema_type(schema) - {"null"}
+    if types and not types & {"string", "integer", "number", "boolean"}:
+        try:
+            return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        except (ValueError, RecursionError):
+            return text
+    return _scalar(text, schema)
+
+
+def form_fields(pairs: list[tuple[str, str]], schema: Any) -> dict[str, Any]:
+    """The typed fields of a form body (``application/x-www-form-urlencoded``): a property the
+    schema declares as an array collects its repeated pairs (``users=a&users=b``, the form style
+    exploded, OpenAPI's default), each item typed by ``items``; other properties take their last
+    pair, typed by the property's schema (see :func:`_form_value`)."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    props = props if isinstance(props, Mapping) else {}
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        ps = props.get(k) if isinstance(props.get(k), Mapping) else {}
+        if "array" in schema_type(ps) and not schema_type(ps) - {"array", "null"}:
+            items = ps.get("items") if isinstance(ps.get("items"), Mapping) else {}
+            prev = out.get(k)
+            out[k] = (prev if isinstance(prev, list) else []) + [_form_value(v, items)]
+        else:
+            out[k] = _form_value(v, ps)
     return out
 
 
@@ -169,14 +206,11 @@ def check_body(op: Operation, content_type: str | None, raw: bytes) -> Any:
     ctype = (content_type or "").split(";", 1)[0].strip().lower()
     if ctype == "application/x-www-form-urlencoded" and form is not None:
         schema = rb.content[form]
-        props = schema.get("properties") if isinstance(schema, Mapping) else None
         try:
             pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=1000)
         except (ValueError, UnicodeDecodeError) as e:
             raise RequestError(400, f"malformed form body: {e}") from None
-        body: Any = {
-            k: _scalar(v, props.get(k, {}) if isinstance(props, Mapping) else {}) for k, v in pairs
-        }
+        body: Any = form_fields(pairs, schema)
     elif js is not None and (not ctype or ctype == "application/json" or ctype.endswith("+json")):
         schema = rb.content[js]
         try:
@@ -193,3 +227,57 @@ def check_body(op: Operation, content_type: str | None, raw: bytes) -> Any:
         if why is not None:
             raise RequestError(422, f"request body {why}")
     return body
+
+
+# -- what the mock says to a value as a program sends it --------------------------------------
+# (the stateful tasks' programs use ``requests``: a value in an f-string path, ``params=``,
+# ``json=`` or ``data=``); the generator draws argument values the mock accepts with these.
+
+
+def _encoded(data: Mapping[str, Any]) -> str:
+    """``data`` as ``requests`` encodes ``params=`` and ``data=`` (a list repeats its key, None is left out)."""
+    from requests.models import RequestEncodingMixin
+
+    return RequestEncodingMixin._encode_params(dict(data))
+
+
+def sent_path_problem(p: Parameter, value: Any) -> str | None:
+    """Why the mock refuses ``value`` written into the path (``f".../{value}"``) for ``p``, or None."""
+    text = str(value)
+    if not text or any(c in text for c in "/?#%"):
+        return f"path parameter '{p.name}': {text!r} cannot be one path segment"
+    try:
+        check_parameter(p, [text])
+    except RequestError as e:
+        return e.message
+    return None
+
+
+def sent_query_problem(p: Parameter, value: Any) -> str | None:
+    """Why the mock refuses ``value`` sent as ``params={name: value}`` for ``p``, or None."""
+    raw = query_pairs(_encoded({p.name: value})).get(p.name) or []
+    if not raw:
+        return f"missing required query parameter '{p.name}'" if p.required else None
+    try:
+        check_parameter(p, raw)
+    except RequestError as e:
+        return e.message
+    return None
+
+
+def sent_body_problem(op: Operation, value: Any, *, form: bool = False) -> str | None:
+    """Why the mock refuses ``value`` sent as ``json=value`` (``form``: ``data=value``), or None."""
+    try:
+        if form:
+            if not isinstance(value, Mapping):
+                return "a form body is a mapping of fields"
+            raw = _encoded(value).encode("utf-8")
+            check_body(op, "application/x-www-form-urlencoded", raw)
+        else:
+            raw = json.dumps(value, allow_nan=False).encode("utf-8")
+            check_body(op, "application/json", raw)
+    except (TypeError, ValueError) as e:
+        return f"not JSON: {e}"
+    except RequestError as e:
+        return e.message
+    return None

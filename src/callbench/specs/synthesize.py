@@ -317,10 +317,11 @@ def _merge_all_of(schema: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
 class _Values:
     """Seeded value generator; ``optional`` in [0, 1]: the share of optional properties kept."""
 
-    def __init__(self, rng: random.Random, optional: float = 0.5, max_depth: int = 5):
+    def __init__(self, rng: random.Random, optional: float = 0.5, max_depth: int = 5, use_examples: bool = True):
         self.rng = rng
         self.optional = optional
         self.max_depth = max_depth
+        self.use_examples = use_examples
 
     def value(self, schema: Any, name: str | None = None, depth: int = 0, examples: tuple[Any, ...] = ()) -> Any:
         rng = self.rng
@@ -340,6 +341,8 @@ class _Values:
         ex = schema.get("examples")
         if isinstance(ex, tuple | list):
             cands.extend(ex)
+        if not self.use_examples:
+            cands = []
         for c in cands:
             c = _plain(c)
             if c is not None and _keeps(c, schema):
@@ -529,9 +532,11 @@ class _Values:
         return out
 
 
-def synthesize_value(schema: Any, *, seed: int = 0, name: str | None = None, optional: float = 0.5) -> Any:
-    """A JSON value for ``schema`` (see the module docstring for where values come from)."""
-    return _Values(random.Random(seed), optional).value(schema, name)
+def synthesize_value(schema: Any, *, seed: int = 0, name: str | None = None, optional: float = 0.5, examples: bool = True) -> Any:
+    """A JSON value for ``schema`` (see the module docstring for where values come from).
+    ``examples=False``: never the schema's ``example``/``examples``/``x-example``/``default`` (a
+    value that differs from the documented one, such as a second test input)."""
+    return _Values(random.Random(seed), optional, use_examples=examples).value(schema, name)
 
 
 # ============================================================================ serialization

@@ -139,3 +139,54 @@ def test_grammar_from_the_spec_operations(pet_rows: Path):
     bad_ref = json.loads(json.dumps(ok))
     bad_ref[1]["arguments"]["petId"] = "$var_1.nope$"  # createPet returns no 'nope'
     assert check_answer(g, json.dumps(bad_ref)) is not None
+
+
+FORM_SPEC = """
+openapi: 3.0.0
+info: {title: Form calls, version: "1"}
+paths:
+  /calls.participants.add:
+    post:
+      operationId: calls_participants_add
+      requestBody:
+        required: true
+        content:
+          application/x-www-form-urlencoded:
+            schema:
+              type: object
+              required: [id, users]
+              properties:
+                id: {type: string}
+                users: {type: array, items: {type: object, required: [slack_id], properties: {slack_id: {type: string}}}}
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: object, properties: {ok: {type: boolean}}}}}}
+  /flags:
+    get:
+      operationId: getFlags
+      parameters:
+        - {name: active, in: query, required: true, schema: {type: boolean}}
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: object, properties: {n: {type: integer}}}}}}
+"""
+
+
+def test_a_form_array_is_sent_as_repeated_fields(tmp_path: Path):
+    from callbench.tracks.nested.from_spec import _json_typed, tool_shapes
+
+    path = tmp_path / "form.yaml"
+    path.write_text(FORM_SPEC, encoding="utf-8")
+    sc = spec_scenario(path, name="form_calls")
+    shape = tool_shapes(sc)["calls_participants_add"]
+    assert shape.form and shape.spec["parameters"]["properties"]["users"]["type"] == "array"
+    users = ['{"slack_id": "U1"}', '{"slack_id": "U2"}']
+    ex = SpecExecutor(sc)
+    res = ex.run([ToolCall(name="calls_participants_add", label="$var_1", arguments={"id": "c1", "users": users})])
+    assert res.ok, res.calls[0].output
+    res = ex.run([ToolCall(name="calls_participants_add", label="$var_1", arguments={"id": "c1", "users": ["U1"]})])
+    assert res.calls[0].output.message.startswith("HTTP 422")  # an item that is not an object is still refused
+    # a boolean query value, which a stateful program sends as "true", is a boolean in a tool call
+    flags = tool_shapes(sc)["getFlags"]
+    assert _json_typed(sc, flags, "query", "active", "true") is True
+    assert _json_typed(sc, flags, "query", "active", "yes") == "yes"
+    res = ex.run([ToolCall(name="getFlags", label="$var_1", arguments={"active": True})])
+    assert res.ok, res.calls[0].output

@@ -45,7 +45,7 @@ from random import Random
 from typing import Any
 
 from callbench.errors import ConfigError, DataError
-from callbench.specs.schema import object_properties
+from callbench.specs.schema import object_properties, schema_type
 from callbench.tracks.nested.executor import CallError, CallOutcome, SequenceResult, final_value
 from callbench.tracks.nested.references import (
     MAX_VALUE_CHARS,
@@ -143,7 +143,11 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
             flat = bool(bprops) and not (set(bprops) & set(args)) and all(isinstance(k, str) and k for k in bprops)
             if flat:
                 for k, v in bprops.items():
-                    props[k] = {"type": "string", "description": _param_doc(v).get("description", "a form field")} if form else _param_doc(v)
+                    if form:  # form fields are text; an array is a list of texts (its key repeated on the wire)
+                        kind = {"type": "array", "items": {"type": "string"}} if "array" in schema_type(v) else {"type": "string"}
+                        props[k] = {**kind, "description": _param_doc(v).get("description", "a form field")}
+                    else:
+                        props[k] = _param_doc(v)
                     args[k] = ("form" if form else "body", k)
                 required += [k for k in bprops if k in breq]
             else:
@@ -260,7 +264,7 @@ class SpecExecutor:
                     query.append((name, _text(item)))
             elif shape.flat_body:
                 body = {} if body is None else body
-                body[name] = _text(v) if shape.form else v
+                body[name] = ([_text(x) for x in v] if isinstance(v, list) else _text(v)) if shape.form else v
             else:
                 body = v
         if re.search(r"\{[^{}]+\}", path):
@@ -296,6 +300,16 @@ def call_name(shape: ToolShape) -> str:
     return shape.info.api
 
 
+def _json_typed(sc: SpecScenario, shape: ToolShape, loc: str, name: str, value: Any) -> Any:
+    """A path or query value as its tool declares it: the stateful programs send a boolean as the
+    text ``"true"``/``"false"`` (what the mock reads), a tool call passes the boolean itself."""
+    if not (isinstance(value, str) and value in ("true", "false")):
+        return value
+    op = sc.spec.operation(shape.info.method.lower(), shape.info.path)
+    prm = op.parameter(loc, name) if op is not None else None
+    return value == "true" if prm is not None and schema_type(prm.schema) - {"null"} == {"boolean"} else value
+
+
 def _text(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -311,7 +325,8 @@ def _http(port: int, method: str, target: str, body: Any, timeout: float, *, for
         data = None
         if body is not None and form:
             fields = body if isinstance(body, dict) else {}
-            data = urllib.parse.urlencode({k: _text(v) for k, v in fields.items()}).encode()
+            pairs = [(k, _text(x)) for k, v in fields.items() for x in (v if isinstance(v, list) else [v])]  # an array: its key repeated
+            data = urllib.parse.urlencode(pairs).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         elif body is not None:
             data = json.dumps(body).encode()
@@ -396,6 +411,8 @@ def trace_to_task(sc: SpecScenario, shapes: dict[str, ToolShape], program, task_
                 if step.args.get(p.name) not in program.inputs:
                     return None
                 value = program.inputs[step.args[p.name]]
+                if loc in ("path", "query"):
+                    value = _json_typed(sc, shape, loc, name, value)
                 if loc in ("body", "form") and shape.flat_body:
                     if not isinstance(value, dict) or any(k2 not in shape.args or shape.args[k2][0] != loc for k2 in value):
                         return None  # not an object, or keys the schema does not declare (additionalProperties)

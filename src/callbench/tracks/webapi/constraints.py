@@ -32,8 +32,7 @@ class ConstraintFactory:
         self._shared: dict[tuple[Any, ...], Any] = {}
 
     def for_task(self, task: WebApiTask, spec: ApiSpec, starter: str = "") -> SampleConstraint:
-        from callbench.constrain.engine import GrammarConstraint
-        from callbench.constrain.key_tracker import make_key_tracker
+        from callbench.constrain.webapi_constraint import webapi_constraint
         from callbench.constrain.webapi_grammar import GrammarOptions, build_webapi_grammar
 
         idents = tuple(sorted(set(task.definitions or {}) | in_scope(starter)))
@@ -47,8 +46,6 @@ class ConstraintFactory:
         shared = self._shared.get(key)
         if shared is None:
             grammar = build_webapi_grammar(spec, setup=self.setup, method=method, url=url, identifiers=idents, options=options)
-            shared = GrammarConstraint(
-                grammar.lark, lambda g=grammar: make_key_tracker(g, spec), name=f"{task.api}/{self.setup}"
-            )
+            shared = webapi_constraint(grammar, spec, name=f"{task.api}/{self.setup}")
             self._shared[key] = shared
         return SampleConstraint(shared)

@@ -27,24 +27,35 @@ The result is a :class:`SpecScenario`: a :class:`Scenario` that also holds the s
 per API, the operation it calls (:class:`OpInfo`), which the nested tasks built from the same
 traces (:mod:`callbench.tracks.nested.from_spec`) need.
 
-Values are drawn with ``synthesize_value`` and checked against their schema (``jsonschema``, as
-the mock checks requests); a value that does not fit is drawn again with another seed (up to
-:data:`REDRAWS` times), so a synthesizer miss (a nested required property, a ``oneOf`` branch)
-costs a redraw instead of a task whose reference gets a 422.
+Values are drawn with ``synthesize_value`` and checked with the mock's own code as the program
+sends them (:func:`callbench.mock.validate.sent_path_problem`, ``sent_query_problem``,
+``sent_body_problem``: booleans in a path or query as ``true``/``false``, form fields as text, an
+array as repeated fields, an object as JSON text); a value the mock would refuse is drawn again
+(up to :data:`REDRAWS` times, from each top-level ``oneOf``/``anyOf`` branch in turn, the later
+draws with more optional fields and without the spec's examples), so a synthesizer miss costs a
+redraw instead of a task whose reference gets a 4xx. A create body never chooses the id of a live
+object of its resource (409); a resampled test input is drawn without the examples (else most
+inputs have no second value); an object bound to a path parameter has an id the parameter accepts
+(one resource can be named by a count in one path and a 36-character id in another); a list under
+a path value holds the objects created under that value, as in the mock. An operation for which no
+draw is accepted (a ``oneOf`` whose branches accept the same bodies) is left out
+(:attr:`SpecScenario.unfit`).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
+from callbench.mock.validate import sent_body_problem, sent_path_problem, sent_query_problem
 from callbench.specs.openapi import ApiSpec, Operation
 from callbench.specs.schema import object_properties
 from callbench.specs.synthesize import synthesize_value
-from callbench.tracks.stateful.infer.entity import entity, is_json, success
+from callbench.tracks.stateful.infer.entity import WRAPPERS, entity, is_json, success
 from callbench.tracks.stateful.infer.overlay import OperationModel, StateModel
 from callbench.tracks.stateful.infer.paths import ident, param_of, path_params, segments
 from callbench.tracks.stateful.scenario import (
@@ -58,29 +69,215 @@ from callbench.tracks.stateful.scenario import (
     World,
 )
 
-REDRAWS = 8  # values drawn per parameter before one that fits its schema is given up on
+REDRAWS = 16  # values drawn per parameter before one the mock accepts is given up on
 
 
-def fitting_value(schema: Mapping[str, Any], rng: Random, name: str, optional: float = 0.0) -> Any:
-    """A value synthesized for ``schema`` that validates against it (drawn again with another seed
-    when it does not: ``synthesize_value`` misses some nested required properties and ``oneOf``
-    branches); after :data:`REDRAWS` misses the last draw (the mock will answer 4xx and the
+def fitting_value(
+    schema: Mapping[str, Any],
+    rng: Random,
+    name: str,
+    optional: float = 0.0,
+    *,
+    sent: Callable[[Any], Any] | None = None,
+    check: Callable[[Any], str | None] | None = None,
+    examples: bool = True,
+) -> Any:
+    """A value synthesized for ``schema`` that the mock accepts, drawn again with another seed
+    when it does not (``synthesize_value`` misses some nested required properties and ``oneOf``
+    branches). ``sent`` turns a drawn value into what the program sends (form fields as text);
+    ``check`` is the mock's own verdict on the value as sent (default: the schema's, with
+    ``jsonschema`` as the mock checks a JSON body). The second half of the draws takes optional
+    properties more often (a required body whose fields are all optional cannot be empty on the
+    wire) and leaves the spec's examples out (a create whose example id a live object has). ``examples=False``: never the spec's documented examples (another test input than the
+    first, which is often the example). After :data:`REDRAWS` misses the last draw (the mock will answer 4xx and the
     reference be dropped)."""
     from callbench.mock.validate import problem
 
+    if check is None:
+
+        def check(v: Any) -> str | None:
+            return problem(v, schema) if isinstance(schema, Mapping) and schema else None
+
     value = None
-    for _ in range(REDRAWS):
-        value = synthesize_value(schema, seed=rng.randrange(1 << 31), name=name, optional=optional)
-        if not isinstance(schema, Mapping) or not schema or problem(value, schema) is None:
+    shapes = _shapes(schema)
+    for i in range(REDRAWS):
+        late = i >= REDRAWS // 2
+        opt = max(optional, 0.9) if late else optional
+        shape = shapes[i % len(shapes)]
+        value = synthesize_value(shape, seed=rng.randrange(1 << 31), name=name, optional=opt, examples=examples and not late)
+        if sent is not None:
+            value = sent(value)
+        if check(value) is None:
             return value
     return value
 
 
-def _value_domain(schema: Mapping[str, Any], name: str, optional: float = 0.0):
-    def draw(rng: Random, world: World, objs: dict) -> Any:
-        return fitting_value(schema, rng, name, optional)
+def _shapes(schema: Any) -> list[Any]:
+    """What to draw from, in turn: the schema, then each branch of its top-level ``oneOf``/``anyOf``
+    with the rest of the schema (``synthesize_value`` always takes the first branch, so redraws
+    alone never reach the others)."""
+    if not isinstance(schema, Mapping):
+        return [schema]
+    out: list[Any] = [schema]
+    for kw in ("oneOf", "anyOf"):
+        branches = schema.get(kw)
+        if not isinstance(branches, tuple | list) or len(branches) < 2:
+            continue
+        rest = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
+        for b in branches:
+            if isinstance(b, Mapping) and b:
+                out.append({"allOf": [rest, b]} if rest else b)
+    return out
 
-    return draw
+
+def _wire(value: Any) -> Any:
+    """A value as a program writes it into a path or ``params=``: JSON booleans as ``true``/``false``
+    (``requests`` and f-strings would write ``True``, which the mock reads as text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+def _form_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"))  # an object: OpenAPI's default encoding of it in a form
+
+
+def _form_fields(value: Any) -> dict[str, Any]:
+    """A drawn body as form fields (``requests``' ``data=``): scalars as text, an array as a list
+    (its key repeated on the wire), objects as JSON text; None left out."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if v is None:
+            continue
+        out[k] = [_form_text(x) for x in v if x is not None] if isinstance(v, list) else _form_text(v)
+    return out
+
+
+class _Domain:
+    """Draws a parameter's value with :func:`fitting_value`; ``fresh(value, world)``: why ``value``
+    cannot be used in ``world`` (a client-chosen id a live object has already), or None."""
+
+    def __init__(self, schema: Mapping[str, Any], name: str, optional: float = 0.0, *, sent=None, check=None, fresh=None):
+        self.schema, self.name, self.optional = schema, name, optional
+        self.sent, self.check, self.fresh = sent, check, fresh
+
+    def _check(self, world: World | None):
+        if self.fresh is None or world is None:
+            return self.check
+
+        def ok(v: Any) -> str | None:
+            return self.fresh(v, world) or (self.check(v) if self.check is not None else None)
+
+        return ok
+
+    def __call__(self, rng: Random, world: World, objs: dict) -> Any:
+        return fitting_value(self.schema, rng, self.name, self.optional, sent=self.sent, check=self._check(world))
+
+    def perturb(self, rng: Random, value: Any) -> Any:
+        """Another value for a resampled test case: drawn without the spec's examples (with them,
+        most schemas give the same value every time and a task gets no second input set)."""
+        return fitting_value(self.schema, rng, self.name, self.optional, sent=self.sent, check=self.check, examples=False)
+
+    def feasible(self, rng: Random, rounds: int = 2) -> bool:
+        """Whether some draw (``rounds`` times :data:`REDRAWS` of them) is a value the mock accepts."""
+        from callbench.mock.validate import problem
+
+        check = self.check or (lambda v: problem(v, self.schema) if isinstance(self.schema, Mapping) and self.schema else None)
+        for _ in range(rounds):
+            if check(fitting_value(self.schema, rng, self.name, self.optional, sent=self.sent, check=check)) is None:
+                return True
+        return False
+
+
+_value_domain = _Domain
+
+
+def _client_id(body: Any, field: str) -> Any:
+    """The id a create body chooses itself, as the mock reads it (None: the mock makes one)."""
+    if isinstance(body, dict) and len(body) == 1 and isinstance(next(iter(body.values())), dict) and next(iter(body)) in WRAPPERS:
+        body = next(iter(body.values()))
+    if isinstance(body, dict) and isinstance(body.get(field), str | int) and not isinstance(body.get(field), bool):
+        return str(body[field])
+    return None
+
+
+_PRIVATE = ("_parents", "_by")  # what the abstract world keeps beside an object's body fields
+
+
+def _body_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in attrs.items() if k not in _PRIVATE}
+
+
+class _MadeIds:
+    """The first id the mock makes for an object created by each create operation (its kind:
+    a count, a UUID, a hash, one fitting the entity's id schema), built once."""
+
+    def __init__(self, spec: ApiSpec, model: StateModel):
+        self.spec, self.model = spec, model
+        self._app: Any = None
+        self._ids: dict[str, Any] = {}
+
+    def get(self, op_key: str) -> Any:
+        if op_key not in self._ids:
+            from callbench.mock.app import MockApp
+
+            if self._app is None:
+                self._app = MockApp(self.spec, self.model)
+            om = next((o for o in self.model.operations if o.op == op_key), None)
+            res = next((r for r in self.model.resources if om is not None and r.name == om.resource), None)
+            op = self.spec.operation(om.method.lower(), om.path) if om is not None else None
+            value = None
+            if res is not None and op is not None:
+                try:
+                    value = self._app._id_value(res, entity(op), None)[1]
+                except Exception:  # noqa: BLE001 - a kind we cannot tell: no filtering
+                    value = None
+            self._ids[op_key] = value
+        return self._ids[op_key]
+
+
+def _id_fits(p: Any, resource: str, field: str | None, made: _MadeIds):
+    """``where`` of an object parameter in the path: the object's id (chosen by its create body, or
+    of the kind the mock makes for its create operation) must be a value the parameter accepts
+    (an API can name one resource by a count in one path and by a 36-character id in another)."""
+    cache: dict[str, bool] = {}
+
+    def where(o: AbsObject, world: World, objs: dict) -> bool:
+        cid = _client_id(_body_attrs(o.attrs), field or "id")
+        if cid is None:
+            by = o.attrs.get("_by")
+            cid = made.get(by) if isinstance(by, str) else None
+            if cid is None:
+                return True
+            cid = str(cid)
+        if cid not in cache:
+            cache[cid] = sent_path_problem(p, cid) is None
+        return cache[cid]
+
+    return where
+
+
+def _fresh_id(resource: str, field: str):
+    """A create body must not choose the id of a live object of its resource (the mock answers 409)."""
+
+    def fresh(body: Any, world: World) -> str | None:
+        cid = _client_id(body, field)
+        if cid is None:
+            return None
+        taken = {_client_id(_body_attrs(o.attrs), field) for o in world.live(resource)}
+        return f"{resource} {cid!r} exists already" if cid in taken else None
+
+    return fresh
 
 
 @dataclass(frozen=True)
@@ -117,6 +314,7 @@ class SpecScenario(Scenario):
     spec: Any = None  # ApiSpec
     model: Any = None  # StateModel
     ops: dict[str, OpInfo] = field(default_factory=dict)  # API name -> operation
+    unfit: tuple[str, ...] = ()  # used operations left out: no value drawn for them is one the mock accepts
 
 
 def _json_body(op: Operation) -> Mapping[str, Any] | None:
@@ -138,39 +336,28 @@ def _form_body(op: Operation) -> Mapping[str, Any] | None:
     return None
 
 
-def _form_domain(schema: Mapping[str, Any]):
-    """Form fields as text (``true``/``false``, numbers): the scalar properties of a value drawn for
-    ``schema`` (a form carries no nested values)."""
-
-    def draw(rng: Random, world: World, objs: dict) -> Any:
-        value = fitting_value(schema, rng, "body", 0.3)
-        if not isinstance(value, dict):
-            return {}
-        out = {}
-        for k, v in value.items():
-            if isinstance(v, bool):
-                out[k] = "true" if v else "false"
-            elif isinstance(v, (int, float, str)):
-                out[k] = str(v) if not isinstance(v, str) else v
-        return out
-
-    return draw
-
-
-def _effect(om: OperationModel, item: str | None, parents: list[str]):
+def _effect(om: OperationModel, item: str | None, parents: list[str], scoped: tuple[str, ...] = ()):
+    """``scoped``: the value parameters in the path (not the item's): the mock keeps a created
+    object in the collection those values name and lists only that collection's objects, so the
+    abstract world does the same."""
     res = om.resource
     role = om.role
+
+    def scope(args: dict, objs: dict) -> dict[str, Any]:
+        out: dict[str, Any] = {p: objs[p].oid for p in parents if p in objs}
+        out.update({p: ("value", str(_wire(args[p]))) for p in scoped if p in args})
+        return out
 
     def effect(world: World, args: dict, objs: dict) -> Any:
         body = args.get("body") if isinstance(args.get("body"), dict) else {}
         if role == "create":
-            return world.create(res, **body, _parents={p: objs[p].oid for p in parents if p in objs})
+            return world.create(res, **body, _parents=scope(args, objs), _by=om.op)
         if role in ("update", "replace"):
             return world.update(objs[item], **body)
         if role == "read":
             return objs[item]
         if role == "list":
-            want = {p: objs[p].oid for p in parents if p in objs}
+            want = scope(args, objs)
             return [o for o in world.live(res) if not want or o.attrs.get("_parents") == want]
         if role == "delete":
             world.delete(objs[item])
@@ -203,6 +390,8 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
     infos: dict[str, OpInfo] = {}
     types: dict[str, ObjectType] = {}
     taken: set[str] = set()
+    unfit: list[str] = []
+    made_ids = _MadeIds(spec, model)
     for om in model.operations:
         op = spec.operation(om.method.lower(), om.path)
         if op is None or not om.used:
@@ -221,10 +410,15 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
             pnames[pname] = pid
             where[pid] = ("path", pname)
             if pname in ids:
-                params.append(Param(pid, object_type=ids[pname].resource))
+                r = resources[ids[pname].resource]
+                p = op.parameter("path", pname)
+                where_fits = _id_fits(p, r.name, r.id_field, made_ids) if p is not None and p.schema else None
+                params.append(Param(pid, object_type=r.name, where=where_fits))
             else:
                 p = op.parameter("path", pname)
-                params.append(Param(pid, domain=_value_domain(p.schema if p else {}, pname), describe=f"the {pname}"))
+                check = (lambda v, p=p: sent_path_problem(p, v)) if p is not None else None
+                dom = _value_domain(p.schema if p else {}, pname, sent=_wire, check=check)
+                params.append(Param(pid, domain=dom, perturb=dom.perturb, describe=f"the {pname}"))
         query = [p for p in op.params_in("query") if p.required and p.name in om.values]
         qnames: dict[str, str] = {}
         for p in query:
@@ -233,15 +427,29 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
                 pid += "_q"
             qnames[p.name] = pid
             where[pid] = ("query", p.name)
-            params.append(Param(pid, domain=_value_domain(p.schema, p.name), describe=f"the {p.name}"))
+            dom = _value_domain(p.schema, p.name, sent=_wire, check=lambda v, p=p: sent_query_problem(p, v))
+            params.append(Param(pid, domain=dom, perturb=dom.perturb, describe=f"the {p.name}"))
         body = _json_body(op)
         form = _form_body(op) if body is None else None
+        res_m = resources.get(om.resource or "")
+        # a create whose body may choose the id: not one a live object has (409)
+        fresh = _fresh_id(res_m.name, res_m.id_field) if om.role == "create" and res_m is not None and res_m.id_field else None
         if body is not None:
-            params.append(Param("body", domain=_value_domain(body, "body", 0.3), describe="the request body"))
+            check = lambda v, op=op: sent_body_problem(op, v)  # noqa: E731
+            dom = _value_domain(body, "body", 0.3, check=check, fresh=fresh)
+            params.append(Param("body", domain=dom, perturb=dom.perturb, describe="the request body"))
             where["body"] = ("body", "body")
         elif form is not None:
-            params.append(Param("body", domain=_form_domain(form), describe="the form fields"))
+            check = lambda v, op=op: sent_body_problem(op, v, form=True)  # noqa: E731
+            dom = _value_domain(form, "body", 0.3, sent=_form_fields, check=check, fresh=fresh)
+            params.append(Param("body", domain=dom, perturb=dom.perturb, describe="the form fields"))
             where["body"] = ("form", "body")
+        probe = Random(f"feasible:{om.op}")
+        if any(isinstance(p.domain, _Domain) and not p.domain.feasible(probe) for p in params):
+            # no draw is a value the mock accepts (a oneOf whose branches all accept the same
+            # bodies, a pattern no string is found for): every reference calling it would be dropped
+            unfit.append(om.op)
+            continue
         raw = om.path.split("#", 1)[0]  # a fragment label only tells operations apart in the spec
         path = re.sub(r"\{([^{}]+)\}", lambda m, names=pnames: "{$" + names[m.group(1)] + "}", raw)
         args = [f'f"{{BASE_URL}}{path}"']
@@ -313,7 +521,7 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
                 api_name,
                 tuple(params),
                 template,
-                _effect(om, item, parents),
+                _effect(om, item, parents, tuple(pnames[p] for p in path_ids if p not in ids and pnames[p] != item)),
                 returns,  # type: ignore[arg-type]
                 out,
                 phrase,
@@ -362,4 +570,5 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
         spec=spec,
         model=model,
         ops=infos,
+        unfit=tuple(unfit),
     )
