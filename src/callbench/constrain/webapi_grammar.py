@@ -91,7 +91,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import permutations
 from types import MappingProxyType
 from typing import Any, Literal
@@ -2038,17 +2038,28 @@ class _Templates:
         self.ops: dict[str, dict[str, Operation]] = {}
         for op in spec.operations:
             self.ops.setdefault(op.path, {})[op.method] = op
-        self._segs = {p: self._segments(p) for p in self.ops}
-        self._ranks = {p: self._rank(p) for p in self.ops}
         self._order = {p: i for i, p in enumerate(self.ops)}
         self._holes: dict[str, dict[str, Any]] = {}
-        # Index for shadowing: a trie of segments (literal children by text, templated children
-        # by their matcher), walked with a path's segments to find every template of the same
-        # length that overlaps it; prefixes that cannot overlap are cut off at once (Microsoft
-        # Graph's 16,000 paths made a pairwise check the largest part of its build).
-        self._trie: _Node = _Node()
+        self._shadow: dict[str, list[str]] = {}
+
+    # The shadowing index is built on first use: a staged head needs no shadowing.
+    @cached_property
+    def _segs(self) -> dict[str, list[Any]]:
+        return {p: self._segments(p) for p in self.ops}
+
+    @cached_property
+    def _ranks(self) -> dict[str, tuple[int, int, str]]:
+        return {p: self._rank(p) for p in self.ops}
+
+    @cached_property
+    def _trie(self) -> _Node:
+        """Index for shadowing: a trie of segments (literal children by text, templated children
+        by their matcher), walked with a path's segments to find every template of the same
+        length that overlaps it; prefixes that cannot overlap are cut off at once (Microsoft
+        Graph's 16,000 paths made a pairwise check the largest part of its build)."""
+        root = _Node()
         for p, segs in self._segs.items():
-            node = self._trie
+            node = root
             for seg in segs:
                 if isinstance(seg, str):
                     nxt = node.lit.get(seg)
@@ -2060,7 +2071,7 @@ class _Templates:
                         nxt = node.wild[seg] = _Node()
                 node = nxt
             node.ends.append(p)
-        self._shadow: dict[str, list[str]] = {}
+        return root
 
     @staticmethod
     def _segments(path: str) -> list[Any]:
@@ -2288,6 +2299,7 @@ class _UrlWords:
         # (path, quote) -> (piece regexes, piece's text when it is a literal (else None), plan)
         self._base: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None] = {}
         self._words: dict[tuple[str, str], dict[str, list[tuple[_Piece, ...]]] | None] = {}
+        self._plans: dict[str, UrlPlan] = {}
 
     def base(
         self, b: _Builder, templates: _Templates, path: str, q: str
@@ -2305,8 +2317,9 @@ class _UrlWords:
             self._base[key] = out_dq
             return out_dq
         holes = templates.hole_schemas(path)
-        op = next(iter(templates.ops[path].values()))
-        plan = url_plan(b.spec, op)
+        plan = self._plans.get(path)
+        if plan is None:
+            plan = self._plans[path] = url_plan(b.spec, next(iter(templates.ops[path].values())))
         out: tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None = None
         if not any("/" in name for name in _PARAM_RX.findall(plan.path)):
             qholes = {

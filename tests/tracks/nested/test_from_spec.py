@@ -6,6 +6,7 @@ spec's operations (gold accepted, unknown tool and unknown argument rejected).""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,55 @@ def test_a_form_array_is_sent_as_repeated_fields(tmp_path: Path):
     assert _json_typed(sc, flags, "query", "active", "yes") == "yes"
     res = ex.run([ToolCall(name="getFlags", label="$var_1", arguments={"active": True})])
     assert res.ok, res.calls[0].output
+
+
+SLACK = Path(os.environ.get("CALLBENCH_DATA_DIR", "")) / "wapiibench" / "openapi" / "real_world_specs" / "slack.yaml"
+
+
+@pytest.mark.skipif(not SLACK.is_file(), reason="WAPIIBench data not present (set CALLBENCH_DATA_DIR to a folder with wapiibench/)")
+def test_rpc_spec_calls_are_linked_by_name_and_schema(tmp_path: Path):
+    """Slack's paths show no resource (RPC: /conversations.create answers ``channel.id``,
+    /conversations.archive takes a form field ``channel``): a later call takes an argument from an
+    earlier response whose field matches it by name and schema, and the gold answers win."""
+    from callbench.tracks.nested.from_spec import name_links, tool_shapes
+    from callbench.tracks.stateful.infer.name_links import link_field, response_fields
+
+    sc = spec_scenario(SLACK, name="slack_links")
+    assert name_links(sc) and not name_links(spec_scenario(PETSTORE))  # path links: unchanged
+    shapes = tool_shapes(sc)
+    fields = response_fields(sc.spec.operation("post", "/conversations.create"))
+    archive = shapes["conversations_archive"]
+    assert link_field(fields, "channel", archive.arg_schemas["channel"]) in ("channel.id", "channel.0.id")
+    assert link_field(fields, "channel", {"type": "integer"}) is None  # the schema must match too
+    assert link_field(fields, "channel", {"type": "string", "pattern": "^X"}) is None  # and its constraints
+
+    out = tmp_path / "slack.jsonl"
+    res = runner.invoke(app, ["generate", "nested", "--spec", str(SLACK), "--name", "slack_links", "--n", "10", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    tasks = load_nested(out)
+    assert len(tasks) == 10
+    for t in tasks:
+        refs = [(c, k, v) for c in t.output for k, v in c.arguments.items() if isinstance(v, str) and v.startswith("$var_")]
+        assert refs, t.id
+        labels = {c.label: c for c in t.output}
+        for c, _, v in refs:  # a reference names an earlier call and a field its tool declares
+            label, key = v.strip("$").split(".", 1)
+            src = labels[label]
+            assert t.output.index(src) < t.output.index(c)
+            assert key in t.tool(src.name).output_parameters, (t.id, v)
+        assert "$var" not in t.input
+    again = tmp_path / "again.jsonl"
+    res = runner.invoke(app, ["generate", "nested", "--spec", str(SLACK), "--name", "slack_links", "--n", "10", "--out", str(again)])
+    assert res.exit_code == 0 and again.read_text() == out.read_text().replace("slack.openapi", "again.openapi")  # deterministic
+    res = runner.invoke(app, ["run", "nested", "--data", str(out), "--model", "gold", "--out", str(tmp_path / "run"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(next((tmp_path / "run").glob("*/summary.json")).read_text())
+    assert summary["metrics"]["win_rate"] == 1.0 and summary["metrics"]["n_executable"] == 10
+    try:  # the reference-aware grammar accepts the gold answers (references to response fields)
+        from callbench.constrain.label_tracker import check_answer
+        from callbench.constrain.nested_grammar import build_nested_grammar
+    except ImportError:  # llguidance not installed
+        return
+    for t in tasks:
+        gold = [{"name": c.name, "label": c.raw_label, "arguments": c.arguments} for c in t.output]
+        assert check_answer(build_nested_grammar(t.tools), json.dumps(gold)) is None, t.id

@@ -74,3 +74,24 @@ def test_cli_method_llm_needs_a_writer(tmp_path: Path):
     assert r.exit_code != 0 and "--method llm needs --writer" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(app, ["generate", "stateful", "--scenario", "voice", "--out", str(tmp_path), "--method", "x"])
     assert r.exit_code != 0 and "--method x" in r.output
+
+
+def test_apis_called_tells_url_apis_apart():
+    """In a scenario inferred from a spec every call is ``requests.<method>(f"{BASE_URL}...")``:
+    the URL, not the head, says which operation was called (a head alone counted every GET)."""
+    from pathlib import Path
+
+    from callbench.specs import load_spec
+    from callbench.tracks.stateful.infer import infer_model
+    from callbench.tracks.stateful.infer.scenario import build_scenario
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "fixtures" / "one_spec" / "petstore.yaml")
+    scen = build_scenario(spec, infer_model(spec))
+    code = (
+        "pet_1 = requests.post(f\"{BASE_URL}/pets\", json=body_1).json()\n"
+        "read_pet_1 = requests.get(f\"{BASE_URL}/pets/{pet_1['id']}\").json()\n"
+        "found = requests.get(f\"{BASE_URL}/pets/findByStatus\", params={\"status\": status_1}).json()\n"
+        "result = requests.get(f\"{BASE_URL}/users/{user_1['username']}\").json()\n"
+    )
+    assert apis_called(scen, [code]) == ["createPet", "findPetsByStatus", "getPet", "getUser"]
+    assert apis_called(scen, ["x = requests.get(f'nothing')"]) == []

@@ -7,6 +7,11 @@ sequence. Each call becomes one NESTFUL v2 call; an object a call takes (``pet_1
 stateful program) becomes a reference to the call that returned it (``"$var_1.id$"``, or
 ``"$var_2.0.id$"`` for the first item of a list), every other value a literal.
 
+**Name links** (:func:`name_links`): where no API takes an object (RPC-style paths such as
+Slack's, which path-based inference cannot link), a call's argument takes a field of an earlier
+call's JSON response that matches it by name and schema (``"channel": "$var_1.channel.id$"``;
+:mod:`callbench.tracks.stateful.infer.name_links`); every other spec's rows are unchanged.
+
 **Tools** (:func:`spec_tools`): one per API of the scenario, named as the scenario names it (the
 operationId made an identifier). Arguments: the path parameters and required query parameters
 under their names in the spec, and the JSON body, its top-level properties as arguments when the
@@ -39,7 +44,7 @@ import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random
 from typing import Any
@@ -75,6 +80,10 @@ class ToolShape:
     flat_body: bool
     spec: dict[str, Any]  # the ToolSpec as a row stores it
     form: bool = False  # the body is sent form-encoded
+    # name links (specs whose paths show none, see :func:`name_links`): the response fields a later
+    # call may take an argument from (reference key -> schema; the output is the whole JSON body)
+    links: Mapping[str, Any] = field(default_factory=dict)
+    arg_schemas: Mapping[str, Any] = field(default_factory=dict)  # argument -> its schema in the spec
 
 
 def _param_doc(schema: Any, description: str = "") -> dict[str, Any]:
@@ -112,8 +121,18 @@ def _entity_schema(sc: SpecScenario, info: OpInfo) -> Any:
     return ent.schema if ent is not None else None
 
 
+def name_links(sc: SpecScenario) -> bool:
+    """Whether ``sc``'s calls are linked by name and schema (:mod:`~callbench.tracks.stateful.infer.name_links`):
+    only where path-based inference links nothing (no API takes an object, e.g. Slack's RPC paths),
+    so the rows of every spec with path links stay exactly as they were."""
+    return not any(p.is_object for api in sc.apis for p in api.params)
+
+
 def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
     """One :class:`ToolShape` per API of ``sc`` (catalog order = the scenario's API order)."""
+    from callbench.tracks.stateful.infer.name_links import response_fields
+
+    by_name = name_links(sc)
     out: dict[str, ToolShape] = {}
     for api in sc.apis:
         info = sc.ops[api.name]
@@ -121,6 +140,7 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
         props: dict[str, Any] = {}
         required: list[str] = []
         args: dict[str, tuple[str, str]] = {}
+        schemas: dict[str, Any] = {}
         for pid, (loc, name) in info.params.items():
             if loc in ("body", "form"):
                 continue
@@ -134,6 +154,7 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
             props[name] = doc
             required.append(name)
             args[name] = (loc, name)
+            schemas[name] = schema
         body = _body_schema(sc, info) if "body" in info.params else None
         form = info.params.get("body", ("", ""))[0] == "form"
         flat = False
@@ -149,6 +170,7 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
                     else:
                         props[k] = _param_doc(v)
                     args[k] = ("form" if form else "body", k)
+                    schemas[k] = v
                 required += [k for k in bprops if k in breq]
             else:
                 # not an object with properties (an array, a oneOf...): one argument of the body's own type
@@ -169,6 +191,10 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
             outputs = {"status_code": {"type": "integer", "description": "the HTTP status code"}}
         else:
             outputs = {}
+        links: Mapping[str, Any] = {}
+        if by_name and not outputs and info.role != "delete":  # the JSON body's linkable fields
+            links = response_fields(op)
+            outputs = {k: _param_doc(v) for k, v in links.items()}
         what = f"{info.method} {info.path}"
         desc = info.summary or (f"{info.role} {info.resource.replace('_', ' ')}" if info.resource else info.role)
         spec = {
@@ -177,7 +203,7 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
             "parameters": {"type": "object", "properties": props, "required": required},
             "output_parameters": {"type": "object", "properties": outputs},
         }
-        out[api.name] = ToolShape(info, args, flat, spec, form)
+        out[api.name] = ToolShape(info, args, flat, spec, form, links, schemas)
     return out
 
 
@@ -279,6 +305,8 @@ class SpecExecutor:
     def _output(shape: ToolShape, status: int, payload: Any) -> Any:
         if shape.info.role == "delete" or payload is None:
             return {"status_code": status}
+        if shape.links:  # name links: references name fields of the whole body
+            return payload
         if shape.spec["output_parameters"]["properties"] and shape.info.entity_path:
             for key in shape.info.entity_path:  # the entity, as the stateful program keeps it
                 if not isinstance(payload, dict) or key not in payload:
@@ -385,6 +413,7 @@ def trace_to_task(sc: SpecScenario, shapes: dict[str, ToolShape], program, task_
     labels: dict[str, int] = {}  # program variable -> call number
     calls: list[dict[str, Any]] = []
     steps: list[str] = []
+    by_name = name_links(sc)
     for k, step in enumerate(program.steps, 1):
         if not isinstance(step, Call):
             return None
@@ -422,6 +451,8 @@ def trace_to_task(sc: SpecScenario, shapes: dict[str, ToolShape], program, task_
                 else:
                     args[name] = value
                     values[name] = value
+        if by_name:
+            refs += _link_by_name(shapes, shape, calls, args, values)
         labels[step.out] = k
         calls.append({"name": step.api, "label": f"$var_{k}", "arguments": args})
         text = _words(shape, sc)
@@ -452,6 +483,29 @@ def trace_to_task(sc: SpecScenario, shapes: dict[str, ToolShape], program, task_
     }
 
 
+def _link_by_name(shapes: dict[str, ToolShape], shape: ToolShape, calls: list[dict[str, Any]], args: dict[str, Any],
+                  values: dict[str, Any]) -> list[str]:
+    """Name links (:mod:`~callbench.tracks.stateful.infer.name_links`): each argument of ``shape``
+    (a path or query parameter, a property of a flat body; drawn or not) that a field of an earlier
+    call's response matches by name and schema takes that field, from the latest such call, as a
+    reference; ``args`` and ``values`` are changed in place. Returns the question's phrases."""
+    from callbench.tracks.stateful.infer.name_links import link_field
+
+    refs: list[str] = []
+    for arg, (loc, _) in shape.args.items():
+        if loc in ("body", "form") and not shape.flat_body:
+            continue
+        for j in range(len(calls), 0, -1):
+            key = link_field(shapes[calls[j - 1]["name"]].links, arg, shape.arg_schemas.get(arg))
+            if key is not None:
+                args[arg] = f"$var_{j}.{key}$"
+                values.pop(arg, None)
+                what = " ".join(w for w in key.replace("_", " ").split(".") if not w.isdigit())
+                refs.append(f"{arg}: the {what} from step {j}")
+                break
+    return refs
+
+
 def generate_nested_from_spec(
     sc: SpecScenario, folder: str, opts: NestedSpecOptions, *, on_task: Callable[[int, int], None] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -460,6 +514,11 @@ def generate_nested_from_spec(
     if opts.min_calls < 1 or opts.max_calls < opts.min_calls:
         raise ConfigError(f"--min-calls {opts.min_calls} --max-calls {opts.max_calls}: need 1 <= min-calls <= max-calls")
     shapes = tool_shapes(sc)
+    # name-linked specs (no API takes an object): every transition pair is (none, API) and carries no
+    # data flow; weighing candidates by the kept rows' coverage steers the energy sampler away from
+    # the few APIs whose responses link to others (Slack: 54 rows in 1,000 attempts), so there only
+    # calls that failed weigh (the kept rows' pairs are still counted)
+    by_name = name_links(sc)
     counts: Counter = Counter()  # transition pairs of the kept rows
     failed: Counter = Counter()  # pairs whose call failed in a gold run (sampling energy only)
     rows: list[dict[str, Any]] = []
@@ -471,7 +530,7 @@ def generate_nested_from_spec(
         n_calls = rng.randint(opts.min_calls, opts.max_calls)
         row, why = None, "no trace"
         for _ in range(opts.candidates):  # sampling costs little: draw until a trace is a nested one
-            trial = counts + failed
+            trial = failed + Counter() if by_name else counts + failed
             program = sample_program(sc, rng, n_calls=n_calls, sampler=opts.sampler, counts=trial, p_loop=0.0, p_branch=0.0, alternatives=0, reuse=opts.reuse)
             if program is None or len(program.steps) < opts.min_calls:
                 why = "too short"
@@ -502,7 +561,10 @@ def generate_nested_from_spec(
             continue
         row["gold_answer"] = first.final
         rows.append(row)
-        counts = trial - failed
+        if by_name:
+            counts.update(tuple(p) for p in program.pairs)
+        else:
+            counts = trial - failed
         if on_task:
             on_task(len(rows), opts.n)
     return rows, {"attempts": attempt, "dropped": dict(dropped), "pairs_covered": len(counts)}

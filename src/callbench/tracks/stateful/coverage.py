@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 from random import Random
+import re
 from statistics import mean
 from typing import Any
 
@@ -23,12 +24,30 @@ def _call_head(template: str) -> str:
     return template.split("(", 1)[0] + "("
 
 
+_URL_ARG = re.compile(r'f"\{BASE_URL\}[^"\n]*"')
+_PLACEHOLDER = re.compile(r"\$\w+")
+
+
+def _call_pattern(template: str) -> re.Pattern[str]:
+    """How a call of the API looks in code: its head, and for an API called by URL (a scenario
+    inferred from a spec: ``requests.get(f"{BASE_URL}/pets/{$pet}")``) the URL too, each
+    placeholder standing for any text within the string (one head would be every GET)."""
+    head = _call_head(template)
+    url = _URL_ARG.match(template, len(head))
+    if url is None:
+        return re.compile(re.escape(head))
+    parts = _PLACEHOLDER.split(url.group(0))
+    return re.compile(re.escape(head) + r'[^"\n/]*?'.join(re.escape(x) for x in parts))
+
+
 def apis_called(scenario: Scenario, codes: list[str]) -> list[str]:
-    """Scenario APIs whose call head (the template up to its first parenthesis, e.g.
-    ``api.text_to_speech(``) appears in any of ``codes``: the coverage measure that also applies
-    to programs not sampled from the state model (the LLM-only baseline). Session APIs sharing an
-    HTTP method share a head, so they count together."""
-    return sorted(a.name for a in scenario.apis if any(_call_head(a.template) in c for c in codes))
+    """Scenario APIs whose call appears in any of ``codes``: the coverage measure that also
+    applies to programs not sampled from the state model (the LLM-only baseline). A call is its
+    head (the template up to its first parenthesis, e.g. ``api.text_to_speech(``; session APIs
+    sharing an HTTP method share a head, so they count together), plus its URL for APIs called
+    by URL (see :func:`_call_pattern`)."""
+    pats = [(a.name, _call_pattern(a.template)) for a in scenario.apis]
+    return sorted(name for name, rx in pats if any(rx.search(c) for c in codes))
 
 
 def curve(scenario: Scenario, sampler: str, seed: int, programs: int, min_calls: int = 3, max_calls: int = 6) -> tuple[list[int], set]:
