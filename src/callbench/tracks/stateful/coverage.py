@@ -9,10 +9,10 @@ coverage is a property of the traces, not of their execution.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from random import Random
-import re
 from statistics import mean
 from typing import Any
 
