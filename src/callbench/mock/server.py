@@ -1,10 +1,10 @@
 """The stateful mock API over real HTTP on loopback, one instance per test case.
 
-Library choice: the hardened stdlib server of the session service
-(:mod:`callbench.tracks.stateful.services.session_server`: ``ThreadingHTTPServer`` with at most
+Library choice: the hardened stdlib server shared with the session service
+(:mod:`callbench.tracks.stateful.services.json_http`: ``ThreadingHTTPServer`` with at most
 ``max_connections`` connection threads, a body cap checked from ``Content-Length`` before reading
 (413), a deadline on slow bodies (408), a socket timeout for idle or half-sent requests, JSON
-error bodies, 405 with ``Allow``). Its handler is reused with the routing replaced: requests go
+error bodies, 405 with ``Allow``), with this routing: requests go
 to :class:`~callbench.mock.app.MockApp`, which validates them against the spec and applies the
 state model. State is an in-memory SQLite database per instance; the same seed and the same
 requests give the same responses.
@@ -20,10 +20,10 @@ from callbench.mock.app import MockApp, _MethodNotAllowed
 from callbench.mock.validate import RequestError
 from callbench.specs.openapi import ApiSpec
 from callbench.tracks.stateful.infer.overlay import StateModel
-from callbench.tracks.stateful.services.session_server import _ClientError, _Handler, _Server
+from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer
 
 
-class _MockHandler(_Handler):
+class _MockHandler(JsonHandler):
     server_version = "callbench-mock/1"
 
     def _route(self, method: str, raw: bytes) -> tuple[int, Any, list[tuple[str, str]]]:
@@ -36,9 +36,9 @@ class _MockHandler(_Handler):
         try:
             return self.server.store.handle(method, path, query, self.headers, raw)
         except _MethodNotAllowed as e:
-            raise _ClientError(405, e.message, headers=[("Allow", ", ".join(e.allowed))]) from None
+            raise ClientError(405, e.message, headers=[("Allow", ", ".join(e.allowed))]) from None
         except RequestError as e:
-            raise _ClientError(e.status, e.message) from None
+            raise ClientError(e.status, e.message) from None
 
 
 class MockService:
@@ -68,7 +68,7 @@ class MockService:
         self._socket_timeout = socket_timeout
         self._max_connections = max_connections
         self._unix_path = None if unix_path is None else str(unix_path)
-        self._server: _Server | None = None
+        self._server: JsonServer | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -84,13 +84,12 @@ class MockService:
         if self._server is not None or self._closed:
             raise RuntimeError("MockService.start() may be called once, before close()")
         try:
-            self._server = _Server(
-                self._unix_path or ("127.0.0.1", self._port), self.app, self._max_body, self._socket_timeout, self._max_connections  # type: ignore[arg-type]
+            self._server = JsonServer(
+                self._unix_path or ("127.0.0.1", self._port), self.app, self._max_body, self._socket_timeout, self._max_connections, _MockHandler
             )
         except OSError as e:
             where = self._unix_path or f"127.0.0.1:{self._port}"
             raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
-        self._server.RequestHandlerClass = _MockHandler
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"mock:{self._unix_path or self.port}", daemon=True
         )

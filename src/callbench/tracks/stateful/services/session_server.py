@@ -22,22 +22,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import http.server
 import json
 import logging
 import math
 import re
-import socket
-import socketserver
 import sqlite3
 import sys
 import threading
-import time
-from collections.abc import Iterable
-from http import HTTPStatus
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote
+
+from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer
 
 __all__ = ["API_DOC", "SessionService", "canonical_json", "checksum_of", "filter_form", "main"]
 
@@ -139,9 +135,6 @@ CREATE INDEX IF NOT EXISTS sessions_source_type ON sessions (source, type, id);
 _MAX_ID = (1 << 63) - 1  # SQLite INTEGER
 _ID_RE = re.compile(r"[0-9]{1,19}")
 _MAX_SEGMENT = 256
-_BODY_DEADLINE_S = 30.0  # whole-body read limit, against clients that trickle bytes
-_LINGER_S = 2.0  # how long to discard an unread body after an early error reply
-_LINGER_BYTES = 64 << 20
 _COLLECTION_METHODS = ("GET", "HEAD", "POST")
 _ITEM_METHODS = ("GET", "HEAD", "PUT", "PATCH", "DELETE")
 _READ_ONLY_KEYS = frozenset({"id", "source", "type", "checksum"})
@@ -164,17 +157,6 @@ def filter_form(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class _ClientError(Exception):
-    """A request the client got wrong: becomes a JSON error reply with this status."""
-
-    def __init__(self, status: int, message: str, *, headers: Iterable[tuple[str, str]] = (), close: bool = False):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = tuple(headers)
-        self.close = close
-
-
 def _check_name(value: Any, what: str) -> str:
     """Source and type: non-empty text without control characters or path tricks."""
     if not isinstance(value, str) or not value:
@@ -188,7 +170,7 @@ def _check_name(value: Any, what: str) -> str:
 
 def _parse_id(text: str) -> int:
     if not _ID_RE.fullmatch(text) or not 1 <= int(text) <= _MAX_ID:
-        raise _ClientError(400, f"bad id {text!r}: must be a positive integer")
+        raise ClientError(400, f"bad id {text!r}: must be a positive integer")
     return int(text)
 
 
@@ -322,22 +304,22 @@ def _finite_float(text: str) -> float:
 def _parse_body(raw: bytes) -> dict:
     """The ``{"data": {...}}`` body of POST/PUT/PATCH, or a 400 saying what is wrong."""
     if not raw.strip():
-        raise _ClientError(400, 'empty body: expected a JSON object {"data": {...}}')
+        raise ClientError(400, 'empty body: expected a JSON object {"data": {...}}')
     try:
         body = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
-        raise _ClientError(400, "malformed JSON: nested too deeply") from None
+        raise ClientError(400, "malformed JSON: nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
-        raise _ClientError(400, f"malformed JSON: {e}") from None
+        raise ClientError(400, f"malformed JSON: {e}") from None
     if not isinstance(body, dict):
-        raise _ClientError(400, f'body must be a JSON object {{"data": {{...}}}}, got {type(body).__name__}')
+        raise ClientError(400, f'body must be a JSON object {{"data": {{...}}}}, got {type(body).__name__}')
     unknown = set(body) - {"data"} - _READ_ONLY_KEYS
     if unknown:
-        raise _ClientError(400, f"unknown body key(s) {sorted(unknown)}: only 'data' is accepted")
+        raise ClientError(400, f"unknown body key(s) {sorted(unknown)}: only 'data' is accepted")
     if "data" not in body:
-        raise _ClientError(400, 'body lacks "data": expected {"data": {...}}')
+        raise ClientError(400, 'body lacks "data": expected {"data": {...}}')
     if not isinstance(body["data"], dict):
-        raise _ClientError(400, f'"data" must be a JSON object, got {type(body["data"]).__name__}')
+        raise ClientError(400, f'"data" must be a JSON object, got {type(body["data"]).__name__}')
     return body["data"]
 
 
@@ -345,12 +327,12 @@ def _filters(query: str) -> list[tuple[str, str]]:
     try:
         pairs = parse_qsl(query, keep_blank_values=True, errors="strict", max_num_fields=100)
     except (ValueError, UnicodeDecodeError) as e:
-        raise _ClientError(400, f"bad query string: {e}") from None
+        raise ClientError(400, f"bad query string: {e}") from None
     for key, value in pairs:
         if key == "id":
             _parse_id(value)
         elif key not in ("id", "checksum") and not (key.startswith("data.") and len(key) > 5):
-            raise _ClientError(400, f"unknown query parameter {key!r}: supported are id, checksum, data.<key>")
+            raise ClientError(400, f"unknown query parameter {key!r}: supported are id, checksum, data.<key>")
     return pairs
 
 
@@ -369,172 +351,10 @@ def _matches(session: dict, pairs: list[tuple[str, str]]) -> bool:
     return True
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    """One connection; HTTP/1.1 keep-alive; every reply is JSON."""
+class _Handler(JsonHandler):
+    """The session service's routes."""
 
-    protocol_version = "HTTP/1.1"
     server_version = "callbench-sessions/1"
-    # Malformed request lines otherwise get an HTTP/0.9 reply: a body with no status line.
-    default_request_version = "HTTP/1.0"
-    disable_nagle_algorithm = True  # headers and body go out in separate writes
-    server: _Server
-
-    def version_string(self) -> str:
-        return self.server_version
-
-    def setup(self) -> None:
-        self.timeout = self.server.socket_timeout  # StreamRequestHandler applies it to the socket
-        self.disable_nagle_algorithm = self.server.address_family != socket.AF_UNIX  # TCP only
-        super().setup()
-
-    def address_string(self) -> str:
-        return self.client_address[0] if isinstance(self.client_address, tuple) else "unix"
-
-    def __getattr__(self, name: str) -> Any:
-        # http.server answers 501 for any method without a do_X; route every method so a
-        # wrong method on a known path is a 405 with an Allow header.
-        if name.startswith("do_"):
-            return self._dispatch
-        raise AttributeError(name)
-
-    # -- logging -------------------------------------------------------------------------
-
-    def log_request(self, code: Any = "-", size: Any = "-") -> None:
-        status = int(code) if isinstance(code, int) else 0
-        self.server.record(getattr(self, "command", None) or "-", getattr(self, "path", "") or "", status)
-        log.debug("%s %s -> %s", getattr(self, "command", None), getattr(self, "path", ""), code)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
-        log.debug("%s: " + format, self.address_string(), *args)
-
-    # -- replies -------------------------------------------------------------------------
-
-    def _send_json(self, status: int, payload: Any = None, headers: Iterable[tuple[str, str]] = ()) -> None:
-        body = b"" if payload is None else json.dumps(payload).encode("ascii")
-        self.send_response(status)
-        if status != 204:
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-        for name, value in headers:
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if body and self.command != "HEAD":
-            self.wfile.write(body)
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Errors the stdlib raises while parsing (bad request line, headers) as JSON too."""
-        self.close_connection = True
-        try:
-            text = message or HTTPStatus(code).phrase
-        except ValueError:
-            text = f"HTTP {code}"
-        self._send_json(code, {"error": text})
-
-    def _linger(self) -> None:
-        """After an error sent before the body was read: stop writing, discard what the client
-        still sends for a short while, so it reads our reply instead of a connection reset."""
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_WR)
-            deadline, seen = time.monotonic() + _LINGER_S, 0
-            while seen < _LINGER_BYTES:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.connection.settimeout(min(left, 0.5))
-                chunk = self.connection.recv(65536)
-                if not chunk:
-                    break
-                seen += len(chunk)
-        except OSError:
-            pass
-
-    # -- request body --------------------------------------------------------------------
-
-    def _content_length(self) -> int:
-        """Body size from the headers, rejected (413) before any of it is read."""
-        if self.headers.get("Transfer-Encoding"):
-            raise _ClientError(411, "chunked request bodies are not supported: send a Content-Length", close=True)
-        values = self.headers.get_all("Content-Length") or []
-        if not values:
-            return 0
-        if len(set(values)) != 1 or not values[0].strip().isascii() or not values[0].strip().isdigit():
-            raise _ClientError(400, f"bad Content-Length {values!r}", close=True)
-        length = int(values[0])
-        if length > self.server.max_body:
-            raise _ClientError(
-                413, f"body of {length} bytes is over the limit of {self.server.max_body} bytes", close=True
-            )
-        return length
-
-    def handle_expect_100(self) -> bool:
-        try:
-            self._content_length()
-        except _ClientError as e:
-            self.close_connection = True
-            self._send_json(e.status, {"error": e.message})
-            self._linger()
-            return False
-        return super().handle_expect_100()
-
-    def _read_body(self, length: int) -> bytes:
-        parts, got = [], 0
-        deadline = time.monotonic() + _BODY_DEADLINE_S
-        while got < length:
-            if time.monotonic() > deadline:
-                raise _ClientError(408, f"body not received within {_BODY_DEADLINE_S:.0f} s", close=True)
-            chunk = self.rfile.read1(min(65536, length - got))
-            if not chunk:
-                raise _ClientError(400, f"incomplete body: got {got} of {length} bytes", close=True)
-            parts.append(chunk)
-            got += len(chunk)
-        return b"".join(parts)
-
-    # -- routing -------------------------------------------------------------------------
-
-    def _dispatch(self) -> None:
-        method = self.command
-        try:
-            length = self._content_length()
-            raw = self._read_body(length) if length else b""
-            status, payload, headers = self._route(method, raw)
-        except _ClientError as e:
-            if e.close:
-                self.close_connection = True
-            self._send_json(e.status, {"error": e.message}, e.headers)
-            if e.close:
-                self._linger()
-            return
-        except (TimeoutError, ConnectionError):
-            raise
-        except Exception as e:  # a bug or a closed store: the client still gets JSON, the log the traceback
-            log.exception("session service failed on %s %s", method, self.path)
-            self._send_json(500, {"error": f"internal error: {type(e).__name__}: {e}"})
-            return
-        self._send_json(status, payload, headers)
-
-    def _target(self) -> tuple[list[str], str]:
-        """Decoded path segments and the raw query. Raw non-ASCII bytes in the request line
-        (which http.server decodes as Latin-1) are read as UTF-8, like percent-escapes."""
-        try:
-            target = self.path.encode("latin-1").decode("utf-8")
-        except UnicodeError:
-            raise _ClientError(400, "request target is not valid UTF-8") from None
-        if target.startswith(("http://", "https://")):
-            parts = urlsplit(target)
-            path, query = parts.path or "/", parts.query
-        else:
-            path, _, query = target.partition("?")
-            path = path.split("#", 1)[0]
-        if len(path) > 1 and path.endswith("/"):
-            path = path[:-1]
-        try:
-            segments = [unquote(s, errors="strict") for s in path.split("/")[1:]]
-        except UnicodeError:
-            raise _ClientError(400, "path is not valid UTF-8 after percent-decoding") from None
-        return segments, query
 
     def _route(self, method: str, raw: bytes) -> tuple[int, Any, list[tuple[str, str]]]:
         segments, query = self._target()
@@ -543,17 +363,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._allow(method, ("GET", "HEAD"))
             return 200, {"status": "ok"}, []
         if segments[:2] != ["api", "sessions"] or len(segments) > 5:
-            raise _ClientError(404, f"no such path {self.path!r}; see /api/sessions/{{source}}/{{type}}[/{{id}}]")
+            raise ClientError(404, f"no such path {self.path!r}; see /api/sessions/{{source}}/{{type}}[/{{id}}]")
         if len(segments) == 2:
             self._allow(method, ("GET", "HEAD"))
             pairs = _filters(query)
             return 200, [s for s in store.select() if _matches(s, pairs)], []
         if len(segments) == 3:
-            raise _ClientError(404, "missing {type}: paths are /api/sessions/{source}/{type}[/{id}]")
+            raise ClientError(404, "missing {type}: paths are /api/sessions/{source}/{type}[/{id}]")
         try:
             source, type_ = _check_name(segments[2], "source"), _check_name(segments[3], "type")
         except ValueError as e:
-            raise _ClientError(400, str(e)) from None
+            raise ClientError(400, str(e)) from None
         if len(segments) == 4:
             self._allow(method, _COLLECTION_METHODS)
             if method == "POST":
@@ -572,101 +392,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             found = store.update(source, type_, id_, self._json_data(raw), merge=method == "PATCH")
         if found is None:
-            raise _ClientError(404, f"no session {id_} under {source}/{type_}")
+            raise ClientError(404, f"no session {id_} under {source}/{type_}")
         return 200, found, []
 
     def _allow(self, method: str, allowed: tuple[str, ...]) -> None:
         if method not in allowed:
-            raise _ClientError(
+            raise ClientError(
                 405, f"method {method} not allowed here; allowed: {', '.join(allowed)}", headers=[("Allow", ", ".join(allowed))]
             )
 
     def _json_data(self, raw: bytes) -> dict:
         ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         if ctype and ctype != "application/json" and not (ctype.startswith("application/") and ctype.endswith("+json")):
-            raise _ClientError(415, f"Content-Type {ctype!r} is not JSON: send application/json")
+            raise ClientError(415, f"Content-Type {ctype!r} is not JSON: send application/json")
         return _parse_body(raw)
 
     @staticmethod
     def _location(session: dict) -> str:
         return f"/api/sessions/{quote(session['source'], safe='')}/{quote(session['type'], safe='')}/{session['id']}"
-
-
-class _Server(http.server.ThreadingHTTPServer):
-    """Thread per connection, at most ``max_connections`` at once (a client opening hundreds of
-    connections waits in the listen backlog instead of making the service start a thread for
-    each); remembers open sockets so ``close`` can wake their threads."""
-
-    daemon_threads = True
-    request_queue_size = 128  # the default 5 drops SYNs when many client threads connect at once
-
-    def __init__(
-        self, address: tuple[str, int] | str, store: _Store, max_body: int, socket_timeout: float, max_connections: int
-    ):
-        self.store = store
-        self.max_body = max_body
-        self.socket_timeout = socket_timeout
-        self._log: list[tuple[str, str, int]] = []
-        self._log_lock = threading.Lock()
-        self._open: set[socket.socket] = set()
-        self._slots = threading.BoundedSemaphore(max_connections)
-        self._closing = False
-        if isinstance(address, str):
-            self.address_family = socket.AF_UNIX
-        super().__init__(address, _Handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind calls socket.getfqdn, a reverse DNS lookup that can stall.
-        socketserver.TCPServer.server_bind(self)
-        if self.address_family == socket.AF_UNIX:
-            self.server_name, self.server_port = "localhost", 0
-        else:
-            self.server_name, self.server_port = self.server_address[:2]
-
-    def record(self, method: str, path: str, status: int) -> None:
-        with self._log_lock:
-            self._log.append((method, path, status))
-
-    def take_log(self, *, clear: bool = False) -> list[tuple[str, str, int]]:
-        with self._log_lock:
-            entries = list(self._log)
-            if clear:
-                self._log.clear()
-        return entries
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        while not self._slots.acquire(timeout=0.05):
-            if self._closing:
-                socketserver.TCPServer.shutdown_request(self, request)
-                return
-        with self._log_lock:
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._log_lock:
-            known = request in self._open
-            self._open.discard(request)
-        super().shutdown_request(request)
-        if known:
-            self._slots.release()
-
-    def wake_all(self) -> None:
-        with self._log_lock:
-            sockets = list(self._open)
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # Clients that vanish mid-request are expected here; anything else is a bug worth a trace.
-        exc = sys.exc_info()[1]
-        if isinstance(exc, OSError):
-            log.debug("connection from %s ended: %r", client_address, exc)
-        else:
-            log.exception("session service: unhandled error for %s", client_address)
 
 
 class SessionService:
@@ -697,7 +440,7 @@ class SessionService:
         self._max_connections = max_connections
         self._socket_timeout = socket_timeout
         self._store: _Store | None = None
-        self._server: _Server | None = None
+        self._server: JsonServer | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -707,7 +450,7 @@ class SessionService:
         self._store = _Store(self._db_path)
         address = self._unix_path or ("127.0.0.1", self._port_request)
         try:
-            self._server = _Server(address, self._store, self._max_body, self._socket_timeout, self._max_connections)
+            self._server = JsonServer(address, self._store, self._max_body, self._socket_timeout, self._max_connections, _Handler)
         except OSError as e:
             self._store.close()
             self._store = None
@@ -722,7 +465,7 @@ class SessionService:
         self._thread.start()
         return self
 
-    def _running(self) -> _Server:
+    def _running(self) -> JsonServer:
         if self._server is None or self._closed:
             raise RuntimeError("SessionService is not running: call start() first (and not after close())")
         return self._server
