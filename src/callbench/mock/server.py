@@ -125,10 +125,7 @@ class MockService:
             return
         self._closed = True
         if self._server is not None:
-            self._server._closing = True
-            self._server.shutdown()
-            self._server.wake_all()
-            self._server.server_close()
+            self._server.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.app.store.close()

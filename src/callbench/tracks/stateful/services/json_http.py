@@ -280,6 +280,14 @@ class JsonServer(http.server.ThreadingHTTPServer):
         if known:
             self._slots.release()
 
+    def stop(self) -> None:
+        """Stop serving (from another thread than ``serve_forever``'s), wake the connection
+        threads blocked on their sockets and close the listening socket."""
+        self._closing = True
+        self.shutdown()
+        self.wake_all()
+        self.server_close()
+
     def wake_all(self) -> None:
         with self._log_lock:
             sockets = list(self._open)
