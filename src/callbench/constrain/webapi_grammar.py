@@ -2452,8 +2452,16 @@ def _compiled(rx: str) -> re.Pattern[str] | None:
         return None
 
 
+#: More repeats than this in one piece and Python's backtracking matcher may take exponential
+#: time on a failing match (``/{p0}{p1}...{p29}`` against a 40-character literal took 40 s).
+_MAX_REPEATS = 8
+
+
 def _rx_matches(rx: str, text: str) -> bool | None:
     """Does the grammar regex ``rx`` (Python-compatible as generated here) match all of
-    ``text``? None when Python cannot read it (callers then keep the cut: never unsound)."""
+    ``text``? None when Python cannot read it, or when it repeats too many times to be matched
+    safely (callers then keep the cut: never unsound)."""
+    if rx.count("+") + rx.count("*") > _MAX_REPEATS:
+        return None
     c = _compiled(rx)
     return None if c is None else c.fullmatch(text) is not None
