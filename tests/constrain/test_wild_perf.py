@@ -109,9 +109,9 @@ def test_mid_size_spec_builds_fast(wild_specs_dir):
 def test_microsoft_graph_build_time(wild_specs_dir, name):
     # The largest specs of the directory (11,422 and 22,361 operations). As one grammar they
     # exceed llguidance's 16-bit grammar symbols; staged (URLs first, each operation's own
-    # grammar after), the head alone is built: about 1.0 s and 1.7 s on an idle core, the
-    # issue's 1 s not quite reached (most of it is one regex per path segment and quote for
-    # 7,400 and 14,000 paths). The head compiles for llguidance, and a tail takes milliseconds.
+    # grammar after), the head alone is built: about 0.6 s and 1.2 s on an idle core, the
+    # issue's 1 s not quite reached for beta (most of it is one regex per path segment and quote
+    # for 7,400 and 14,000 paths). The head compiles for llguidance, a tail takes milliseconds.
     from callbench.constrain.check import matcher_for
 
     spec = load_spec(wild_specs_dir / name)
