@@ -2322,9 +2322,11 @@ class _UrlWords:
             plan = self._plans[path] = url_plan(b.spec, next(iter(templates.ops[path].values())))
         out: tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None = None
         if not any("/" in name for name in _PARAM_RX.findall(plan.path)):
-            qholes = {
-                p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema
-            }
+            qholes = (  # only a fixed query has holes typed by query parameters
+                {p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema}
+                if plan.query
+                else {}
+            )
             if q == "`" and not quoted and not self.idents:
                 # With no identifiers, backtick pieces are the '...' ones with ``$`` kept out of
                 # free holes (it could start ``${``) and their own tail: derived, not rebuilt.
