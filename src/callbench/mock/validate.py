@@ -19,6 +19,7 @@ from jsonschema.exceptions import best_match
 
 from callbench.specs.openapi import ApiSpec, Operation, Parameter
 from callbench.specs.schema import schema_type, to_json_schema
+from callbench.tracks.stateful.services.json_http import strict_json
 
 _IGNORED_HEADERS = ("accept", "content-type", "authorization")
 
@@ -143,7 +144,7 @@ def _form_value(text: str, schema: Mapping[str, Any]) -> Any:
     types = schema_type(schema) - {"null"}
     if types and not types & {"string", "integer", "number", "boolean"}:
         try:
-            return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+            return strict_json(text)
         except (ValueError, RecursionError):
             return text
     return _scalar(text, schema)
@@ -166,17 +167,6 @@ def form_fields(pairs: list[tuple[str, str]], schema: Any) -> dict[str, Any]:
         else:
             out[k] = _form_value(v, ps)
     return out
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text[:40]} is out of range")
-    return value
 
 
 def _media(op: Operation) -> tuple[str | None, str | None]:
@@ -214,7 +204,7 @@ def check_body(op: Operation, content_type: str | None, raw: bytes) -> Any:
     elif js is not None and (not ctype or ctype == "application/json" or ctype.endswith("+json")):
         schema = rb.content[js]
         try:
-            body = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+            body = strict_json(raw)
         except RecursionError:
             raise RequestError(400, "malformed JSON: nested too deeply") from None
         except (ValueError, UnicodeDecodeError) as e:

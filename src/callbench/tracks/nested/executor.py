@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,30 @@ def _sandbox(modules: list[ToolModule], limits: Limits | None) -> PythonSandbox:
         return PythonSandbox(modules, limits)
 
 
+def run_calls(
+    calls: list[ToolCall], one: Callable[[ToolCall, dict[str, Any]], CallOutcome], deadline: float | None
+) -> SequenceResult:
+    """Run ``calls`` in order with ``one(call, env)`` (``env``: each label's output so far);
+    ``deadline`` (``time.monotonic()``) stops the sequence before a call that would start after it.
+    The loop every executor shares (built-in tools, a spec's mock)."""
+    env: dict[str, Any] = {}
+    result = SequenceResult()
+    for i, call in enumerate(calls, 1):
+        if deadline is not None and time.monotonic() >= deadline:
+            message = f"TimeoutError: the sample's time budget ran out before call {i} of {len(calls)}"
+            result.calls.append(CallOutcome(call.label, call.name, None, CallError(message)))
+            result.timed_out = True
+            break
+        outcome = one(call, env)
+        if call.label:
+            env[call.label] = outcome.output
+        result.calls.append(outcome)
+    if result.calls:
+        last = result.calls[-1].output
+        result.final = last if isinstance(last, CallError) else final_value(last)
+    return result
+
+
 class NestedExecutor:
     """Runs sequences against ``modules`` (default: the built-in MathQA tools)."""
 
@@ -187,22 +212,7 @@ class NestedExecutor:
                 self.sandbox = _sandbox([*extra, *self.modules], self.limits)
                 self._extra = paths
         specs = {t.name: t for t in tools or []}
-        env: dict[str, Any] = {}
-        result = SequenceResult()
-        for i, call in enumerate(calls, 1):
-            if deadline is not None and time.monotonic() >= deadline:
-                message = f"TimeoutError: the sample's time budget ran out before call {i} of {len(calls)}"
-                result.calls.append(CallOutcome(call.label, call.name, None, CallError(message)))
-                result.timed_out = True
-                break
-            outcome = self._one(call, env, specs)
-            if call.label:
-                env[call.label] = outcome.output
-            result.calls.append(outcome)
-        if result.calls:
-            last = result.calls[-1].output
-            result.final = last if isinstance(last, CallError) else final_value(last)
-        return result
+        return run_calls(calls, lambda call, env: self._one(call, env, specs), deadline)
 
     def _one(self, call: ToolCall, env: dict[str, Any], specs: dict[str, ToolSpec]) -> CallOutcome:
         if call.name == FINAL_CALL:

@@ -40,7 +40,6 @@ import http.client
 import json
 import re
 import threading
-import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -51,7 +50,7 @@ from typing import Any
 
 from callbench.errors import ConfigError, DataError
 from callbench.specs.schema import object_properties, schema_type
-from callbench.tracks.nested.executor import CallError, CallOutcome, SequenceResult, final_value
+from callbench.tracks.nested.executor import CallError, CallOutcome, SequenceResult, run_calls
 from callbench.tracks.nested.references import (
     MAX_VALUE_CHARS,
     MAX_VALUE_DEPTH,
@@ -230,23 +229,8 @@ class SpecExecutor:
     def run(self, calls: list[ToolCall], tools: list[ToolSpec] | None = None, *, deadline: float | None = None) -> SequenceResult:
         from callbench.mock import MockService
 
-        result = SequenceResult()
-        env: dict[str, Any] = {}
         with MockService(self.sc.spec, self.sc.model, seed=self.seed) as svc:
-            for i, call in enumerate(calls, 1):
-                if deadline is not None and time.monotonic() >= deadline:
-                    message = f"TimeoutError: the sample's time budget ran out before call {i} of {len(calls)}"
-                    result.calls.append(CallOutcome(call.label, call.name, None, CallError(message)))
-                    result.timed_out = True
-                    break
-                outcome = self._one(svc.port, call, env)
-                if call.label:
-                    env[call.label] = outcome.output
-                result.calls.append(outcome)
-        if result.calls:
-            last = result.calls[-1].output
-            result.final = last if isinstance(last, CallError) else final_value(last)
-        return result
+            return run_calls(calls, lambda call, env: self._one(svc.port, call, env), deadline)
 
     def _one(self, port: int, call: ToolCall, env: dict[str, Any]) -> CallOutcome:
         shape = self.shapes.get(call.name)

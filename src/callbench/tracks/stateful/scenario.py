@@ -153,7 +153,8 @@ class Api:
 class Runtime:
     """How programs of this scenario execute (see :mod:`callbench.tracks.stateful.execution`).
 
-    ``service``: "session" starts the loopback session server per test case; None runs in-process.
+    ``service``: "session" (the session server) or "mock" (a spec's mock) starts that loopback service
+    per test case; None runs in-process.
     ``setup`` is trusted code run in the sandbox before the program (imports, object
     construction from ``__initial__``); ``finalize`` a trusted expression giving the final state.
     ``call_roots`` are the names whose calls count as API calls in static analysis.
@@ -172,6 +173,19 @@ class Runtime:
     tolerance: tuple[float, float] | None = None  # (rtol, atol) for float results; None = exact
     state_view: Callable[[Any], Any] | None = None  # the part of the final state that is compared
     requires: tuple[tuple[str, str], ...] = ()  # (module, extra): see above
+
+    @classmethod
+    def http(cls, service: str, api_doc: str) -> Runtime:
+        """The runtime of a scenario whose programs call a loopback HTTP ``service`` with
+        ``requests`` (``BASE_URL`` preloaded): the session service, a spec's mock."""
+        return cls(
+            setup="import requests\n",
+            finalize=None,
+            call_roots=("requests",),
+            doc="`requests` is imported and `BASE_URL` is preloaded.\n\n" + api_doc,
+            service=service,
+            requires=(("requests", "stateful"),),
+        )
 
 
 @dataclass

@@ -221,13 +221,6 @@ SCENARIO = Scenario(
         ),
     ),
     apis=_APIS,
-    runtime=Runtime(
-        setup="import requests\n",
-        finalize=None,
-        call_roots=("requests",),
-        doc="`requests` is imported and `BASE_URL` is preloaded.\n\n" + API_DOC,
-        service="session",
-        requires=(("requests", "stateful"),),
-    ),
+    runtime=Runtime.http("session", API_DOC),
     initial=_initial,
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.server
 import json
 import logging
+import math
 import socket
 import socketserver
 import sys
@@ -24,13 +25,31 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["ClientError", "JsonHandler", "JsonServer"]
+__all__ = ["ClientError", "JsonHandler", "JsonServer", "strict_json"]
 
 log = logging.getLogger(__name__)
 
 _BODY_DEADLINE_S = 30.0  # whole-body read limit, against clients that trickle bytes
 _LINGER_S = 2.0  # how long to discard an unread body after an early error reply
 _LINGER_BYTES = 64 << 20
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    # json.loads turns 1e999 into inf, which would come back out as the non-JSON token Infinity.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def strict_json(raw: str | bytes) -> Any:
+    """``json.loads`` that refuses what is not JSON: ``NaN``/``Infinity`` and numbers out of the
+    float range (ValueError, as a syntax error; RecursionError when nested too deeply)."""
+    return json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 class ClientError(Exception):

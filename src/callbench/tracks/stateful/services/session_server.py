@@ -24,7 +24,6 @@ import argparse
 import hashlib
 import json
 import logging
-import math
 import re
 import sqlite3
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
-from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer
+from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer, strict_json
 
 __all__ = ["API_DOC", "SessionService", "canonical_json", "checksum_of", "filter_form", "main"]
 
@@ -289,24 +288,12 @@ def _seed_rows(initial: list[dict] | None) -> list[tuple[int, str, str, str, str
     return rows
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    # json.loads turns 1e999 into inf, which would come back out as the non-JSON token Infinity.
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text[:40]} is out of range")
-    return value
-
-
 def _parse_body(raw: bytes) -> dict:
     """The ``{"data": {...}}`` body of POST/PUT/PATCH, or a 400 saying what is wrong."""
     if not raw.strip():
         raise ClientError(400, 'empty body: expected a JSON object {"data": {...}}')
     try:
-        body = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+        body = strict_json(raw)
     except RecursionError:
         raise ClientError(400, "malformed JSON: nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
