@@ -11,7 +11,6 @@ from callbench.constrain.webapi_grammar import (
     _Templates,
     build_webapi_grammar,
     clear_grammar_cache,
-    spec_model,
 )
 from callbench.specs.openapi import build_spec, load_spec
 
@@ -95,13 +94,10 @@ def test_mid_size_spec_builds_fast(wild_specs_dir):
     clear_grammar_cache()
     g = build_webapi_grammar(spec, setup="full")
     assert g.build_seconds < 2.0  # 0.2-0.3 s on an idle core; slack for a loaded CI machine
-    clear_grammar_cache()
-    # a second build of the same spec (new identifiers: not the cached grammar) reuses the
-    # spec-level templates and URL words
+    # a second build of the same spec (new identifiers: not the cached grammar)
     again = build_webapi_grammar(spec, setup="full", identifiers=("token",))
-    assert again.build_seconds < 2.0
-    words = spec_model(spec).url_words(("token",), False)
-    assert g.staged and words._base  # 2,958 operations: a staged head (its pieces, no cuts)
+    assert again.build_seconds < 2.0 and again is not g
+    assert g.staged and again.staged  # 2,958 operations: a staged head (its pieces, no cuts)
 
 
 @pytest.mark.slow
@@ -109,9 +105,9 @@ def test_mid_size_spec_builds_fast(wild_specs_dir):
 def test_microsoft_graph_build_time(wild_specs_dir, name):
     # The largest specs of the directory (11,422 and 22,361 operations). As one grammar they
     # exceed llguidance's 16-bit grammar symbols; staged (URLs first, each operation's own
-    # grammar after), the head alone is built: about 0.6 s and 1.2 s on an idle core, the
-    # issue's 1 s not quite reached for beta (most of it is one regex per path segment and quote
-    # for 7,400 and 14,000 paths). The head compiles for llguidance, a tail takes milliseconds.
+    # grammar after), the head alone is built: about 0.15 s and 0.35 s on an idle core (the
+    # issue asks <= 1 s; plain path keys are written from per-segment memos, one trie serves the
+    # three quotes). The head compiles for llguidance, a tail takes milliseconds.
     from callbench.constrain.check import matcher_for
 
     spec = load_spec(wild_specs_dir / name)

@@ -1656,7 +1656,7 @@ class _Builder:
                 # the union of the templates' URLs is the same with or without the cuts (they only
                 # decide which operation owns a URL, which the operation's own stage settles).
                 ops = by_method[method] = list({op.path: op for op in ops}.values())  # a path once
-                found = found_by[method] = [words.plain(self, templates, op.path) for op in ops]
+                found = found_by[method] = [words.head_terms(self, templates, op.path) for op in ops]
             else:
                 found = found_by[method] = [words.of(self, templates, op.path, method) for op in ops]
             if any(f is None for f in found):  # a shadowing the segment lexemes cannot express
@@ -1668,16 +1668,16 @@ class _Builder:
             if not ops:
                 continue
             found = found_by[method]
+            if head:  # one word per path, the same in every quote but for its terminals
+                heads = self.head_tries([zip(*(by_q[q] for q in _QUOTES), strict=True) for by_q in found])  # type: ignore[index]
+                alts = [f"{self.server_rule(q)} {paths}" for q, paths in zip(_QUOTES, heads, strict=True)]
+                calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {self.alt("urls", alts)}'))
+                continue
             per_quote: dict[str, list[tuple[tuple[str, ...], str]]] = {q: [] for q in _QUOTES}
             for op, by_q in zip(ops, found, strict=True):
                 assert by_q is not None
                 if not any(by_q.values()):
                     continue  # every URL of this template belongs to a better-ranked one
-                if head:  # one word per quote, its terminals shared by the path's methods
-                    after = self.head_after()
-                    for q, terms in self._head_terms(op.path, by_q).items():
-                        per_quote[q].append((terms, after))
-                    continue
                 after = f"{ws} {self.after_url_rule(self._args(op))}"
                 for q, ws_q in by_q.items():
                     for w in ws_q:
@@ -1692,14 +1692,6 @@ class _Builder:
         if not calls:
             raise GrammarError(f"{self.spec.source}: no URL is left for method {only!r}")
         return "start: " + " | ".join(calls)
-
-    def _head_terms(self, path: str, by_q: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-        key = ("head", path)
-        hit = self.memo.get(key)
-        if hit is None:
-            term = self.term
-            hit = self.memo[key] = {q: tuple(term("S", f"/{x}/") for x in pieces) for q, pieces in by_q.items()}
-        return hit
 
     def segment_term(self, piece: _Piece) -> str:
         """The terminal of one URL piece: its regex, less the better-ranked pieces it excludes."""
@@ -1721,6 +1713,42 @@ class _Builder:
         words = [(tuple(self.segment_term((x, (), None)) for x in w), "") for w in _server_words(self.spec, quote)]
         name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv"))
         return name
+
+    def head_tries(self, words: list[Iterable[tuple[str, str, str]]]) -> tuple[str, str, str]:
+        """:meth:`trie_symbols` of a staged head's words in the three quotes at once: a head
+        word is one path's terminals in '...', "..." and `...`, position by position (equally
+        long: the same segments), every word followed by :meth:`head_after`. One trie keyed by
+        the three terminals of a position is walked once (the largest heads have ~14,000 paths
+        per quote, and three tries were a third of the build)."""
+        after = self.head_after()
+        root: dict[Any, Any] = {}
+        for word in words:
+            node = root
+            for key in word:
+                node = node.setdefault(key, {})
+            node[None] = None  # the word ends here (terminal names are never None)
+        rule = self.rule
+        ends = (after, after, after)
+
+        def emit(node: dict[Any, Any]) -> tuple[str, str, str]:
+            if len(node) == 1:  # the common case: a chain
+                key, child = next(iter(node.items()))
+                if key is None:
+                    return ends
+                a, b, c = emit(child)
+                return f"{key[0]} {a}", f"{key[1]} {b}", f"{key[2]} {c}"
+            alts: tuple[list[str], list[str], list[str]] = ([], [], [])
+            for key, child in node.items():
+                sub = ends if key is None else emit(child)
+                for i in range(3):
+                    alts[i].append(sub[i] if key is None else f"{key[i]} {sub[i]}")
+            out = []
+            for a in alts:
+                a = list(dict.fromkeys(a))
+                out.append(a[0] if len(a) == 1 else rule("t", " | ".join(a)))
+            return out[0], out[1], out[2]
+
+        return emit(root)
 
     def trie_symbols(self, words: list[tuple[tuple[str, ...], str]], prefix: str) -> str:
         """Symbols of the words (terminal sequences, each followed by its continuation) merged
@@ -2003,6 +2031,38 @@ def schema_scalars(schema: Any, depth: int = 0) -> tuple[list[Any] | None, set[s
     if not types:
         return None
     return None, set(types)
+
+
+#: The keywords :func:`schema_scalars` (and the ``schema_type`` it calls) read.
+_SCALAR_KEYS = frozenset({
+    "type", "const", "enum", "allOf", "oneOf", "anyOf", "properties", "additionalProperties", "items",
+    "nullable", "x-nullable",
+})
+
+
+def _hole_key(schema: Any) -> tuple[Any, ...] | None:
+    """What :func:`schema_scalars` reads of a flat ``schema`` (values scalars or lists of
+    scalars), as a hashable key: two schemas with the same key have the same scalars. None
+    for a nested schema (``allOf`` members, ``items`` ...) or any other value."""
+    if not _is_map(schema):
+        return None
+    out = []
+    for k, v in schema.items():
+        if k not in _SCALAR_KEYS:
+            continue
+        if isinstance(v, tuple | list):
+            if not all(type(x) in _FLAT for x in v):
+                return None
+            v = tuple((type(x), x) for x in v)  # 1, 1.0 and True hash alike
+        elif type(v) not in _FLAT:
+            return None
+        out.append((k, type(v), v))
+    if len(out) > 1:
+        out.sort(key=lambda kv: kv[0])  # the keywords in any order
+    return tuple(out)
+
+
+_FLAT = frozenset({str, int, float, bool, type(None)})
 
 
 def _scalars_of(schema: Any, memo: dict[int, Any]) -> Any:
@@ -2372,16 +2432,82 @@ class _UrlWords:
             after.append(_rx("#" + plan.label))
         return tail + "".join(after) + _rx(q)
 
-    def plain(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
-        """``path``'s piece regexes per quote, no shadowing cut out (a staged head), None if the
-        template has no piece form."""
+    def head_terms(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
+        """``path``'s piece terminals per quote, no shadowing cut out (a staged head), None if
+        the template has no piece form. The terminals are those of :meth:`base`'s regexes; a
+        plain path (no quote, query or fragment in the key, each hole's schemas alike by
+        :func:`_hole_key`) is written from per-segment memos instead, since the head of the
+        largest specs has ~14,000 paths and the general route cost ~40 us each."""
+        key = ("head", path)
+        hit = b.memo.get(key)
+        if hit is None:
+            hit = b.memo[key] = self._head_fast(b, templates, path) or self._head_slow(b, templates, path)
+        return hit or None
+
+    def _head_slow(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
         out: dict[str, tuple[str, ...]] = {}
+        term = b.term
         for q in _QUOTES:
             mine = self.base(b, templates, path, q)
             if mine is None:
-                return None
-            out[q] = mine[0]
+                return {}  # memoized as "no piece form"
+            out[q] = tuple(term("S", f"/{x}/") for x in mine[0])
         return out
+
+    def _head_fast(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
+        """:meth:`_head_slow`'s terminals for a plain path key, or None (take the slow route)."""
+        if "?" in path or "#" in path or "'" in path or '"' in path or "`" in path:
+            return None
+        ops = templates.ops[path]
+        holes: dict[str, tuple[Any, Any]] = {}  # name -> (content key, a schema of it)
+        if "{" in path:
+            if any("/" in name for name in _PARAM_RX.findall(path)):
+                return None
+            for o in ops.values():
+                for p in o.parameters:
+                    if p.location != "path" or not p.schema:
+                        continue
+                    seen = holes.get(p.name)
+                    if seen is not None and seen[1] is p.schema:
+                        continue  # a path item's parameter, shared by its operations
+                    k = _hole_key(p.schema)
+                    if k is None or (seen is not None and seen[0] != k):
+                        return None  # nested, or the holes' schemas differ: merged by their scalars
+                    if seen is None:
+                        holes[p.name] = (k, p.schema)
+        memo = b.memo.get("head pieces")
+        if memo is None:
+            memo = b.memo["head pieces"] = {}  # (segment, its holes' keys) -> terminals ('...', `...`)
+        sq: list[str] = []
+        bt: list[str] = []
+        for seg in (path.rstrip("/") or "/").split("/")[1:]:
+            k = seg if "{" not in seg else (seg, *(holes.get(x, (None,))[0] for x in _PARAM_RX.findall(seg)))
+            pair = memo.get(k)
+            if pair is None:
+                pair = memo[k] = self._head_piece(b, seg, holes)
+            sq.append(pair[0])
+            bt.append(pair[1])
+        tails = self._head_tails(b)
+        return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
+
+    def _head_piece(self, b: _Builder, seg: str, holes: Mapping[str, tuple[Any, Any]]) -> tuple[str, str]:
+        """One ``/segment``'s terminals in '...' (and "...") and in `...` (as :meth:`base`)."""
+        parts = _PARAM_RX.split(seg)
+        out = []
+        for q in ("'", "`"):
+            body = "".join(
+                _rx(x) if i % 2 == 0 else b.hole_rx(holes.get(x, (None, None))[1], q) for i, x in enumerate(parts)
+            )
+            out.append(b.term("S", f"/\\x2f{body}/"))
+        return out[0], out[1]
+
+    def _head_tails(self, b: _Builder) -> tuple[str, str, str]:
+        """The tail terminals ('...', "...", `...`) of a path key without query or fragment."""
+        hit = b.memo.get("head tails")
+        if hit is None:
+            plain = UrlPlan("/")  # no query, no label: the tail is the same for every path
+            hit = b.memo["head tails"] = tuple(b.term("S", f"/{self._tail(b, plain, {}, q)}/") for q in _QUOTES)
+        return hit
 
     def of(
         self, b: _Builder, templates: _Templates, path: str, method: str
