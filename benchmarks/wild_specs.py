@@ -414,6 +414,18 @@ def run_specs(paths: list[Path], root: Path, *, seed: int = 0, max_ops: int | No
     return sorted(outcomes, key=lambda o: o.file)
 
 
+def read_checkpoint(path: Path) -> list[SpecOutcome]:
+    """The outcomes in a checkpoint to resume from; a last line cut short by a killed run is
+    dropped (and the file rewritten without it, so that appended lines stay whole)."""
+    lines = [x for x in path.read_text("utf-8").splitlines() if x.strip()]
+    try:
+        json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        lines.pop()
+        path.write_text("".join(x + "\n" for x in lines), "utf-8")
+    return [outcome_from_json(json.loads(x)) for x in lines]
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -599,6 +611,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-ops", type=int, help="at most N operations per spec (seeded sample; default: all)")
     ap.add_argument("--failures-md", type=Path, help="write the failures grouped by cause to this Markdown file")
     ap.add_argument("--checkpoint", type=Path, help="append each spec's outcome to this JSONL file as it finishes")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --checkpoint: keep the outcomes already in it and run only the other specs "
+                         "(without it an existing checkpoint is started afresh)")
     ap.add_argument("--from-checkpoint", type=Path, help="only summarize the outcomes in this JSONL file (a partial run)")
     ap.add_argument("--only", type=Path, help="only the specs listed in this file (paths below api/, one per line), "
                     "e.g. those an earlier run found failures in")
@@ -613,9 +628,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.only is not None:
             wanted = {x.strip() for x in args.only.read_text("utf-8").splitlines() if x.strip()}
             files = [f for f in files if f.relative_to(root).as_posix() in wanted]
+        done: list[SpecOutcome] = []
         if args.checkpoint is not None and args.checkpoint.exists():
-            args.checkpoint.unlink()
-        outcomes = run_specs(files, root, seed=args.seed, max_ops=args.max_ops, workers=args.workers, checkpoint=args.checkpoint)
+            if args.resume:  # keep the finished specs' outcomes, run the others
+                done = read_checkpoint(args.checkpoint)
+                finished = {o.file for o in done}
+                files = [f for f in files if f.relative_to(root).as_posix() not in finished]
+            else:
+                args.checkpoint.unlink()
+        outcomes = done + run_specs(
+            files, root, seed=args.seed, max_ops=args.max_ops, workers=args.workers, checkpoint=args.checkpoint
+        )
     settings = {k: getattr(args, k) for k in ("limit", "sample", "seed", "max_ops", "workers")}
     if args.only is not None:
         settings["only"] = str(args.only)

@@ -81,3 +81,40 @@ def test_failure_groups_blot_out_particulars():
     a = bench.cause_key("grammar rejects", "required argument 'limit' missing before '}' in config of GET /pets/{id}")
     b = bench.cause_key("grammar rejects", "required argument 'q' missing before '}' in config of POST /search")
     assert a == b
+
+
+def test_resume_runs_only_the_specs_a_checkpoint_lacks(wild_specs_dir: Path, tmp_path: Path, capsys):
+    """--resume keeps the finished specs' outcomes (a line cut short by a kill is dropped) and
+    runs the rest; the summary covers all of them."""
+    import json
+
+    bench = _bench()
+    only = tmp_path / "only.txt"
+    names = ["xkcd.com.json", "weatherbit.io.json", "vatapi.com.json"]
+    if not all((wild_specs_dir / n).exists() for n in names):
+        pytest.skip("the three small specs are not in the directory")
+    only.write_text("\n".join(names) + "\n")
+    ck, out = tmp_path / "run.jsonl", tmp_path / "s.json"
+    common = ["--specs-dir", str(wild_specs_dir), "--only", str(only), "--max-ops", "1", "--workers", "1",
+              "--checkpoint", str(ck), "--json", str(out)]
+    assert bench.main(common) == 0
+    lines = ck.read_text().splitlines()
+    assert len(lines) == 3
+    first = json.loads(out.read_text())
+    # as if killed while writing the third outcome: two whole lines, half of the third
+    kept = {json.loads(x)["file"] for x in lines[:2]}
+    ck.write_text(lines[0] + "\n" + lines[1] + "\n" + lines[2][:40])
+    ran: list[str] = []
+    real = bench.run_specs
+
+    def spy(files, root, **kw):
+        ran.extend(f.relative_to(root).as_posix() for f in files)
+        return real(files, root, **kw)
+
+    bench.run_specs = spy
+    assert bench.main([*common, "--resume"]) == 0
+    assert set(ran) == set(names) - kept and len(ran) == 1
+    assert [json.loads(x)["file"] for x in ck.read_text().splitlines()].count(ran[0]) == 1
+    again = json.loads(out.read_text())
+    assert again["specs"] == 3 and again["operations"] == first["operations"]
+    capsys.readouterr()
