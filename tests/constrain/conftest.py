@@ -45,3 +45,20 @@ def real_vocab():
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def full_setup_calls():
+    """``full_setup_calls(spec, seed)``: the ``full``-setup code (after ``axios.``) of every
+    synthesized valid call and invalid variant of every operation of ``spec``."""
+    from callbench.specs.synthesize import invalid_invocations, valid_invocations
+
+    def calls(spec: Any, seed: int) -> list[str]:
+        out = []
+        for op in spec.operations:
+            for inv in valid_invocations(spec, op, seed=seed) + invalid_invocations(spec, op, seed=seed):
+                if inv.completion_full is not None and "full" in (inv.grammar_setups or ("full",)):
+                    out.append(inv.completion_full)
+        return out
+
+    return calls

@@ -55,7 +55,7 @@ def _accepts(m: Any, text: str) -> bool:
 
 def _regex_urls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Build grammars with the former whole-URL regex lexemes (the reference)."""
-    monkeypatch.setattr(W._UrlWords, "of", lambda self, *a: None)
+    monkeypatch.setattr(W.UrlWords, "of", lambda self, *a: None)
     W.clear_grammar_cache()
 
 

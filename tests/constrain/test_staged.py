@@ -14,7 +14,6 @@ from callbench.constrain.webapi_constraint import webapi_constraint
 from callbench.constrain.webapi_grammar import STAGED_MIN_OPERATIONS, clear_grammar_cache
 from callbench.errors import CallbenchError
 from callbench.specs import build_spec
-from callbench.specs.synthesize import invalid_invocations, valid_invocations
 
 pytest.importorskip("llguidance")
 
@@ -91,24 +90,16 @@ def _pair(spec):
     return webapi_constraint(plain, spec, name="plain"), webapi_constraint(staged, spec, name="staged")
 
 
-def _calls(spec) -> list[str]:
-    out = []
-    for op in spec.operations:
-        for inv in valid_invocations(spec, op, seed=3) + invalid_invocations(spec, op, seed=3):
-            if inv.completion_full is not None and "full" in (inv.grammar_setups or ("full",)):
-                out.append(inv.completion_full)
-    assert len(out) > 20
-    return out
-
-
 @pytest.mark.parametrize("vocab_name", ["gpt2", "qwen"])
-def test_masks_equal_the_single_grammar_along_real_calls(spec, real_vocab, vocab_name):
+def test_masks_equal_the_single_grammar_along_real_calls(spec, real_vocab, vocab_name, full_setup_calls):
     """At every token of every synthesized call (valid and invalid ones, tokenized as the
     tokenizer does), the staged mask (grammar and key tracker) is the single grammar's."""
     vocab = real_vocab(vocab_name)
     plain_c, staged_c = _pair(spec)
     steps = switched = 0
-    for text in _calls(spec):
+    calls = full_setup_calls(spec, 3)
+    assert len(calls) > 20
+    for text in calls:
         tokens = list(vocab.lltok.tokenize_str(text))
         a = plain_c.new_session(vocab, record=False)
         b = staged_c.new_session(vocab, record=False)
@@ -169,10 +160,10 @@ def test_rollback_across_the_switch_returns_to_the_head(spec, real_vocab):
     assert copy.stage == "head" and m.stage == "tail"
 
 
-def test_checker_agrees_with_the_single_grammar(spec):
+def test_checker_agrees_with_the_single_grammar(spec, full_setup_calls):
     """check_continuation (byte by byte) gives the same verdict and offset either way."""
     clear_grammar_cache()
-    for text in _calls(spec):
+    for text in full_setup_calls(spec, 3):
         one = check_continuation(spec, text, options=GrammarOptions(staged=False))
         two = check_continuation(spec, text, options=GrammarOptions(staged=True))
         assert (one.allowed, one.offset) == (two.allowed, two.offset), text

@@ -12,16 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callbench.constrain import GrammarOptions, build_webapi_grammar
+from callbench.constrain.schema_scalars import scalar_key, schema_scalars
 from callbench.constrain.webapi_constraint import webapi_constraint
-from callbench.constrain.webapi_grammar import (
-    _Builder,
-    _hole_key,
-    clear_grammar_cache,
-    schema_scalars,
-    spec_model,
-)
+from callbench.constrain.webapi_grammar import _Builder, clear_grammar_cache, spec_model
 from callbench.specs import build_spec
-from callbench.specs.synthesize import invalid_invocations, valid_invocations
 
 OK = {"200": {"description": "ok"}}
 
@@ -115,17 +109,8 @@ def test_fast_route_on_microsoft_graph(wild_specs_dir):
     assert all(routes[p][0] == routes[p][1] for p in fast)
 
 
-def _calls(spec) -> list[str]:
-    out = []
-    for op in spec.operations:
-        for inv in valid_invocations(spec, op, seed=5) + invalid_invocations(spec, op, seed=5):
-            if inv.completion_full is not None and "full" in (inv.grammar_setups or ("full",)):
-                out.append(inv.completion_full)
-    return out
-
-
 @pytest.mark.parametrize("vocab_name", ["gpt2", "qwen"])
-def test_mixed_head_masks_equal_the_single_grammar(mixed, real_vocab, vocab_name):
+def test_mixed_head_masks_equal_the_single_grammar(mixed, real_vocab, vocab_name, full_setup_calls):
     """Both routes and the three-quote trie in one head: at every token of every synthesized
     call the staged mask is the single grammar's."""
     pytest.importorskip("llguidance")
@@ -134,7 +119,7 @@ def test_mixed_head_masks_equal_the_single_grammar(mixed, real_vocab, vocab_name
     plain = build_webapi_grammar(mixed, setup="full", options=GrammarOptions(staged=False))
     staged = build_webapi_grammar(mixed, setup="full", options=GrammarOptions(staged=True))
     pc, sc = webapi_constraint(plain, mixed, name="plain"), webapi_constraint(staged, mixed, name="staged")
-    calls = _calls(mixed)
+    calls = full_setup_calls(mixed, 5)
     assert len(calls) > 20
     accepted = 0
     for text in calls:
@@ -167,17 +152,17 @@ _flat_schema = st.dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(_flat_schema, _flat_schema)
-def test_equal_hole_keys_mean_equal_scalars(a, b):
-    ka, kb = _hole_key(a), _hole_key(b)
+def test_equal_scalar_keys_mean_equal_scalars(a, b):
+    ka, kb = scalar_key(a), scalar_key(b)
     assert ka is not None and kb is not None  # flat schemas always get a key
     if ka == kb:
         assert schema_scalars(a) == schema_scalars(b)
-    assert _hole_key(dict(reversed(list(a.items())))) == ka  # keyword order does not matter
+    assert scalar_key(dict(reversed(list(a.items())))) == ka  # keyword order does not matter
 
 
-def test_hole_key_refuses_nested_schemas():
-    assert _hole_key({"allOf": [{"type": "integer"}]}) is None
-    assert _hole_key({"type": "array", "items": {"type": "integer"}}) is None
-    assert _hole_key({"enum": [{"a": 1}]}) is None
-    assert _hole_key("string") is None
-    assert _hole_key({"enum": [1]}) != _hole_key({"enum": [True]}) != _hole_key({"enum": [1.0]})
+def test_scalar_key_refuses_nested_schemas():
+    assert scalar_key({"allOf": [{"type": "integer"}]}) is None
+    assert scalar_key({"type": "array", "items": {"type": "integer"}}) is None
+    assert scalar_key({"enum": [{"a": 1}]}) is None
+    assert scalar_key("string") is None
+    assert scalar_key({"enum": [1]}) != scalar_key({"enum": [True]}) != scalar_key({"enum": [1.0]})

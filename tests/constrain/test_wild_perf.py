@@ -1,5 +1,5 @@
 """Grammar build time on the largest specs of the APIs.guru directory, and the shadowing index
-behind it (``_Templates``: which path templates a URL of another template could also match)."""
+behind it (``Templates``: which path templates a URL of another template could also match)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import time
 
 import pytest
 
+from callbench.constrain.url_lexemes import Templates
 from callbench.constrain.webapi_grammar import (
-    _Templates,
     build_webapi_grammar,
     clear_grammar_cache,
 )
 from callbench.specs.openapi import build_spec, load_spec
 
 
-def _pairwise_overlapping(t: _Templates, path: str) -> set[str]:
+def _pairwise_overlapping(t: Templates, path: str) -> set[str]:
     """The definition the trie walk must reproduce: same segment count, and each pair of
     segments equal literals, a literal the templated one matches, or two templated ones."""
     mine = t._segs[path]
@@ -67,7 +67,7 @@ def test_shadowing_index_equals_pairwise_definition():
             "/",
         ]
     )
-    t = _Templates(spec)
+    t = Templates(spec)
     for path in t.ops:
         assert set(t._overlapping(path)) == _pairwise_overlapping(t, path), path
     for path in t.ops:
@@ -84,7 +84,7 @@ def test_shadowing_index_on_directory_specs(wild_specs_dir, name):
     if not path.exists():
         pytest.skip(f"{name} not in this directory version")
     spec = load_spec(path)
-    t = _Templates(spec)
+    t = Templates(spec)
     for p in list(t.ops)[:400]:
         assert set(t._overlapping(p)) == _pairwise_overlapping(t, p), p
 

@@ -68,7 +68,7 @@ symbols, and a lexer that never cuts a lexeme short where a longer one could go 
   whole-URL regex per template put thousands of lexemes at the URL's start).
 * Shadowing stays in the grammar, exactly as before (so grammar and key tracker still agree on
   the operation): a URL of template B that a better-ranked template A with the method also
-  matches is cut out of B piece by piece (:class:`_UrlWords`, :func:`_cut`): their words differ
+  matches is cut out of B piece by piece (:mod:`callbench.constrain.url_lexemes`): their words differ
   at some positions, and B less A is the union of B's word with A's piece excluded at one of
   them (``segment & ~(other)``, a small regex), earlier ones narrowed to A's literal. Pieces that
   cannot share a string (two literals, ``/{a}:cancel`` and ``/{a}:delete``, disjoint tails) need
@@ -91,14 +91,29 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from itertools import permutations
 from types import MappingProxyType
 from typing import Any, Literal
 
+from callbench.constrain.lark_text import literal_regex as _rx
+from callbench.constrain.schema_scalars import is_map, schema_keyword, schema_scalars
+from callbench.constrain.url_lexemes import (
+    FREE_HOLE,
+    FREE_QUERY_HOLE,
+    PARAM_RX,
+    QUOTES,
+    Piece,
+    Templates,
+    UrlPlan,
+    UrlWords,
+    server_var_rx,
+    server_words,
+    url_plan,
+)
 from callbench.errors import CallbenchError
 from callbench.specs import ApiSpec, Operation, Parameter, required_properties, schema_type
-from callbench.specs.openapi import exploded_object_params, request_query, segment_pattern, split_path_key
+from callbench.specs.openapi import exploded_object_params, request_query
 from callbench.specs.refs import thaw
 from callbench.specs.schema import allows_additional_properties
 
@@ -129,13 +144,7 @@ BODY_METHODS = ("post", "put", "patch")
 # axios request methods the grammar offers (``trace`` has no axios shorthand).
 AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 _JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-_PARAM_RX = re.compile(r"\{([^{}]*)\}")
 _DEEP_REST = re.compile(r"[^\[\]]*\]")  # the rest of a deepObject member key after ``name[``
-# :func:`callbench.constrain.lark_text.literal_regex` as one ``str.translate`` (the same text: ASCII other than letters,
-# digits and ``_`` as ``\xHH``), memoized: key names and URL pieces repeat across operations
-# and builds.
-_RX_TABLE = {o: f"\\x{o:02x}" for o in range(128) if not (chr(o).isalnum() or o == ord("_"))}
-_rx = lru_cache(maxsize=1 << 16)(lambda text: text.translate(_RX_TABLE))
 
 
 ValueTypes = Literal["lenient", "paper"]
@@ -353,62 +362,7 @@ class OpArgs:
     cred_any: tuple[frozenset[tuple[str, str]], ...] = ()
 
 
-@dataclass(frozen=True)
-class UrlPlan:
-    """How the grammar writes one path key's URL: ``path`` (the path part, ``{holes}`` kept),
-    ``query`` (the ``name=value`` items written after ``?``, holes kept: the path key's own query
-    and the ``name=value`` pairs of a query-dispatch fragment such as ``#Action=X``), ``label``
-    (a fragment label written after ``#``; a bare fragment name such as S3's ``#cors`` is written
-    ``cors=<value>``, its value typed by the parameter's schema, so that the URL names the
-    operation), ``in_url``: query names the URL carries (so ``params`` need not repeat them),
-    ``in_params``: fixed names required in ``params`` (none today: every fixed name is written in
-    the URL)."""
-
-    path: str
-    query: tuple[str, ...] = ()
-    label: str | None = None
-    in_url: frozenset[str] = frozenset()
-    in_params: frozenset[str] = frozenset()
-
-
-def url_plan(spec: ApiSpec, op: Operation) -> UrlPlan:
-    """The :class:`UrlPlan` of ``op``'s path key (grammar and key tracker share it)."""
-    path, query, frag = split_path_key(op.path)
-    if query is None and frag is None:
-        return UrlPlan(path)
-    items = [x for x in (query or "").split("&") if x]
-    label = spec.fragment_label(op)
-    in_params: set[str] = set()
-    if frag and label is None:
-        for x in frag.split("&"):
-            if "=" in x:
-                items.append(x)
-            elif x:  # a fixed name with any value (``#ResourceArn``, S3's ``#cors``): a typed hole
-                from urllib.parse import unquote
-
-                items.append(f"{x}={{{unquote(x)}}}")
-    in_url = frozenset(x.partition("=")[0] for x in items)
-    return UrlPlan(path, tuple(dict.fromkeys(items)), label, in_url, frozenset(in_params - in_url))
-
-
 DELIMITED = "x-callbench-delimited"  # key of a query value descriptor: (delimiter, item schema)
-
-
-def _is_map(x: Any) -> bool:
-    """``isinstance(x, Mapping)``, fast for the MappingProxyType/dict schemas specs are made of
-    (the ABC check dominated grammar builds of the largest specs)."""
-    t = type(x)
-    return t is MappingProxyType or t is dict or (t not in _SCALAR_TYPES and isinstance(x, Mapping))
-
-
-_SCALAR_TYPES = frozenset({str, int, float, bool, type(None), tuple, list})
-
-
-def _schema_kw(schema: Any, key: str) -> tuple[Any, ...]:
-    v = schema.get(key) if _is_map(schema) else None
-    if not v:  # the common case: the keyword is absent
-        return ()
-    return tuple(s for s in v if _is_map(s)) if isinstance(v, tuple | list) else ()
 
 
 class SpecModel:
@@ -428,25 +382,25 @@ class SpecModel:
         self._given: dict[tuple[int, frozenset[str]], OpArgs] = {}
         self._scalars: dict[int, tuple[Any, Any]] = {}
         self._keep: list[Any] = []  # keeps schemas alive so their ids stay unique
-        self._templates: _Templates | None = None
+        self._templates: Templates | None = None
         # URL terminal definitions by (path key, identifiers, allow_url_query): the same text in
         # every build of this spec with those inputs, so later builds only name them.
         self.url_defs: dict[tuple[Any, ...], str] = {}
-        self._url_words: dict[tuple[Any, ...], _UrlWords] = {}
+        self._url_words: dict[tuple[Any, ...], UrlWords] = {}
 
-    def templates(self) -> _Templates:
+    def templates(self) -> Templates:
         """The spec's path templates (hole schemas, shadowing), built once."""
         if self._templates is None:
-            self._templates = _Templates(self.spec, self._scalars)
+            self._templates = Templates(self.spec, self._scalars)
         return self._templates
 
-    def url_words(self, idents: tuple[str, ...], allow_url_query: bool) -> _UrlWords:
+    def url_words(self, idents: tuple[str, ...], allow_url_query: bool) -> UrlWords:
         """The URL lexeme words of every template for these inputs (filled on demand, shared by
         every build of this spec with them)."""
         key = (idents, allow_url_query)
         hit = self._url_words.get(key)
         if hit is None:
-            hit = self._url_words[key] = _UrlWords(idents, allow_url_query)
+            hit = self._url_words[key] = UrlWords(idents, allow_url_query)
         return hit
 
     # -- schema helpers ----------------------------------------------------------------
@@ -471,13 +425,13 @@ class SpecModel:
         seen: set[int] = set()
 
         def rec(node: Any, depth: int) -> None:
-            if not _is_map(node) or depth > 16 or id(node) in seen:
+            if not is_map(node) or depth > 16 or id(node) in seen:
                 return
             seen.add(id(node))
             p = node.get("properties")
             if isinstance(p, Mapping):
                 for k, v in p.items():
-                    if _is_map(v):
+                    if is_map(v):
                         lst = props.setdefault(k, [])
                         if all(v is not x for x in lst):
                             lst.append(v)
@@ -486,7 +440,7 @@ class SpecModel:
             if "additionalProperties" in node:
                 extras.append(node["additionalProperties"])
             for kw in ("allOf", "oneOf", "anyOf"):
-                for sub in _schema_kw(node, kw):
+                for sub in schema_keyword(node, kw):
                     rec(sub, depth + 1)
 
         rec(schema, 0)
@@ -497,7 +451,7 @@ class SpecModel:
         united; a property declared differently in several members takes any of its schemas),
         plus any key when ``additionalProperties`` allows it or no property is declared at all
         (a free-form object)."""
-        if not _is_map(schema):
+        if not is_map(schema):
             return ObjShape("object", {}, extra=None)
         hit = self._shapes.get(id(schema))
         if hit is not None:
@@ -523,7 +477,7 @@ class SpecModel:
 
     def items(self, schema: Any) -> Any:
         """Descriptor of an array schema's items (branches united; None = any value)."""
-        if not _is_map(schema):
+        if not is_map(schema):
             return None
         key = id(schema)
         if key in self._items:
@@ -532,16 +486,16 @@ class SpecModel:
         seen: set[int] = set()
 
         def rec(node: Any, depth: int) -> None:
-            if not _is_map(node) or depth > 16 or id(node) in seen:
+            if not is_map(node) or depth > 16 or id(node) in seen:
                 return
             seen.add(id(node))
             it = node.get("items")
-            if _is_map(it):
+            if is_map(it):
                 found.append(it)
             elif isinstance(it, tuple | list):
-                found.extend(x for x in it if _is_map(x))
+                found.extend(x for x in it if is_map(x))
             for kw in ("allOf", "oneOf", "anyOf"):
-                for sub in _schema_kw(node, kw):
+                for sub in schema_keyword(node, kw):
                     rec(sub, depth + 1)
 
         rec(schema, 0)
@@ -1447,7 +1401,7 @@ class _Builder:
     def delimited_term(self, delim: str, item: Any, rule_ok: bool = True) -> str | None:
         """A string of items joined by ``delim`` (``'snippet,id'``), when the items are enum
         members, numbers or booleans (items of free text are any string already)."""
-        scal = self.model.scalars(item) if _is_map(item) else None
+        scal = self.model.scalars(item) if is_map(item) else None
         if scal is None:
             return None
         enums, types = scal
@@ -1490,7 +1444,7 @@ class _Builder:
             return hit
         rest = self.rule("lr", " | ".join(self.term("LR", f"/{_rx(delim + v)}/") for v in vals))
         forms = []
-        for q in _QUOTES:
+        for q in QUOTES:
             # the quote stays in the first member's lexeme: beside the enum's own lexemes (a lone
             # quote, or the quote with a member) it is then the longer one, never cut short
             first = self.quoted_members(q, vals, alone=False)
@@ -1569,8 +1523,8 @@ class _Builder:
             # rather than once per member list (Microsoft Graph has a thousand large lists of
             # mostly the same property names, which did not fit llguidance's lexer budget).
             rest = _enum_regex_uncached([v for v in values if not (type(v) is str and _PLAIN_STR.match(v))], ns)
-            alone = alone and (rest is None or not any(_rx(q) in rest for q in _QUOTES))
-            alts = [f"{self.quoted_members(q, plain, alone)} {self.term('LQ', f'/{_rx(q)}/')}" for q in _QUOTES]
+            alone = alone and (rest is None or not any(_rx(q) in rest for q in QUOTES))
+            alts = [f"{self.quoted_members(q, plain, alone)} {self.term('LQ', f'/{_rx(q)}/')}" for q in QUOTES]
             if rest is not None:
                 alts.append(self.term("E", f"/{rest}/"))
             return self.rule("e", " | ".join(alts))
@@ -1669,11 +1623,11 @@ class _Builder:
                 continue
             found = found_by[method]
             if head:  # one word per path, the same in every quote but for its terminals
-                heads = self.head_tries([zip(*(by_q[q] for q in _QUOTES), strict=True) for by_q in found])  # type: ignore[index]
-                alts = [f"{self.server_rule(q)} {paths}" for q, paths in zip(_QUOTES, heads, strict=True)]
+                heads = self.head_tries([zip(*(by_q[q] for q in QUOTES), strict=True) for by_q in found])  # type: ignore[index]
+                alts = [f"{self.server_rule(q)} {paths}" for q, paths in zip(QUOTES, heads, strict=True)]
                 calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {self.alt("urls", alts)}'))
                 continue
-            per_quote: dict[str, list[tuple[tuple[str, ...], str]]] = {q: [] for q in _QUOTES}
+            per_quote: dict[str, list[tuple[tuple[str, ...], str]]] = {q: [] for q in QUOTES}
             for op, by_q in zip(ops, found, strict=True):
                 assert by_q is not None
                 if not any(by_q.values()):
@@ -1683,7 +1637,7 @@ class _Builder:
                     for w in ws_q:
                         per_quote[q].append((tuple(self.segment_term(x) for x in w), after))
             alts = []
-            for q in _QUOTES:
+            for q in QUOTES:
                 if per_quote[q]:
                     paths = self.trie_symbols(per_quote[q], "t")
                     alts.append(f"{self.server_rule(q)} {paths}")
@@ -1693,7 +1647,7 @@ class _Builder:
             raise GrammarError(f"{self.spec.source}: no URL is left for method {only!r}")
         return "start: " + " | ".join(calls)
 
-    def segment_term(self, piece: _Piece) -> str:
+    def segment_term(self, piece: Piece) -> str:
         """The terminal of one URL piece: its regex, less the better-ranked pieces it excludes."""
         base, excluded, _ = piece
         name = self.term("S", f"/{base}/")
@@ -1710,7 +1664,7 @@ class _Builder:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        words = [(tuple(self.segment_term((x, (), None)) for x in w), "") for w in _server_words(self.spec, quote)]
+        words = [(tuple(self.segment_term((x, (), None)) for x in w), "") for w in server_words(self.spec, quote)]
         name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv"))
         return name
 
@@ -1784,7 +1738,7 @@ class _Builder:
     def _args(self, op: Operation) -> OpArgs:
         return self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
 
-    def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: _Templates, head: bool) -> str:
+    def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: Templates, head: bool) -> str:
         """The URLs as one regex lexeme per template, shadowing cut out by regex negation: exact
         for any overlap, but too big for llguidance on the largest specs; used only where the
         segment words cannot express a template's shadowing."""
@@ -1805,7 +1759,7 @@ class _Builder:
             calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {urls}'))
         return "start: " + " | ".join(calls)
 
-    def url_term(self, templates: _Templates, path: str, method: str) -> str:
+    def url_term(self, templates: Templates, path: str, method: str) -> str:
         base = self.url_base(templates, path)
         better = templates.shadowing(path, method)
         if not better:
@@ -1813,7 +1767,7 @@ class _Builder:
         others = " | ".join(self.url_base(templates, p) for p in better)
         return self.term("UX", f"{base} & ~({others})")
 
-    def url_base(self, templates: _Templates, path: str) -> str:
+    def url_base(self, templates: Templates, path: str) -> str:
         key = ("url", path)
         hit = self.memo.get(key)
         if hit is not None:
@@ -1825,7 +1779,7 @@ class _Builder:
         name = self.memo[key] = self.term("U", definition)
         return name
 
-    def _url_def(self, templates: _Templates, path: str) -> str:
+    def _url_def(self, templates: Templates, path: str) -> str:
         holes = templates.hole_schemas(path)
         op = next(iter(templates.ops[path].values()))
         plan = url_plan(self.spec, op)
@@ -1838,7 +1792,7 @@ class _Builder:
             tail += rf"(?:\?{free_query})?"
         forms = []
         for q in "'\"`":
-            pieces = _PARAM_RX.split(plan.path.rstrip("/") or "/")
+            pieces = PARAM_RX.split(plan.path.rstrip("/") or "/")
             body = []
             for i, piece in enumerate(pieces):
                 if i % 2 == 0:
@@ -1861,7 +1815,7 @@ class _Builder:
         alts = []
         for order in orders:
             one = []
-            for i, piece in enumerate(_PARAM_RX.split("&".join(order))):
+            for i, piece in enumerate(PARAM_RX.split("&".join(order))):
                 one.append(_rx(piece) if i % 2 == 0 else self.hole_rx(qholes.get(piece), q, query=True))
             alts.append("".join(one))
         return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
@@ -1880,7 +1834,7 @@ class _Builder:
             url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
             if url and "//" not in url and not url.startswith("/"):
                 url = "/" + url  # a relative server such as "v1"
-            alts.append(_server_var_rx(url, variables, free))
+            alts.append(server_var_rx(url, variables, free))
         name = "|".join(dict.fromkeys(alts))
         self.memo[key] = name
         return name
@@ -1894,9 +1848,9 @@ class _Builder:
         return hit
 
     def _hole_rx(self, schema: Any, quote: str, query: bool) -> str:
-        rx = _FREE_QUERY_HOLE[quote == "`"] if query else _FREE_HOLE["`" if quote == "`" else "'"]
+        rx = FREE_QUERY_HOLE[quote == "`"] if query else FREE_HOLE["`" if quote == "`" else "'"]
         free = True
-        scal = self.model.scalars(schema) if _is_map(schema) else None
+        scal = self.model.scalars(schema) if is_map(schema) else None
         if scal is not None:
             enums, types = scal
             if enums is not None:
@@ -1980,616 +1934,3 @@ _PLAIN_STR = re.compile(r"[^'\"`\\$\x00-\x1f\u2028\u2029]*\Z")
 def _enum_regex(key: tuple[tuple[type, Any], ...], ns: bool) -> str | None:
     """:func:`_enum_regex_uncached` for hashable members, shared by every build."""
     return _enum_regex_uncached([v for _, v in key], ns)
-
-
-def schema_scalars(schema: Any, depth: int = 0) -> tuple[list[Any] | None, set[str]] | None:
-    """(enum values or None, JSON types) a schema admits; None = unconstrained (any value).
-
-    oneOf/anyOf without own type information unite their branches' scalars (so branch enums stay
-    exact); objects and arrays are then taken from the merged shape/items of the whole schema.
-    """
-    if not _is_map(schema) or depth > 16:
-        return None
-    nullable = schema.get("nullable") is True or schema.get("x-nullable") is True
-    if "const" in schema:
-        vals = [schema["const"]]
-        return ([*vals, None] if nullable else vals), set()
-    enum = schema.get("enum")
-    if not (isinstance(enum, tuple | list) and enum):
-        enum = next(
-            (
-                s["enum"]
-                for s in _schema_kw(schema, "allOf")
-                if isinstance(s.get("enum"), tuple | list) and s["enum"]
-            ),
-            None,
-        )
-    if isinstance(enum, tuple | list) and enum:
-        vals = list(enum)
-        types = schema_type(schema)
-        extra = types & {"object", "array"}
-        return ([*vals, None] if nullable and None not in vals else vals), extra
-    branches = _schema_kw(schema, "oneOf") + _schema_kw(schema, "anyOf")
-    own = any(k in schema for k in ("type", "properties", "items", "additionalProperties", "allOf"))
-    if branches and not own:
-        all_enums: list[Any] = []
-        types: set[str] = set()
-        has_enum = False
-        for br in branches:
-            sub = schema_scalars(br, depth + 1)
-            if sub is None:
-                return None
-            e, t = sub
-            if e is not None:
-                has_enum = True
-                all_enums += [v for v in e if v not in all_enums]
-            types |= t
-        if nullable:
-            types.add("null")
-        return (all_enums if has_enum else None), types
-    types = schema_type(schema)
-    if not types:
-        return None
-    return None, set(types)
-
-
-#: The keywords :func:`schema_scalars` (and the ``schema_type`` it calls) read.
-_SCALAR_KEYS = frozenset({
-    "type", "const", "enum", "allOf", "oneOf", "anyOf", "properties", "additionalProperties", "items",
-    "nullable", "x-nullable",
-})
-
-
-def _hole_key(schema: Any) -> tuple[Any, ...] | None:
-    """What :func:`schema_scalars` reads of a flat ``schema`` (values scalars or lists of
-    scalars), as a hashable key: two schemas with the same key have the same scalars. None
-    for a nested schema (``allOf`` members, ``items`` ...) or any other value."""
-    if not _is_map(schema):
-        return None
-    out = []
-    for k, v in schema.items():
-        if k not in _SCALAR_KEYS:
-            continue
-        if isinstance(v, tuple | list):
-            if not all(type(x) in _FLAT for x in v):
-                return None
-            v = tuple((type(x), x) for x in v)  # 1, 1.0 and True hash alike
-        elif type(v) not in _FLAT:
-            return None
-        out.append((k, type(v), v))
-    if len(out) > 1:
-        out.sort(key=lambda kv: kv[0])  # the keywords in any order
-    return tuple(out)
-
-
-_FLAT = frozenset({str, int, float, bool, type(None)})
-
-
-def _scalars_of(schema: Any, memo: dict[int, Any]) -> Any:
-    hit = memo.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        hit = memo[id(schema)] = (schema, schema_scalars(schema))
-    return hit[1]
-
-
-class _Node:
-    """A node of :class:`_Templates`' segment trie."""
-
-    __slots__ = ("lit", "wild", "ends")
-
-    def __init__(self) -> None:
-        self.lit: dict[str, _Node] = {}
-        self.wild: dict[Any, _Node] = {}
-        self.ends: list[str] = []
-
-
-class _Templates:
-    """Path templates of a spec: hole schemas and which templates shadow which.
-
-    ``spec.match`` picks, among the templates a URL matches, the one with fewest parameters
-    (then most literal text) that has the method. A URL the grammar offers for template B must
-    therefore not also match a better-ranked template A with the same method, or the grammar
-    would allow B's arguments where the scorer sees A: such URLs are cut out with ``& ~A``.
-    """
-
-    def __init__(self, spec: ApiSpec, scalars: dict[int, Any] | None = None):
-        self.spec = spec
-        self.scalars: dict[int, Any] = {} if scalars is None else scalars
-        self.ops: dict[str, dict[str, Operation]] = {}
-        for op in spec.operations:
-            self.ops.setdefault(op.path, {})[op.method] = op
-        self._order = {p: i for i, p in enumerate(self.ops)}
-        self._holes: dict[str, dict[str, Any]] = {}
-        self._shadow: dict[str, list[str]] = {}
-
-    # The shadowing index is built on first use: a staged head needs no shadowing.
-    @cached_property
-    def _segs(self) -> dict[str, list[Any]]:
-        return {p: self._segments(p) for p in self.ops}
-
-    @cached_property
-    def _ranks(self) -> dict[str, tuple[int, int, str]]:
-        return {p: self._rank(p) for p in self.ops}
-
-    @cached_property
-    def _trie(self) -> _Node:
-        """Index for shadowing: a trie of segments (literal children by text, templated children
-        by their matcher), walked with a path's segments to find every template of the same
-        length that overlaps it; prefixes that cannot overlap are cut off at once (Microsoft
-        Graph's 16,000 paths made a pairwise check the largest part of its build)."""
-        root = _Node()
-        for p, segs in self._segs.items():
-            node = root
-            for seg in segs:
-                if isinstance(seg, str):
-                    nxt = node.lit.get(seg)
-                    if nxt is None:
-                        nxt = node.lit[seg] = _Node()
-                else:
-                    nxt = node.wild.get(seg)
-                    if nxt is None:
-                        nxt = node.wild[seg] = _Node()
-                node = nxt
-            node.ends.append(p)
-        return root
-
-    @staticmethod
-    def _segments(path: str) -> list[Any]:
-        """Literal segments as text, templated ones as linear matchers (a ``.+`` regex per
-        variable backtracks exponentially on a hostile template such as ``{a}{b}...{z}``)."""
-        norm = path.rstrip("/") or "/"
-        return [segment_pattern(seg) or seg for seg in norm.split("/")[1:]]
-
-    def _rank(self, path: str) -> tuple[int, int, str]:
-        norm = path.rstrip("/") or "/"
-        n = len(_PARAM_RX.findall(norm))
-        lit = sum(len("".join(_PARAM_RX.split(s)[::2])) + 1 for s in norm.split("/")[1:])
-        return (n, -lit, path)
-
-    def _overlapping(self, path: str) -> list[str]:
-        """Every template with as many segments as ``path`` whose segments pairwise may match
-        (equal literals, a literal a templated segment matches, or two templated segments)."""
-        hit = self._shadow.get(path)
-        if hit is not None:
-            return hit
-        segs = self._segs[path]
-        nodes = [self._trie]
-        for seg in segs:
-            nxt: list[_Node] = []
-            if isinstance(seg, str):
-                for node in nodes:
-                    child = node.lit.get(seg)
-                    if child is not None:
-                        nxt.append(child)
-                    for pat, child in node.wild.items():
-                        if pat.fullmatch(seg) is not None:
-                            nxt.append(child)
-            else:
-                for node in nodes:
-                    for text, child in node.lit.items():
-                        if seg.fullmatch(text) is not None:
-                            nxt.append(child)
-                    nxt.extend(node.wild.values())
-            nodes = nxt
-            if not nodes:
-                break
-        out = [p for node in nodes for p in node.ends]
-        self._shadow[path] = out
-        return out
-
-    def shadowing(self, path: str, method: str, split_twins: bool = False) -> list[str]:
-        """Better-ranked templates with ``method`` a URL of ``path`` may also match.
-        ``split_twins``: leave out ``path``'s trailing-slash twin (see :meth:`twin`)."""
-        mine = self._ranks[path]
-        found = {
-            p for p in self._overlapping(path) if p != path and method in self.ops[p] and self._ranks[p] < mine
-        }
-        if split_twins:
-            found.discard(self.twin(path, method) or "")
-        return sorted(found, key=self._order.__getitem__)  # spec order, as before
-
-    def twin(self, path: str, method: str) -> str | None:
-        """The other of ``/x`` and ``/x/`` when the spec has both with ``method`` (no query or
-        fragment): :meth:`ApiSpec.match` gives a URL ending in ``/`` to ``/x/`` and one without
-        to ``/x``, so neither shadows the other; the grammar splits them by the trailing slash."""
-        if len(path) < 2 or "?" in path or "#" in path:
-            return None
-        other = path[:-1] if path.endswith("/") else path + "/"
-        return other if len(other) > 1 and method in self.ops.get(other, {}) else None
-
-    def hole_schemas(self, path: str) -> dict[str, Any]:
-        hit = self._holes.get(path)
-        if hit is None:
-            hit = self._holes[path] = self._hole_schemas(path)
-        return hit
-
-    def _hole_schemas(self, path: str) -> dict[str, Any]:
-        out: dict[str, list[Mapping[str, Any]]] = {}
-        for op in self.ops.get(path, {}).values():
-            for p in op.params_in("path"):
-                if p.schema:
-                    out.setdefault(p.name, []).append(p.schema)
-        merged: dict[str, Any] = {}
-        for name, schemas in out.items():
-            first = schemas[0]
-            one = _scalars_of(first, self.scalars)
-            merged[name] = first if all(_scalars_of(s, self.scalars) == one for s in schemas) else None
-        return merged
-
-
-_QUOTES = ("'", '"', "`")
-# A free (untyped) path hole's regex in a '...'/"..." URL and in a backtick one, and a fixed
-# query's (which stops at ``&``), without and with backticks.
-_FREE_HOLE = {"'": r"[^\x2f?#\x27\x22\x60\x5c\s]+", "`": r"[^\x2f?#\x27\x22\x60\x5c\s$]+"}
-_FREE_QUERY_HOLE = (r"[^&#\x27\x22\x60\x5c\s]+", r"[^&#\x27\x22\x60\x5c\s$]+")
-_OPT_SLASH = r"\x2f?"  # how a URL tail starts: an optional trailing slash
-
-
-def _dq_tail(tail: str) -> str:
-    """A URL tail piece closed by ``'`` as closed by ``"`` (the rest of a tail is the same)."""
-    assert tail.endswith(r"\x27"), tail
-    return tail[:-4] + r"\x22"
-# One lexeme of a URL word: (regex, regexes of better-ranked templates' pieces cut out of it,
-# its text when it is one literal segment, else None).
-_Piece = tuple[str, tuple[str, ...], str | None]
-
-
-@lru_cache(maxsize=1 << 16)  # segments repeat across paths: one shared tuple each
-def _ends(segment: str | None) -> tuple[str, str] | None:
-    """The literal text every string of a ``/segment`` template piece starts and ends with."""
-    if segment is None:
-        return None
-    parts = _PARAM_RX.split(segment)
-    return parts[0], parts[-1]
-
-
-def _apart(x: tuple[str, str] | None, y: tuple[str, str] | None) -> bool:
-    """Two pieces with these literal ends share no string: their starts (or ends) disagree."""
-    if x is None or y is None:
-        return False
-    return not (x[0].startswith(y[0]) or y[0].startswith(x[0])) or not (
-        x[1].endswith(y[1]) or y[1].endswith(x[1])
-    )
-
-
-def _cut(
-    w: tuple[_Piece, ...],
-    shapes: tuple[tuple[str, str] | None, ...],
-    a_pieces: tuple[str, ...],
-    a_literal: tuple[str | None, ...],
-    a_shapes: tuple[tuple[str, str] | None, ...],
-) -> list[tuple[_Piece, ...]]:
-    """The word ``w`` less the URLs of another template's word, as words: for the positions
-    j where they differ, ``w`` with A's piece j cut out at j and, before j, each piece narrowed
-    to A's piece where that is a literal (so the words stay disjoint and later cuts by other
-    literals drop out). Exact either way: a URL of w outside A is in the word of the first
-    position where it leaves A."""
-    diff = []
-    for k, (rx, _, text) in enumerate(w):
-        theirs = a_pieces[k]
-        if rx == theirs or (theirs.startswith(_OPT_SLASH) and rx in (r"\x2f" + theirs[5:], theirs[5:])):
-            continue  # within theirs (a trailing-slash twin's tail within the optional slash)
-        at = a_literal[k]
-        if text is not None and at is not None:
-            return [w]  # two different literals: no URL is in both
-        if _apart((text, text) if text else shapes[k], a_shapes[k]):
-            return [w]  # e.g. /{name}:cancel and /{name}:delete
-        if text and _rx_matches(theirs, text):
-            continue  # a literal A's piece matches: nothing of it is left outside A
-        if at and _rx_matches(rx, at) is False:
-            return [w]  # A's literal is not one of w's strings
-        diff.append(k)
-    out = []
-    prefix = list(w)
-    for k in diff:
-        rx, excluded, text = prefix[k]
-        out.append((*prefix[:k], (rx, (*excluded, a_pieces[k]), text), *w[k + 1 :]))
-        at = a_literal[k]
-        if at:
-            if any(_rx_matches(x, at) for x in excluded):
-                break  # this piece cannot be A's: no URL of w reaches A past here
-            prefix[k] = (a_pieces[k], (), at)
-    return out
-
-
-def _server_var_rx(text: str, variables: Any, free: str) -> str:
-    """Regex of a server URL (or part of one): literal text, a variable with an ``enum`` one of
-    its values, another variable ``free`` (any value)."""
-    out = []
-    for i, piece in enumerate(_PARAM_RX.split(text)):
-        if i % 2 == 0:
-            out.append(_rx(piece))
-            continue
-        var = variables.get(piece) if isinstance(variables, Mapping) else None
-        enum = var.get("enum") if isinstance(var, Mapping) else None
-        if isinstance(enum, tuple | list) and enum:
-            out.append("(?:" + "|".join(_rx(str(v)) for v in enum) + ")")
-        else:
-            out.append(free)
-    return "".join(out)
-
-
-def _server_words(spec: ApiSpec, quote: str) -> list[tuple[str, ...]]:
-    """Every server prefix (root, path item and operation servers, as :meth:`ApiSpec.match`
-    accepts them) as lexeme regexes: the opening quote, the scheme and host (when absolute),
-    then one ``/segment`` each. An enum variable takes one of its values, another any value."""
-    free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
-
-    def rx(text: str, variables: Any) -> str:
-        return _server_var_rx(text, variables, free)
-
-    words: list[tuple[str, ...]] = []
-    for url, variables in spec.server_templates or (("/", {}),):
-        url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-        if url and "//" not in url and not url.startswith("/"):
-            url = "/" + url  # a relative server such as "v1"
-        cut = 0
-        if "//" in url:
-            cut = url.find("/", url.find("//") + 2)
-            cut = len(url) if cut < 0 else cut
-        word = [_rx(quote)]
-        if cut:
-            word.append(rx(url[:cut], variables))
-        word += [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
-        words.append(tuple(word))
-    return list(dict.fromkeys(words))
-
-
-class _UrlWords:
-    """Each path template's URLs as words of small lexemes: ``/segment`` pieces (a literal, or
-    a path hole's regex with the literal text around it), then one tail piece (optional ``/``,
-    the fixed query, the fragment label and the closing quote). The server prefix comes before
-    them (:func:`_server_words`), shared by all templates.
-
-    Shadowing (:class:`_Templates`: a URL also matching a better-ranked template with the same
-    method belongs to that one) is cut out piece by piece, exactly: a shadowing template A has
-    a word of as many pieces, equal to B's except at some positions D; a URL of B is one of A
-    only if each of its pieces at D is one of A's too, so B less A is the union, over k in D, of
-    B's word with A's piece k excluded at k (one word when A differs at one place, the common
-    case). Pieces that cannot overlap (two different literals, disjoint tails) need no cut.
-    Where this does not apply (different piece counts, too many words) the template gives None
-    and the grammar falls back to one regex lexeme per template (:meth:`_Builder._full_start_regex`).
-    """
-
-    max_words = 64
-
-    def __init__(self, idents: tuple[str, ...], allow_url_query: bool):
-        self.idents = idents
-        self.allow = allow_url_query
-        # (path, quote) -> (piece regexes, piece's text when it is a literal (else None), plan)
-        self._base: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None] = {}
-        self._words: dict[tuple[str, str], dict[str, list[tuple[_Piece, ...]]] | None] = {}
-        self._plans: dict[str, UrlPlan] = {}
-
-    def base(
-        self, b: _Builder, templates: _Templates, path: str, q: str
-    ) -> tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None:
-        key = (path, q)
-        if key in self._base:
-            return self._base[key]
-        quoted = any(c in path for c in "'\"`")  # a quote in the path: written escaped, per quote
-        if q == '"' and not quoted:  # the pieces of '...' with the other closing quote (holes are the same)
-            single = self.base(b, templates, path, "'")
-            out_dq = None
-            if single is not None:
-                pieces_sq, literal_sq, plan_sq, shapes_sq = single
-                out_dq = ((*pieces_sq[:-1], _dq_tail(pieces_sq[-1])), literal_sq, plan_sq, shapes_sq)
-            self._base[key] = out_dq
-            return out_dq
-        holes = templates.hole_schemas(path)
-        plan = self._plans.get(path)
-        if plan is None:
-            plan = self._plans[path] = url_plan(b.spec, next(iter(templates.ops[path].values())))
-        out: tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None = None
-        if not any("/" in name for name in _PARAM_RX.findall(plan.path)):
-            qholes = (  # only a fixed query has holes typed by query parameters
-                {p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema}
-                if plan.query
-                else {}
-            )
-            if q == "`" and not quoted and not self.idents:
-                # With no identifiers, backtick pieces are the '...' ones with ``$`` kept out of
-                # free holes (it could start ``${``) and their own tail: derived, not rebuilt.
-                single = self.base(b, templates, path, "'")
-                if single is not None:
-                    pieces_sq, literal_sq, _, shapes_sq = single
-                    body = tuple(x.replace(_FREE_HOLE["'"], _FREE_HOLE["`"]) for x in pieces_sq[:-1])
-                    out = ((*body, self._tail(b, plan, qholes, q)), literal_sq, plan, shapes_sq)
-                    self._base[key] = out
-                    return out
-            pieces: list[str] = []
-            literal: list[str | None] = []
-            shapes: list[tuple[str, str] | None] = []
-            for seg in (plan.path.rstrip("/") or "/").split("/")[1:]:
-                parts = _PARAM_RX.split(seg)
-                body = (
-                    (_rx(x.replace(q, "\\" + q)) if quoted else _rx(x)) if i % 2 == 0 else b.hole_rx(holes.get(x), q)
-                    for i, x in enumerate(parts)
-                )
-                pieces.append(r"\x2f" + "".join(body))
-                literal.append("/" + seg if len(parts) == 1 else None)
-                shapes.append(_ends("/" + seg))
-            pieces.append(self._tail(b, plan, qholes, q))
-            literal.append(None)  # tails are told apart by :meth:`_tails_disjoint`
-            shapes.append(None)
-            out = (tuple(pieces), tuple(literal), plan, tuple(shapes))
-        self._base[key] = out
-        return out
-
-    def _tail(self, b: _Builder, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
-        """Optional trailing ``/``, the fixed query (pairs in any order, up to 3), the label and
-        the closing quote (as the whole-URL regex of :meth:`_Builder._url_def` ends)."""
-        tail = r"\x2f?"
-        free_query = r"[^\x27\x22\x60\x5c\s#]*"
-        if plan.query:
-            tail += r"\?"
-        elif self.allow:
-            tail += rf"(?:\?{free_query})?"
-        after = [b.fixed_query_rx(plan, qholes, q)]
-        if plan.query and self.allow:
-            after.append(rf"(?:&{free_query})?")
-        if plan.label is not None:
-            after.append(_rx("#" + plan.label))
-        return tail + "".join(after) + _rx(q)
-
-    def head_terms(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
-        """``path``'s piece terminals per quote, no shadowing cut out (a staged head), None if
-        the template has no piece form. The terminals are those of :meth:`base`'s regexes; a
-        plain path (no quote, query or fragment in the key, each hole's schemas alike by
-        :func:`_hole_key`) is written from per-segment memos instead, since the head of the
-        largest specs has ~14,000 paths and the general route cost ~40 us each."""
-        key = ("head", path)
-        hit = b.memo.get(key)
-        if hit is None:
-            hit = b.memo[key] = self._head_fast(b, templates, path) or self._head_slow(b, templates, path)
-        return hit or None
-
-    def _head_slow(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
-        out: dict[str, tuple[str, ...]] = {}
-        term = b.term
-        for q in _QUOTES:
-            mine = self.base(b, templates, path, q)
-            if mine is None:
-                return {}  # memoized as "no piece form"
-            out[q] = tuple(term("S", f"/{x}/") for x in mine[0])
-        return out
-
-    def _head_fast(self, b: _Builder, templates: _Templates, path: str) -> dict[str, tuple[str, ...]] | None:
-        """:meth:`_head_slow`'s terminals for a plain path key, or None (take the slow route)."""
-        if "?" in path or "#" in path or "'" in path or '"' in path or "`" in path:
-            return None
-        ops = templates.ops[path]
-        holes: dict[str, tuple[Any, Any]] = {}  # name -> (content key, a schema of it)
-        if "{" in path:
-            if any("/" in name for name in _PARAM_RX.findall(path)):
-                return None
-            for o in ops.values():
-                for p in o.parameters:
-                    if p.location != "path" or not p.schema:
-                        continue
-                    seen = holes.get(p.name)
-                    if seen is not None and seen[1] is p.schema:
-                        continue  # a path item's parameter, shared by its operations
-                    k = _hole_key(p.schema)
-                    if k is None or (seen is not None and seen[0] != k):
-                        return None  # nested, or the holes' schemas differ: merged by their scalars
-                    if seen is None:
-                        holes[p.name] = (k, p.schema)
-        memo = b.memo.get("head pieces")
-        if memo is None:
-            memo = b.memo["head pieces"] = {}  # (segment, its holes' keys) -> terminals ('...', `...`)
-        sq: list[str] = []
-        bt: list[str] = []
-        for seg in (path.rstrip("/") or "/").split("/")[1:]:
-            k = seg if "{" not in seg else (seg, *(holes.get(x, (None,))[0] for x in _PARAM_RX.findall(seg)))
-            pair = memo.get(k)
-            if pair is None:
-                pair = memo[k] = self._head_piece(b, seg, holes)
-            sq.append(pair[0])
-            bt.append(pair[1])
-        tails = self._head_tails(b)
-        return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
-
-    def _head_piece(self, b: _Builder, seg: str, holes: Mapping[str, tuple[Any, Any]]) -> tuple[str, str]:
-        """One ``/segment``'s terminals in '...' (and "...") and in `...` (as :meth:`base`)."""
-        parts = _PARAM_RX.split(seg)
-        out = []
-        for q in ("'", "`"):
-            body = "".join(
-                _rx(x) if i % 2 == 0 else b.hole_rx(holes.get(x, (None, None))[1], q) for i, x in enumerate(parts)
-            )
-            out.append(b.term("S", f"/\\x2f{body}/"))
-        return out[0], out[1]
-
-    def _head_tails(self, b: _Builder) -> tuple[str, str, str]:
-        """The tail terminals ('...', "...", `...`) of a path key without query or fragment."""
-        hit = b.memo.get("head tails")
-        if hit is None:
-            plain = UrlPlan("/")  # no query, no label: the tail is the same for every path
-            hit = b.memo["head tails"] = tuple(b.term("S", f"/{self._tail(b, plain, {}, q)}/") for q in _QUOTES)
-        return hit
-
-    def of(
-        self, b: _Builder, templates: _Templates, path: str, method: str
-    ) -> dict[str, list[tuple[_Piece, ...]]] | None:
-        """``path``'s words per quote for ``method`` (shadowing cut out), None if inexpressible."""
-        key = (path, method)
-        if key in self._words:
-            return self._words[key]
-        out: dict[str, list[tuple[_Piece, ...]]] | None = {}
-        shadows = templates.shadowing(path, method, split_twins=True)
-        twin = templates.twin(path, method)
-        quoted = any(c in path for c in "'\"`")  # a quote in the path: every quote built apart
-        for q in ("'", '"', "`") if quoted else ("'", "`"):
-            mine = self.base(b, templates, path, q)
-            if mine is None:
-                out = None
-                break
-            pieces, literal, plan, shapes = mine
-            if twin is not None and pieces[-1].startswith(_OPT_SLASH):
-                # ``/x/`` takes the URLs ending in a slash, ``/x`` those without
-                tail = (r"\x2f" if path.endswith("/") else "") + pieces[-1][len(_OPT_SLASH) :]
-                pieces = (*pieces[:-1], tail)
-            n = len(pieces)
-            words: list[tuple[_Piece, ...]] = [tuple((x, (), literal[k]) for k, x in enumerate(pieces))]
-            for other in shadows:
-                theirs = self.base(b, templates, other, q)
-                if theirs is None or len(theirs[0]) != n:
-                    out = None
-                    break
-                a_pieces, a_literal, a_plan, a_shapes = theirs
-                if self._tails_disjoint(plan, a_plan):
-                    continue
-                cut: list[tuple[_Piece, ...]] = []
-                for w in words:
-                    cut += _cut(w, shapes, a_pieces, a_literal, a_shapes)
-                words = cut
-                if len(words) > self.max_words:
-                    out = None
-                    break
-            if out is None:
-                break
-            out[q] = words
-            if q == "'" and not quoted:  # '"' differs in the closing quote of the tails only
-                out['"'] = [
-                    (*w[:-1], (_dq_tail(w[-1][0]), tuple(_dq_tail(x) for x in w[-1][1]), w[-1][2])) for w in words
-                ]
-        self._words[key] = out
-        return out
-
-    def _tails_disjoint(self, a: UrlPlan, b: UrlPlan) -> bool:
-        """No URL ends in both tails: different labels (``#`` appears nowhere else in a URL the
-        grammar writes), or, when the URL takes no free query, a query in one only (``?``
-        likewise) or two different sets of fixed pairs without holes."""
-        if a.label != b.label:
-            return True
-        if self.allow:
-            return False
-        if bool(a.query) != bool(b.query):
-            return True
-        # two fixed queries without holes: the same pairs (in any order) or no common string
-        fixed = not any(_PARAM_RX.search(x) for x in (*a.query, *b.query))
-        return fixed and set(a.query) != set(b.query)
-
-
-@lru_cache(maxsize=1 << 16)
-def _compiled(rx: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(rx)
-    except re.error:  # not Python's dialect: treated as not matching (the cut is then kept)
-        return None
-
-
-#: More repeats than this in one piece and Python's backtracking matcher may take exponential
-#: time on a failing match (``/{p0}{p1}...{p29}`` against a 40-character literal took 40 s).
-_MAX_REPEATS = 8
-
-
-def _rx_matches(rx: str, text: str) -> bool | None:
-    """Does the grammar regex ``rx`` (Python-compatible as generated here) match all of
-    ``text``? None when Python cannot read it, or when it repeats too many times to be matched
-    safely (callers then keep the cut: never unsound)."""
-    if rx.count("+") + rx.count("*") > _MAX_REPEATS:
-        return None
-    c = _compiled(rx)
-    return None if c is None else c.fullmatch(text) is not None

@@ -1,0 +1,592 @@
+"""The URL part of the web API grammar: how each path key's URLs are written (:class:`UrlPlan`)
+and the small lexemes they are made of (:class:`UrlWords`): ``/segment`` pieces, a tail, and the
+server prefixes before them, with better-ranked templates' URLs cut out piece by piece
+(:class:`Templates` knows which template shadows which). The grammar builder
+(:mod:`callbench.constrain.webapi_grammar`) merges the words into tries of rules.
+
+Hand-written: the pieces are regexes in llguidance's dialect whose shadowing cuts must stay
+exact against :meth:`callbench.specs.ApiSpec.match`; no library derives those from OpenAPI.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any
+
+from callbench.constrain.lark_text import literal_regex as _rx
+from callbench.constrain.schema_scalars import scalar_key, scalars_memoized
+from callbench.specs import ApiSpec, Operation
+from callbench.specs.openapi import segment_pattern, split_path_key
+
+if TYPE_CHECKING:
+    from callbench.constrain.webapi_grammar import _Builder
+
+__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
+           "server_var_rx", "server_words", "url_plan"]
+
+PARAM_RX = re.compile(r"\{([^{}]*)\}")  # a ``{name}`` hole of a path template
+
+
+@dataclass(frozen=True)
+class UrlPlan:
+    """How the grammar writes one path key's URL: ``path`` (the path part, ``{holes}`` kept),
+    ``query`` (the ``name=value`` items written after ``?``, holes kept: the path key's own query
+    and the ``name=value`` pairs of a query-dispatch fragment such as ``#Action=X``), ``label``
+    (a fragment label written after ``#``; a bare fragment name such as S3's ``#cors`` is written
+    ``cors=<value>``, its value typed by the parameter's schema, so that the URL names the
+    operation), ``in_url``: query names the URL carries (so ``params`` need not repeat them),
+    ``in_params``: fixed names required in ``params`` (none today: every fixed name is written in
+    the URL)."""
+
+    path: str
+    query: tuple[str, ...] = ()
+    label: str | None = None
+    in_url: frozenset[str] = frozenset()
+    in_params: frozenset[str] = frozenset()
+
+
+def url_plan(spec: ApiSpec, op: Operation) -> UrlPlan:
+    """The :class:`UrlPlan` of ``op``'s path key (grammar and key tracker share it)."""
+    path, query, frag = split_path_key(op.path)
+    if query is None and frag is None:
+        return UrlPlan(path)
+    items = [x for x in (query or "").split("&") if x]
+    label = spec.fragment_label(op)
+    in_params: set[str] = set()
+    if frag and label is None:
+        for x in frag.split("&"):
+            if "=" in x:
+                items.append(x)
+            elif x:  # a fixed name with any value (``#ResourceArn``, S3's ``#cors``): a typed hole
+                from urllib.parse import unquote
+
+                items.append(f"{x}={{{unquote(x)}}}")
+    in_url = frozenset(x.partition("=")[0] for x in items)
+    return UrlPlan(path, tuple(dict.fromkeys(items)), label, in_url, frozenset(in_params - in_url))
+
+
+class _Node:
+    """A node of :class:`Templates`' segment trie."""
+
+    __slots__ = ("lit", "wild", "ends")
+
+    def __init__(self) -> None:
+        self.lit: dict[str, _Node] = {}
+        self.wild: dict[Any, _Node] = {}
+        self.ends: list[str] = []
+
+
+class Templates:
+    """Path templates of a spec: hole schemas and which templates shadow which.
+
+    ``spec.match`` picks, among the templates a URL matches, the one with fewest parameters
+    (then most literal text) that has the method. A URL the grammar offers for template B must
+    therefore not also match a better-ranked template A with the same method, or the grammar
+    would allow B's arguments where the scorer sees A: such URLs are cut out with ``& ~A``.
+    """
+
+    def __init__(self, spec: ApiSpec, scalars: dict[int, Any] | None = None):
+        self.spec = spec
+        self.scalars: dict[int, Any] = {} if scalars is None else scalars
+        self.ops: dict[str, dict[str, Operation]] = {}
+        for op in spec.operations:
+            self.ops.setdefault(op.path, {})[op.method] = op
+        self._order = {p: i for i, p in enumerate(self.ops)}
+        self._holes: dict[str, dict[str, Any]] = {}
+        self._shadow: dict[str, list[str]] = {}
+
+    # The shadowing index is built on first use: a staged head needs no shadowing.
+    @cached_property
+    def _segs(self) -> dict[str, list[Any]]:
+        return {p: self._segments(p) for p in self.ops}
+
+    @cached_property
+    def _ranks(self) -> dict[str, tuple[int, int, str]]:
+        return {p: self._rank(p) for p in self.ops}
+
+    @cached_property
+    def _trie(self) -> _Node:
+        """Index for shadowing: a trie of segments (literal children by text, templated children
+        by their matcher), walked with a path's segments to find every template of the same
+        length that overlaps it; prefixes that cannot overlap are cut off at once (Microsoft
+        Graph's 16,000 paths made a pairwise check the largest part of its build)."""
+        root = _Node()
+        for p, segs in self._segs.items():
+            node = root
+            for seg in segs:
+                if isinstance(seg, str):
+                    nxt = node.lit.get(seg)
+                    if nxt is None:
+                        nxt = node.lit[seg] = _Node()
+                else:
+                    nxt = node.wild.get(seg)
+                    if nxt is None:
+                        nxt = node.wild[seg] = _Node()
+                node = nxt
+            node.ends.append(p)
+        return root
+
+    @staticmethod
+    def _segments(path: str) -> list[Any]:
+        """Literal segments as text, templated ones as linear matchers (a ``.+`` regex per
+        variable backtracks exponentially on a hostile template such as ``{a}{b}...{z}``)."""
+        norm = path.rstrip("/") or "/"
+        return [segment_pattern(seg) or seg for seg in norm.split("/")[1:]]
+
+    def _rank(self, path: str) -> tuple[int, int, str]:
+        norm = path.rstrip("/") or "/"
+        n = len(PARAM_RX.findall(norm))
+        lit = sum(len("".join(PARAM_RX.split(s)[::2])) + 1 for s in norm.split("/")[1:])
+        return (n, -lit, path)
+
+    def _overlapping(self, path: str) -> list[str]:
+        """Every template with as many segments as ``path`` whose segments pairwise may match
+        (equal literals, a literal a templated segment matches, or two templated segments)."""
+        hit = self._shadow.get(path)
+        if hit is not None:
+            return hit
+        segs = self._segs[path]
+        nodes = [self._trie]
+        for seg in segs:
+            nxt: list[_Node] = []
+            if isinstance(seg, str):
+                for node in nodes:
+                    child = node.lit.get(seg)
+                    if child is not None:
+                        nxt.append(child)
+                    for pat, child in node.wild.items():
+                        if pat.fullmatch(seg) is not None:
+                            nxt.append(child)
+            else:
+                for node in nodes:
+                    for text, child in node.lit.items():
+                        if seg.fullmatch(text) is not None:
+                            nxt.append(child)
+                    nxt.extend(node.wild.values())
+            nodes = nxt
+            if not nodes:
+                break
+        out = [p for node in nodes for p in node.ends]
+        self._shadow[path] = out
+        return out
+
+    def shadowing(self, path: str, method: str, split_twins: bool = False) -> list[str]:
+        """Better-ranked templates with ``method`` a URL of ``path`` may also match.
+        ``split_twins``: leave out ``path``'s trailing-slash twin (see :meth:`twin`)."""
+        mine = self._ranks[path]
+        found = {
+            p for p in self._overlapping(path) if p != path and method in self.ops[p] and self._ranks[p] < mine
+        }
+        if split_twins:
+            found.discard(self.twin(path, method) or "")
+        return sorted(found, key=self._order.__getitem__)  # spec order, as before
+
+    def twin(self, path: str, method: str) -> str | None:
+        """The other of ``/x`` and ``/x/`` when the spec has both with ``method`` (no query or
+        fragment): :meth:`ApiSpec.match` gives a URL ending in ``/`` to ``/x/`` and one without
+        to ``/x``, so neither shadows the other; the grammar splits them by the trailing slash."""
+        if len(path) < 2 or "?" in path or "#" in path:
+            return None
+        other = path[:-1] if path.endswith("/") else path + "/"
+        return other if len(other) > 1 and method in self.ops.get(other, {}) else None
+
+    def hole_schemas(self, path: str) -> dict[str, Any]:
+        hit = self._holes.get(path)
+        if hit is None:
+            hit = self._holes[path] = self._hole_schemas(path)
+        return hit
+
+    def _hole_schemas(self, path: str) -> dict[str, Any]:
+        out: dict[str, list[Mapping[str, Any]]] = {}
+        for op in self.ops.get(path, {}).values():
+            for p in op.params_in("path"):
+                if p.schema:
+                    out.setdefault(p.name, []).append(p.schema)
+        merged: dict[str, Any] = {}
+        for name, schemas in out.items():
+            first = schemas[0]
+            one = scalars_memoized(first, self.scalars)
+            merged[name] = first if all(scalars_memoized(s, self.scalars) == one for s in schemas) else None
+        return merged
+
+
+QUOTES = ("'", '"', "`")
+# A free (untyped) path hole's regex in a '...'/"..." URL and in a backtick one, and a fixed
+# query's (which stops at ``&``), without and with backticks.
+FREE_HOLE = {"'": r"[^\x2f?#\x27\x22\x60\x5c\s]+", "`": r"[^\x2f?#\x27\x22\x60\x5c\s$]+"}
+FREE_QUERY_HOLE = (r"[^&#\x27\x22\x60\x5c\s]+", r"[^&#\x27\x22\x60\x5c\s$]+")
+_OPT_SLASH = r"\x2f?"  # how a URL tail starts: an optional trailing slash
+
+
+def _dq_tail(tail: str) -> str:
+    """A URL tail piece closed by ``'`` as closed by ``"`` (the rest of a tail is the same)."""
+    assert tail.endswith(r"\x27"), tail
+    return tail[:-4] + r"\x22"
+# One lexeme of a URL word: (regex, regexes of better-ranked templates' pieces cut out of it,
+# its text when it is one literal segment, else None).
+Piece = tuple[str, tuple[str, ...], str | None]
+
+
+@lru_cache(maxsize=1 << 16)  # segments repeat across paths: one shared tuple each
+def _ends(segment: str | None) -> tuple[str, str] | None:
+    """The literal text every string of a ``/segment`` template piece starts and ends with."""
+    if segment is None:
+        return None
+    parts = PARAM_RX.split(segment)
+    return parts[0], parts[-1]
+
+
+def _apart(x: tuple[str, str] | None, y: tuple[str, str] | None) -> bool:
+    """Two pieces with these literal ends share no string: their starts (or ends) disagree."""
+    if x is None or y is None:
+        return False
+    return not (x[0].startswith(y[0]) or y[0].startswith(x[0])) or not (
+        x[1].endswith(y[1]) or y[1].endswith(x[1])
+    )
+
+
+def _cut(
+    w: tuple[Piece, ...],
+    shapes: tuple[tuple[str, str] | None, ...],
+    a_pieces: tuple[str, ...],
+    a_literal: tuple[str | None, ...],
+    a_shapes: tuple[tuple[str, str] | None, ...],
+) -> list[tuple[Piece, ...]]:
+    """The word ``w`` less the URLs of another template's word, as words: for the positions
+    j where they differ, ``w`` with A's piece j cut out at j and, before j, each piece narrowed
+    to A's piece where that is a literal (so the words stay disjoint and later cuts by other
+    literals drop out). Exact either way: a URL of w outside A is in the word of the first
+    position where it leaves A."""
+    diff = []
+    for k, (rx, _, text) in enumerate(w):
+        theirs = a_pieces[k]
+        if rx == theirs or (theirs.startswith(_OPT_SLASH) and rx in (r"\x2f" + theirs[5:], theirs[5:])):
+            continue  # within theirs (a trailing-slash twin's tail within the optional slash)
+        at = a_literal[k]
+        if text is not None and at is not None:
+            return [w]  # two different literals: no URL is in both
+        if _apart((text, text) if text else shapes[k], a_shapes[k]):
+            return [w]  # e.g. /{name}:cancel and /{name}:delete
+        if text and _rx_matches(theirs, text):
+            continue  # a literal A's piece matches: nothing of it is left outside A
+        if at and _rx_matches(rx, at) is False:
+            return [w]  # A's literal is not one of w's strings
+        diff.append(k)
+    out = []
+    prefix = list(w)
+    for k in diff:
+        rx, excluded, text = prefix[k]
+        out.append((*prefix[:k], (rx, (*excluded, a_pieces[k]), text), *w[k + 1 :]))
+        at = a_literal[k]
+        if at:
+            if any(_rx_matches(x, at) for x in excluded):
+                break  # this piece cannot be A's: no URL of w reaches A past here
+            prefix[k] = (a_pieces[k], (), at)
+    return out
+
+
+def server_var_rx(text: str, variables: Any, free: str) -> str:
+    """Regex of a server URL (or part of one): literal text, a variable with an ``enum`` one of
+    its values, another variable ``free`` (any value)."""
+    out = []
+    for i, piece in enumerate(PARAM_RX.split(text)):
+        if i % 2 == 0:
+            out.append(_rx(piece))
+            continue
+        var = variables.get(piece) if isinstance(variables, Mapping) else None
+        enum = var.get("enum") if isinstance(var, Mapping) else None
+        if isinstance(enum, tuple | list) and enum:
+            out.append("(?:" + "|".join(_rx(str(v)) for v in enum) + ")")
+        else:
+            out.append(free)
+    return "".join(out)
+
+
+def server_words(spec: ApiSpec, quote: str) -> list[tuple[str, ...]]:
+    """Every server prefix (root, path item and operation servers, as :meth:`ApiSpec.match`
+    accepts them) as lexeme regexes: the opening quote, the scheme and host (when absolute),
+    then one ``/segment`` each. An enum variable takes one of its values, another any value."""
+    free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
+
+    def rx(text: str, variables: Any) -> str:
+        return server_var_rx(text, variables, free)
+
+    words: list[tuple[str, ...]] = []
+    for url, variables in spec.server_templates or (("/", {}),):
+        url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+        if url and "//" not in url and not url.startswith("/"):
+            url = "/" + url  # a relative server such as "v1"
+        cut = 0
+        if "//" in url:
+            cut = url.find("/", url.find("//") + 2)
+            cut = len(url) if cut < 0 else cut
+        word = [_rx(quote)]
+        if cut:
+            word.append(rx(url[:cut], variables))
+        word += [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
+        words.append(tuple(word))
+    return list(dict.fromkeys(words))
+
+
+class UrlWords:
+    """Each path template's URLs as words of small lexemes: ``/segment`` pieces (a literal, or
+    a path hole's regex with the literal text around it), then one tail piece (optional ``/``,
+    the fixed query, the fragment label and the closing quote). The server prefix comes before
+    them (:func:`server_words`), shared by all templates.
+
+    Shadowing (:class:`Templates`: a URL also matching a better-ranked template with the same
+    method belongs to that one) is cut out piece by piece, exactly: a shadowing template A has
+    a word of as many pieces, equal to B's except at some positions D; a URL of B is one of A
+    only if each of its pieces at D is one of A's too, so B less A is the union, over k in D, of
+    B's word with A's piece k excluded at k (one word when A differs at one place, the common
+    case). Pieces that cannot overlap (two different literals, disjoint tails) need no cut.
+    Where this does not apply (different piece counts, too many words) the template gives None
+    and the grammar falls back to one regex lexeme per template (:meth:`_Builder._full_start_regex`).
+    """
+
+    max_words = 64
+
+    def __init__(self, idents: tuple[str, ...], allow_url_query: bool):
+        self.idents = idents
+        self.allow = allow_url_query
+        # (path, quote) -> (piece regexes, piece's text when it is a literal (else None), plan)
+        self._base: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None] = {}
+        self._words: dict[tuple[str, str], dict[str, list[tuple[Piece, ...]]] | None] = {}
+        self._plans: dict[str, UrlPlan] = {}
+
+    def base(
+        self, b: _Builder, templates: Templates, path: str, q: str
+    ) -> tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None:
+        key = (path, q)
+        if key in self._base:
+            return self._base[key]
+        quoted = any(c in path for c in "'\"`")  # a quote in the path: written escaped, per quote
+        if q == '"' and not quoted:  # the pieces of '...' with the other closing quote (holes are the same)
+            single = self.base(b, templates, path, "'")
+            out_dq = None
+            if single is not None:
+                pieces_sq, literal_sq, plan_sq, shapes_sq = single
+                out_dq = ((*pieces_sq[:-1], _dq_tail(pieces_sq[-1])), literal_sq, plan_sq, shapes_sq)
+            self._base[key] = out_dq
+            return out_dq
+        holes = templates.hole_schemas(path)
+        plan = self._plans.get(path)
+        if plan is None:
+            plan = self._plans[path] = url_plan(b.spec, next(iter(templates.ops[path].values())))
+        out: tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None = None
+        if not any("/" in name for name in PARAM_RX.findall(plan.path)):
+            qholes = (  # only a fixed query has holes typed by query parameters
+                {p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema}
+                if plan.query
+                else {}
+            )
+            if q == "`" and not quoted and not self.idents:
+                # With no identifiers, backtick pieces are the '...' ones with ``$`` kept out of
+                # free holes (it could start ``${``) and their own tail: derived, not rebuilt.
+                single = self.base(b, templates, path, "'")
+                if single is not None:
+                    pieces_sq, literal_sq, _, shapes_sq = single
+                    body = tuple(x.replace(FREE_HOLE["'"], FREE_HOLE["`"]) for x in pieces_sq[:-1])
+                    out = ((*body, self._tail(b, plan, qholes, q)), literal_sq, plan, shapes_sq)
+                    self._base[key] = out
+                    return out
+            pieces: list[str] = []
+            literal: list[str | None] = []
+            shapes: list[tuple[str, str] | None] = []
+            for seg in (plan.path.rstrip("/") or "/").split("/")[1:]:
+                parts = PARAM_RX.split(seg)
+                body = (
+                    (_rx(x.replace(q, "\\" + q)) if quoted else _rx(x)) if i % 2 == 0 else b.hole_rx(holes.get(x), q)
+                    for i, x in enumerate(parts)
+                )
+                pieces.append(r"\x2f" + "".join(body))
+                literal.append("/" + seg if len(parts) == 1 else None)
+                shapes.append(_ends("/" + seg))
+            pieces.append(self._tail(b, plan, qholes, q))
+            literal.append(None)  # tails are told apart by :meth:`_tails_disjoint`
+            shapes.append(None)
+            out = (tuple(pieces), tuple(literal), plan, tuple(shapes))
+        self._base[key] = out
+        return out
+
+    def _tail(self, b: _Builder, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
+        """Optional trailing ``/``, the fixed query (pairs in any order, up to 3), the label and
+        the closing quote (as the whole-URL regex of :meth:`_Builder._url_def` ends)."""
+        tail = r"\x2f?"
+        free_query = r"[^\x27\x22\x60\x5c\s#]*"
+        if plan.query:
+            tail += r"\?"
+        elif self.allow:
+            tail += rf"(?:\?{free_query})?"
+        after = [b.fixed_query_rx(plan, qholes, q)]
+        if plan.query and self.allow:
+            after.append(rf"(?:&{free_query})?")
+        if plan.label is not None:
+            after.append(_rx("#" + plan.label))
+        return tail + "".join(after) + _rx(q)
+
+    def head_terms(self, b: _Builder, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
+        """``path``'s piece terminals per quote, no shadowing cut out (a staged head), None if
+        the template has no piece form. The terminals are those of :meth:`base`'s regexes; a
+        plain path (no quote, query or fragment in the key, each hole's schemas alike by
+        :func:`scalar_key`) is written from per-segment memos instead, since the head of the
+        largest specs has ~14,000 paths and the general route cost ~40 us each."""
+        key = ("head", path)
+        hit = b.memo.get(key)
+        if hit is None:
+            hit = b.memo[key] = self._head_fast(b, templates, path) or self._head_slow(b, templates, path)
+        return hit or None
+
+    def _head_slow(self, b: _Builder, templates: Templates, path: str) -> dict[str, tuple[str, ...]]:
+        """The terminals of :meth:`base`'s pieces (any path key); ``{}`` when it has none."""
+        out: dict[str, tuple[str, ...]] = {}
+        term = b.term
+        for q in QUOTES:
+            mine = self.base(b, templates, path, q)
+            if mine is None:
+                return {}  # memoized as "no piece form"
+            out[q] = tuple(term("S", f"/{x}/") for x in mine[0])
+        return out
+
+    def _head_fast(self, b: _Builder, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
+        """:meth:`_head_slow`'s terminals for a plain path key, or None (take the slow route)."""
+        if "?" in path or "#" in path or "'" in path or '"' in path or "`" in path:
+            return None
+        ops = templates.ops[path]
+        holes: dict[str, tuple[Any, Any]] = {}  # name -> (content key, a schema of it)
+        if "{" in path:
+            if any("/" in name for name in PARAM_RX.findall(path)):
+                return None
+            for o in ops.values():
+                for p in o.parameters:
+                    if p.location != "path" or not p.schema:
+                        continue
+                    seen = holes.get(p.name)
+                    if seen is not None and seen[1] is p.schema:
+                        continue  # a path item's parameter, shared by its operations
+                    k = scalar_key(p.schema)
+                    if k is None or (seen is not None and seen[0] != k):
+                        return None  # nested, or the holes' schemas differ: merged by their scalars
+                    if seen is None:
+                        holes[p.name] = (k, p.schema)
+        memo = b.memo.get("head pieces")
+        if memo is None:
+            memo = b.memo["head pieces"] = {}  # (segment, its holes' keys) -> terminals ('...', `...`)
+        sq: list[str] = []
+        bt: list[str] = []
+        for seg in (path.rstrip("/") or "/").split("/")[1:]:
+            k = seg if "{" not in seg else (seg, *(holes.get(x, (None,))[0] for x in PARAM_RX.findall(seg)))
+            pair = memo.get(k)
+            if pair is None:
+                pair = memo[k] = self._head_piece(b, seg, holes)
+            sq.append(pair[0])
+            bt.append(pair[1])
+        tails = self._head_tails(b)
+        return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
+
+    def _head_piece(self, b: _Builder, seg: str, holes: Mapping[str, tuple[Any, Any]]) -> tuple[str, str]:
+        """One ``/segment``'s terminals in '...' (and "...") and in `...` (as :meth:`base`)."""
+        parts = PARAM_RX.split(seg)
+        out = []
+        for q in ("'", "`"):
+            body = "".join(
+                _rx(x) if i % 2 == 0 else b.hole_rx(holes.get(x, (None, None))[1], q) for i, x in enumerate(parts)
+            )
+            out.append(b.term("S", f"/\\x2f{body}/"))
+        return out[0], out[1]
+
+    def _head_tails(self, b: _Builder) -> tuple[str, str, str]:
+        """The tail terminals ('...', "...", `...`) of a path key without query or fragment."""
+        hit = b.memo.get("head tails")
+        if hit is None:
+            plain = UrlPlan("/")  # no query, no label: the tail is the same for every path
+            hit = b.memo["head tails"] = tuple(b.term("S", f"/{self._tail(b, plain, {}, q)}/") for q in QUOTES)
+        return hit
+
+    def of(
+        self, b: _Builder, templates: Templates, path: str, method: str
+    ) -> dict[str, list[tuple[Piece, ...]]] | None:
+        """``path``'s words per quote for ``method`` (shadowing cut out), None if inexpressible."""
+        key = (path, method)
+        if key in self._words:
+            return self._words[key]
+        out: dict[str, list[tuple[Piece, ...]]] | None = {}
+        shadows = templates.shadowing(path, method, split_twins=True)
+        twin = templates.twin(path, method)
+        quoted = any(c in path for c in "'\"`")  # a quote in the path: every quote built apart
+        for q in ("'", '"', "`") if quoted else ("'", "`"):
+            mine = self.base(b, templates, path, q)
+            if mine is None:
+                out = None
+                break
+            pieces, literal, plan, shapes = mine
+            if twin is not None and pieces[-1].startswith(_OPT_SLASH):
+                # ``/x/`` takes the URLs ending in a slash, ``/x`` those without
+                tail = (r"\x2f" if path.endswith("/") else "") + pieces[-1][len(_OPT_SLASH) :]
+                pieces = (*pieces[:-1], tail)
+            n = len(pieces)
+            words: list[tuple[Piece, ...]] = [tuple((x, (), literal[k]) for k, x in enumerate(pieces))]
+            for other in shadows:
+                theirs = self.base(b, templates, other, q)
+                if theirs is None or len(theirs[0]) != n:
+                    out = None
+                    break
+                a_pieces, a_literal, a_plan, a_shapes = theirs
+                if self._tails_disjoint(plan, a_plan):
+                    continue
+                cut: list[tuple[Piece, ...]] = []
+                for w in words:
+                    cut += _cut(w, shapes, a_pieces, a_literal, a_shapes)
+                words = cut
+                if len(words) > self.max_words:
+                    out = None
+                    break
+            if out is None:
+                break
+            out[q] = words
+            if q == "'" and not quoted:  # '"' differs in the closing quote of the tails only
+                out['"'] = [
+                    (*w[:-1], (_dq_tail(w[-1][0]), tuple(_dq_tail(x) for x in w[-1][1]), w[-1][2])) for w in words
+                ]
+        self._words[key] = out
+        return out
+
+    def _tails_disjoint(self, a: UrlPlan, b: UrlPlan) -> bool:
+        """No URL ends in both tails: different labels (``#`` appears nowhere else in a URL the
+        grammar writes), or, when the URL takes no free query, a query in one only (``?``
+        likewise) or two different sets of fixed pairs without holes."""
+        if a.label != b.label:
+            return True
+        if self.allow:
+            return False
+        if bool(a.query) != bool(b.query):
+            return True
+        # two fixed queries without holes: the same pairs (in any order) or no common string
+        fixed = not any(PARAM_RX.search(x) for x in (*a.query, *b.query))
+        return fixed and set(a.query) != set(b.query)
+
+
+@lru_cache(maxsize=1 << 16)
+def _compiled(rx: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(rx)
+    except re.error:  # not Python's dialect: treated as not matching (the cut is then kept)
+        return None
+
+
+#: More repeats than this in one piece and Python's backtracking matcher may take exponential
+#: time on a failing match (``/{p0}{p1}...{p29}`` against a 40-character literal took 40 s).
+_MAX_REPEATS = 8
+
+
+def _rx_matches(rx: str, text: str) -> bool | None:
+    """Does the grammar regex ``rx`` (Python-compatible as generated here) match all of
+    ``text``? None when Python cannot read it, or when it repeats too many times to be matched
+    safely (callers then keep the cut: never unsound)."""
+    if rx.count("+") + rx.count("*") > _MAX_REPEATS:
+        return None
+    c = _compiled(rx)
+    return None if c is None else c.fullmatch(text) is not None
