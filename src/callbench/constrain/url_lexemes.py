@@ -14,20 +14,31 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from callbench.constrain.lark_text import literal_regex as _rx
 from callbench.constrain.schema_scalars import scalar_key, scalars_memoized
 from callbench.specs import ApiSpec, Operation
 from callbench.specs.openapi import segment_pattern, split_path_key
 
-if TYPE_CHECKING:
-    from callbench.constrain.webapi_grammar import _Builder
-
-__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
+__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "GrammarWriter", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
            "server_var_rx", "server_words", "url_plan"]
 
 PARAM_RX = re.compile(r"\{([^{}]*)\}")  # a ``{name}`` hole of a path template
+
+
+class GrammarWriter(Protocol):
+    """What the URL words need of the grammar builder (``webapi_grammar._Builder``): its spec,
+    memo and terminal table, and the regexes of typed holes and fixed queries."""
+
+    spec: ApiSpec
+    memo: dict[Any, Any]
+
+    def term(self, prefix: str, definition: str) -> str: ...
+
+    def hole_rx(self, schema: Any, quote: str, query: bool = False) -> str: ...
+
+    def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -344,7 +355,7 @@ class UrlWords:
     B's word with A's piece k excluded at k (one word when A differs at one place, the common
     case). Pieces that cannot overlap (two different literals, disjoint tails) need no cut.
     Where this does not apply (different piece counts, too many words) the template gives None
-    and the grammar falls back to one regex lexeme per template (:meth:`_Builder._full_start_regex`).
+    and the grammar falls back to one regex lexeme per template (``webapi_grammar._Builder._full_start_regex``).
     """
 
     max_words = 64
@@ -358,7 +369,7 @@ class UrlWords:
         self._plans: dict[str, UrlPlan] = {}
 
     def base(
-        self, b: _Builder, templates: Templates, path: str, q: str
+        self, b: GrammarWriter, templates: Templates, path: str, q: str
     ) -> tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None:
         key = (path, q)
         if key in self._base:
@@ -412,9 +423,9 @@ class UrlWords:
         self._base[key] = out
         return out
 
-    def _tail(self, b: _Builder, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
+    def _tail(self, b: GrammarWriter, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
         """Optional trailing ``/``, the fixed query (pairs in any order, up to 3), the label and
-        the closing quote (as the whole-URL regex of :meth:`_Builder._url_def` ends)."""
+        the closing quote (as the whole-URL regex of :meth:`GrammarWriter._url_def` ends)."""
         tail = r"\x2f?"
         free_query = r"[^\x27\x22\x60\x5c\s#]*"
         if plan.query:
@@ -428,7 +439,7 @@ class UrlWords:
             after.append(_rx("#" + plan.label))
         return tail + "".join(after) + _rx(q)
 
-    def head_terms(self, b: _Builder, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
+    def head_terms(self, b: GrammarWriter, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
         """``path``'s piece terminals per quote, no shadowing cut out (a staged head), None if
         the template has no piece form. The terminals are those of :meth:`base`'s regexes; a
         plain path (no quote, query or fragment in the key, each hole's schemas alike by
@@ -440,7 +451,7 @@ class UrlWords:
             hit = b.memo[key] = self._head_fast(b, templates, path) or self._head_slow(b, templates, path)
         return hit or None
 
-    def _head_slow(self, b: _Builder, templates: Templates, path: str) -> dict[str, tuple[str, ...]]:
+    def _head_slow(self, b: GrammarWriter, templates: Templates, path: str) -> dict[str, tuple[str, ...]]:
         """The terminals of :meth:`base`'s pieces (any path key); ``{}`` when it has none."""
         out: dict[str, tuple[str, ...]] = {}
         term = b.term
@@ -451,7 +462,7 @@ class UrlWords:
             out[q] = tuple(term("S", f"/{x}/") for x in mine[0])
         return out
 
-    def _head_fast(self, b: _Builder, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
+    def _head_fast(self, b: GrammarWriter, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
         """:meth:`_head_slow`'s terminals for a plain path key, or None (take the slow route)."""
         if "?" in path or "#" in path or "'" in path or '"' in path or "`" in path:
             return None
@@ -487,7 +498,7 @@ class UrlWords:
         tails = self._head_tails(b)
         return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
 
-    def _head_piece(self, b: _Builder, seg: str, holes: Mapping[str, tuple[Any, Any]]) -> tuple[str, str]:
+    def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, tuple[Any, Any]]) -> tuple[str, str]:
         """One ``/segment``'s terminals in '...' (and "...") and in `...` (as :meth:`base`)."""
         parts = PARAM_RX.split(seg)
         out = []
@@ -498,7 +509,7 @@ class UrlWords:
             out.append(b.term("S", f"/\\x2f{body}/"))
         return out[0], out[1]
 
-    def _head_tails(self, b: _Builder) -> tuple[str, str, str]:
+    def _head_tails(self, b: GrammarWriter) -> tuple[str, str, str]:
         """The tail terminals ('...', "...", `...`) of a path key without query or fragment."""
         hit = b.memo.get("head tails")
         if hit is None:
@@ -507,7 +518,7 @@ class UrlWords:
         return hit
 
     def of(
-        self, b: _Builder, templates: Templates, path: str, method: str
+        self, b: GrammarWriter, templates: Templates, path: str, method: str
     ) -> dict[str, list[tuple[Piece, ...]]] | None:
         """``path``'s words per quote for ``method`` (shadowing cut out), None if inexpressible."""
         key = (path, method)
