@@ -418,11 +418,12 @@ def read_checkpoint(path: Path) -> list[SpecOutcome]:
     """The outcomes in a checkpoint to resume from; a last line cut short by a killed run is
     dropped (and the file rewritten without it, so that appended lines stay whole)."""
     lines = [x for x in path.read_text("utf-8").splitlines() if x.strip()]
-    try:
-        json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        lines.pop()
-        path.write_text("".join(x + "\n" for x in lines), "utf-8")
+    if lines:
+        try:
+            json.loads(lines[-1])
+        except json.JSONDecodeError:
+            lines.pop()
+            path.write_text("".join(x + "\n" for x in lines), "utf-8")
     return [outcome_from_json(json.loads(x)) for x in lines]
 
 

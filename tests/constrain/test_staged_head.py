@@ -66,7 +66,8 @@ def mixed():
 
 
 def _routes(spec, idents: tuple[str, ...]):
-    """(fast, general) terminal definitions per quote of every path key, and the builder."""
+    """(fast, general) terminal definitions per quote of every path key (fast: None where the
+    fast route does not apply)."""
     model = spec_model(spec)
     b = _Builder(spec, model, idents, GrammarOptions(staged=True))
     templates = model.templates()
@@ -89,7 +90,7 @@ def test_fast_route_writes_the_general_routes_terminals(mixed, idents):
         assert slow, path  # every key here has a piece form
         if fast is not None:
             assert fast == slow, path
-    # the hole types reach the terminals: integer id, enum extension, nullable integer
+    # the hole types reach the terminals: an integer id, an enum extension
     assert r"-?[0-9]+" in routes["/items/{id}"][0]["'"][1]
     assert "json|csv" in routes["/files/{name}.{ext}"][0]["'"][1]
 
