@@ -24,6 +24,7 @@ _SCALAR_TYPES = frozenset({str, int, float, bool, type(None), tuple, list})
 
 
 def schema_keyword(schema: Any, key: str) -> tuple[Any, ...]:
+    """The schemas listed under ``key`` (``allOf``, ``oneOf``, ``anyOf``); () when there are none."""
     v = schema.get(key) if is_map(schema) else None
     if not v:  # the common case: the keyword is absent
         return ()
