@@ -24,7 +24,8 @@ def _path_param(name: str, schema: dict) -> dict:
     return {"name": name, "in": "path", "required": True, "schema": schema}
 
 
-# Path keys the fast route writes and ones it leaves to the general route.
+# Plain path keys (the fast route writes them) with holes typed alike, differently and by nested
+# schemas, and keys with a query or fragment (the general route).
 MIXED = {
     "openapi": "3.0.0",
     "info": {"title": "mixed holes", "version": "1"},
@@ -45,19 +46,19 @@ MIXED = {
             "head": {"responses": OK},
         },
         "/counts/{n}": {"get": {"parameters": [_path_param("n", {"type": "integer", "nullable": True})], "responses": OK}},
-        # an enum in GET, free text in PUT: the schemas differ (merged by their scalars): general
+        # an enum in GET, free text in PUT: the schemas differ (merged by their scalars: a free hole)
         "/things/{kind}": {
             "get": {"parameters": [_path_param("kind", {"type": "string", "enum": ["a", "b"]})], "responses": OK},
             "put": {"parameters": [_path_param("kind", {"type": "string"})], "responses": OK},
         },
-        # a nested hole schema: general
+        # a nested hole schema (no scalar key: memoized by the schema itself)
         "/flags/{on}": {"get": {"parameters": [_path_param("on", {"allOf": [{"type": "boolean"}]})], "responses": OK}},
         # a fixed query and a query-dispatch fragment: general
         "/?action=list": {"get": {"responses": OK}},
         "/#Action=Describe": {"post": {"responses": OK}},
     },
 }
-FAST = {"/items/{id}", "/files/{name}.{ext}", "/counts/{n}"}
+FAST = {"/items/{id}", "/files/{name}.{ext}", "/counts/{n}", "/things/{kind}", "/flags/{on}"}
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +94,27 @@ def test_fast_route_writes_the_general_routes_terminals(mixed, idents):
     # the hole types reach the terminals: an integer id, an enum extension
     assert r"-?[0-9]+" in routes["/items/{id}"][0]["'"][1]
     assert "json|csv" in routes["/files/{name}.{ext}"][0]["'"][1]
+    assert "a|b" not in routes["/things/{kind}"][0]["'"][1]  # the schemas differ: a free hole
+    assert "true|false" in routes["/flags/{on}"][0]["'"][1]
+
+
+def test_hole_schemas_merge_by_scalars():
+    """A hole typed in several operations keeps the first schema when all of them admit the
+    same scalars (equal scalar keys, or different keys with equal scalars), else none."""
+    same_key = [{"type": "integer", "description": "a"}, {"type": "integer", "description": "b"}]
+    same_scalars = [{"type": "string"}, {"type": "string", "nullable": False}]
+    differ = [{"type": "string", "enum": ["a"]}, {"type": "string"}]
+    paths = {}
+    for name, (a, b) in {"k": same_key, "s": same_scalars, "d": differ}.items():
+        paths[f"/{name}/{{x}}"] = {
+            "get": {"parameters": [_path_param("x", a)], "responses": OK},
+            "put": {"parameters": [_path_param("x", b)], "responses": OK},
+        }
+    spec = build_spec({**MIXED, "paths": paths}, Path("/merge/openapi.json"), "merge.json")
+    t = spec_model(spec).templates()
+    assert t.hole_schemas("/k/{x}")["x"]["description"] == "a"
+    assert t.hole_schemas("/s/{x}")["x"] == {"type": "string"}
+    assert t.hole_schemas("/d/{x}")["x"] is None
 
 
 def test_fast_route_on_microsoft_graph(wild_specs_dir):

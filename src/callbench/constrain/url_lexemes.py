@@ -211,16 +211,27 @@ class Templates:
         return hit
 
     def _hole_schemas(self, path: str) -> dict[str, Any]:
+        """Each path parameter's schema (its first operation's) where all operations of ``path``
+        type it alike (the same scalars), else None (a free hole)."""
         out: dict[str, list[Mapping[str, Any]]] = {}
         for op in self.ops.get(path, {}).values():
-            for p in op.params_in("path"):
-                if p.schema:
-                    out.setdefault(p.name, []).append(p.schema)
+            for p in op.parameters:
+                if p.location == "path" and p.schema:
+                    seen = out.get(p.name)
+                    if seen is None:
+                        out[p.name] = [p.schema]
+                    elif p.schema is not seen[0]:  # a path item's parameter is shared: once
+                        seen.append(p.schema)
         merged: dict[str, Any] = {}
         for name, schemas in out.items():
-            first = schemas[0]
-            one = scalars_memoized(first, self.scalars)
-            merged[name] = first if all(scalars_memoized(s, self.scalars) == one for s in schemas) else None
+            first, others = schemas[0], schemas[1:]
+            if others:
+                key = scalar_key(first)  # equal keys mean equal scalars; else compare the scalars
+                if key is None or any(scalar_key(s) != key for s in others):
+                    one = scalars_memoized(first, self.scalars)
+                    if any(scalars_memoized(s, self.scalars) != one for s in others):
+                        first = None
+            merged[name] = first
         return merged
 
 
@@ -442,9 +453,9 @@ class UrlWords:
     def head_terms(self, b: GrammarWriter, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
         """``path``'s piece terminals per quote, no shadowing cut out (a staged head), None if
         the template has no piece form. The terminals are those of :meth:`base`'s regexes; a
-        plain path (no quote, query or fragment in the key, each hole's schemas alike by
-        :func:`scalar_key`) is written from per-segment memos instead, since the head of the
-        largest specs has ~14,000 paths and the general route cost ~40 us each."""
+        plain path (no quote, query or fragment in the key) is written from per-segment memos
+        keyed by its holes' :func:`scalar_key` instead, since the head of the largest specs has
+        ~14,000 paths and the general route cost ~40 us each."""
         key = ("head", path)
         hit = b.memo.get(key)
         if hit is None:
@@ -466,30 +477,22 @@ class UrlWords:
         """:meth:`_head_slow`'s terminals for a plain path key, or None (take the slow route)."""
         if "?" in path or "#" in path or "'" in path or '"' in path or "`" in path:
             return None
-        ops = templates.ops[path]
-        holes: dict[str, tuple[Any, Any]] = {}  # name -> (content key, a schema of it)
+        holes: dict[str, Any] = {}
+        keys: dict[str, Any] = {}  # a hole's regex is a function of its schema's scalar key
         if "{" in path:
             if any("/" in name for name in PARAM_RX.findall(path)):
                 return None
-            for o in ops.values():
-                for p in o.parameters:
-                    if p.location != "path" or not p.schema:
-                        continue
-                    seen = holes.get(p.name)
-                    if seen is not None and seen[1] is p.schema:
-                        continue  # a path item's parameter, shared by its operations
-                    k = scalar_key(p.schema)
-                    if k is None or (seen is not None and seen[0] != k):
-                        return None  # nested, or the holes' schemas differ: merged by their scalars
-                    if seen is None:
-                        holes[p.name] = (k, p.schema)
+            holes = templates.hole_schemas(path)
+            for name, schema in holes.items():
+                k = None if schema is None else scalar_key(schema)
+                keys[name] = ("schema", id(schema)) if k is None else k  # a nested schema: itself
         memo = b.memo.get("head pieces")
         if memo is None:
             memo = b.memo["head pieces"] = {}  # (segment, its holes' keys) -> terminals ('...', `...`)
         sq: list[str] = []
         bt: list[str] = []
         for seg in (path.rstrip("/") or "/").split("/")[1:]:
-            k = seg if "{" not in seg else (seg, *(holes.get(x, (None,))[0] for x in PARAM_RX.findall(seg)))
+            k = seg if "{" not in seg else (seg, *(keys.get(x) for x in PARAM_RX.findall(seg)))
             pair = memo.get(k)
             if pair is None:
                 pair = memo[k] = self._head_piece(b, seg, holes)
@@ -498,14 +501,12 @@ class UrlWords:
         tails = self._head_tails(b)
         return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
 
-    def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, tuple[Any, Any]]) -> tuple[str, str]:
+    def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, Any]) -> tuple[str, str]:
         """One ``/segment``'s terminals in '...' (and "...") and in `...` (as :meth:`base`)."""
         parts = PARAM_RX.split(seg)
         out = []
         for q in ("'", "`"):
-            body = "".join(
-                _rx(x) if i % 2 == 0 else b.hole_rx(holes.get(x, (None, None))[1], q) for i, x in enumerate(parts)
-            )
+            body = "".join(_rx(x) if i % 2 == 0 else b.hole_rx(holes.get(x), q) for i, x in enumerate(parts))
             out.append(b.term("S", f"/\\x2f{body}/"))
         return out[0], out[1]
 
