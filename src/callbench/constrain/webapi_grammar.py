@@ -892,6 +892,11 @@ class WebApiGrammar:
         return hit
 
 
+def _then(symbol: str, rest: str) -> str:
+    """``symbol`` followed by ``rest`` (which may be empty) in a rule body."""
+    return f"{symbol} {rest}" if rest else symbol
+
+
 _CACHE: dict[tuple[Any, ...], WebApiGrammar] = {}
 _CACHE_LOCK = threading.Lock()
 _CACHE_MAX = 512
@@ -1623,7 +1628,9 @@ class _Builder:
                 continue
             found = found_by[method]
             if head:  # one word per path, the same in every quote but for its terminals
-                heads = self.head_tries([zip(*(by_q[q] for q in QUOTES), strict=True) for by_q in found])  # type: ignore[index]
+                after = self.head_after()
+                words = [(zip(*(by_q[q] for q in QUOTES), strict=True), after) for by_q in found]  # type: ignore[index]
+                heads = self.trie_symbols(words, "t", lanes=len(QUOTES))
                 alts = [f"{self.server_rule(q)} {paths}" for q, paths in zip(QUOTES, heads, strict=True)]
                 calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {self.alt("urls", alts)}'))
                 continue
@@ -1635,11 +1642,11 @@ class _Builder:
                 after = f"{ws} {self.after_url_rule(self._args(op))}"
                 for q, ws_q in by_q.items():
                     for w in ws_q:
-                        per_quote[q].append((tuple(self.segment_term(x) for x in w), after))
+                        per_quote[q].append((tuple((self.segment_term(x),) for x in w), after))
             alts = []
             for q in QUOTES:
                 if per_quote[q]:
-                    paths = self.trie_symbols(per_quote[q], "t")
+                    (paths,) = self.trie_symbols(per_quote[q], "t")
                     alts.append(f"{self.server_rule(q)} {paths}")
             if alts:
                 calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {self.alt("urls", alts)}'))
@@ -1664,76 +1671,58 @@ class _Builder:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        words = [(tuple(self.segment_term((x, (), None)) for x in w), "") for w in server_words(self.spec, quote)]
-        name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv"))
+        words = [(tuple((self.segment_term((x, (), None)),) for x in w), "") for w in server_words(self.spec, quote)]
+        name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv")[0])
         return name
 
-    def head_tries(self, words: list[Iterable[tuple[str, str, str]]]) -> tuple[str, str, str]:
-        """:meth:`trie_symbols` of a staged head's words in the three quotes at once: a head
-        word is one path's terminals in '...', "..." and `...`, position by position (equally
-        long: the same segments), every word followed by :meth:`head_after`. One trie keyed by
-        the three terminals of a position is walked once (the largest heads have ~14,000 paths
-        per quote, and three tries were a third of the build)."""
-        after = self.head_after()
-        root: dict[Any, Any] = {}
-        for word in words:
-            node = root
-            for key in word:
-                node = node.setdefault(key, {})
-            node[None] = None  # the word ends here (terminal names are never None)
-        rule = self.rule
-        ends = (after, after, after)
-
-        def emit(node: dict[Any, Any]) -> tuple[str, str, str]:
-            if len(node) == 1:  # the common case: a chain
-                key, child = next(iter(node.items()))
-                if key is None:
-                    return ends
-                a, b, c = emit(child)
-                return f"{key[0]} {a}", f"{key[1]} {b}", f"{key[2]} {c}"
-            alts: tuple[list[str], list[str], list[str]] = ([], [], [])
-            for key, child in node.items():
-                sub = ends if key is None else emit(child)
-                for i in range(3):
-                    alts[i].append(sub[i] if key is None else f"{key[i]} {sub[i]}")
-            out = []
-            for a in alts:
-                a = list(dict.fromkeys(a))
-                out.append(a[0] if len(a) == 1 else rule("t", " | ".join(a)))
-            return out[0], out[1], out[2]
-
-        return emit(root)
-
-    def trie_symbols(self, words: list[tuple[tuple[str, ...], str]], prefix: str) -> str:
+    def trie_symbols(
+        self, words: Iterable[tuple[Iterable[tuple[str, ...]], str]], prefix: str, lanes: int = 1
+    ) -> tuple[str, ...]:
         """Symbols of the words (terminal sequences, each followed by its continuation) merged
         into a trie of rules: a shared prefix is written once, so the lexemes allowed at any
         point are the few pieces that can follow there (one whole-URL lexeme per template put
-        thousands at the URL's start; llguidance refused such lexers)."""
-        root: dict[str, Any] = {}
-        ends_key = ""  # terminal names are never empty: "" holds the continuations
+        thousands at the URL's start; llguidance refused such lexers).
+
+        Each position of a word is a tuple of ``lanes`` terminals: the same word in several
+        alphabets (a staged head's path in '...', "..." and `...`: the same segments, other
+        terminals), one trie walked once, one symbol per lane (the largest heads have ~14,000
+        paths per quote, and a trie per quote was a third of the build)."""
+        root: dict[Any, Any] = {}
         for seq, after in words:
             node = root
-            for t in seq:
-                node = node.setdefault(t, {})
-            node.setdefault(ends_key, {})[after] = None
+            for key in seq:
+                node = node.setdefault(key, {})
+            node.setdefault(None, {})[after] = None  # the continuations (terminal keys are never None)
+        rule = self.rule
 
-        def emit(node: dict[str, Any]) -> str:
-            alts: list[str] = []
-            for t, child in node.items():
-                if t == ends_key:
-                    alts.extend(a for a in child)
-                else:
-                    alts.append(f"{t} {emit(child)}".rstrip())
+        def close(alts: list[str]) -> str:
             alts = list(dict.fromkeys(alts))
             if len(alts) == 1:
                 return alts[0]
             if "" in alts:  # an empty continuation (the server words): the rest is optional
                 rest = [a for a in alts if a]
-                inner = rest[0] if len(rest) == 1 else self.rule(prefix, " | ".join(rest))
+                inner = rest[0] if len(rest) == 1 else rule(prefix, " | ".join(rest))
                 return f"({inner})?"
-            return self.rule(prefix, " | ".join(alts))
+            return rule(prefix, " | ".join(alts))
 
-        return emit(root)
+        def emit(node: dict[Any, Any]) -> list[str]:
+            if len(node) == 1:  # the common case: a chain, or one continuation
+                key, child = next(iter(node.items()))
+                if key is not None:
+                    return list(map(_then, key, emit(child)))
+                if len(child) == 1:
+                    return [next(iter(child))] * lanes
+            alts: list[list[str]] = [[] for _ in range(lanes)]
+            for key, child in node.items():
+                if key is None:
+                    for lane in alts:
+                        lane.extend(child)
+                    continue
+                for lane, alt in zip(alts, map(_then, key, emit(child)), strict=True):
+                    lane.append(alt)
+            return [close(a) for a in alts]
+
+        return tuple(emit(root))
 
     def _args(self, op: Operation) -> OpArgs:
         return self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
