@@ -424,7 +424,13 @@ def read_checkpoint(path: Path) -> list[SpecOutcome]:
         except json.JSONDecodeError:
             lines.pop()
             path.write_text("".join(x + "\n" for x in lines), "utf-8")
-    return [outcome_from_json(json.loads(x)) for x in lines]
+    out = []
+    for n, x in enumerate(lines, 1):
+        try:
+            out.append(outcome_from_json(json.loads(x)))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise SystemExit(f"{path}:{n}: not a spec outcome ({exc}); remove the line or start afresh") from None
+    return out
 
 
 def _pct(values: list[float], q: float) -> float:

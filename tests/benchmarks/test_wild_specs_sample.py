@@ -118,3 +118,11 @@ def test_resume_runs_only_the_specs_a_checkpoint_lacks(wild_specs_dir: Path, tmp
     again = json.loads(out.read_text())
     assert again["specs"] == 3 and again["operations"] == first["operations"]
     capsys.readouterr()
+
+
+def test_resume_names_a_broken_checkpoint_line(tmp_path: Path):
+    bench = _bench()
+    ck = tmp_path / "run.jsonl"
+    ck.write_text('{"file": "a.json"\n{"file": "b.json", "status": "loaded"}\n')
+    with pytest.raises(SystemExit, match=r"run.jsonl:1: not a spec outcome"):
+        bench.read_checkpoint(ck)
