@@ -29,6 +29,17 @@ def svc():
         yield service
 
 
+@pytest.fixture
+def busy_svc():
+    """For the concurrency tests: with 50 client threads and the service in one process, a client
+    can be off the CPU for over a second between two requests on a slow CI machine; a 1 s idle
+    timeout then closes its keep-alive connection just as it sends the next POST (HTTP's idle-close
+    race, seen in CI as RemoteDisconnected). Those tests are about losing no write, so idle
+    connections may stay open long here."""
+    with SessionService(socket_timeout=30.0) as service:
+        yield service
+
+
 def raw_exchange(port: int, payload: bytes, *, timeout: float = 3.0, shut_write: bool = False) -> bytes:
     """Send raw bytes, read the reply until the server closes or goes quiet."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as conn:
@@ -429,7 +440,8 @@ def test_garbage_request_line_gets_a_json_error(svc):
     assert status_of(reply) == 400 and b'"error"' in reply
 
 
-def test_concurrent_creates_lose_nothing(svc):
+def test_concurrent_creates_lose_nothing(busy_svc):
+    svc = busy_svc
     errors: list[BaseException] = []
 
     def worker(n: int) -> None:
@@ -454,19 +466,26 @@ def test_concurrent_creates_lose_nothing(svc):
     assert all(r["checksum"] == checksum_of(r["data"]) and r["type"] == f"t{r['data']['w'] % 3}" for r in rows)
 
 
-def test_concurrent_patches_are_serialized(svc):
+def test_concurrent_patches_are_serialized(busy_svc):
+    svc = busy_svc
     svc.reset([{"source": "s", "type": "t", "data": {}}])
+    errors: list[BaseException] = []
 
     def worker(n: int) -> None:
-        with requests.Session() as session:
-            for k in range(10):
-                session.patch(f"{svc.url}/api/sessions/s/t/1", json={"data": {f"w{n}_{k}": k}}, timeout=10)
+        try:
+            with requests.Session() as session:
+                for k in range(10):
+                    r = session.patch(f"{svc.url}/api/sessions/s/t/1", json={"data": {f"w{n}_{k}": k}}, timeout=10)
+                    assert r.status_code == 200, r.text
+        except BaseException as e:  # surfaced below: a thread's assert would vanish otherwise
+            errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(20)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(30)
+    assert not errors, errors[:3]
     (row,) = svc.snapshot()
     assert len(row["data"]) == 200  # a read-modify-write race would drop keys
 
