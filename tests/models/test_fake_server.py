@@ -82,11 +82,10 @@ def test_sleep_and_delay_do_not_block_other_connections(server):
         deadline = time.monotonic() + 5
         while server.in_flight == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
-        t0 = time.monotonic()
         assert fast.post("/chat/completions", json=_chat("fast")).json()["choices"][0]["message"]["content"] == "chat:fast"
-        fast_took = time.monotonic() - t0
+        slow_still_asleep = "slow" not in done  # the fast answer did not wait for the 1 s sleep
         t.join()
-    assert done["slow"] >= 1.0 and fast_took < 0.5
+    assert done["slow"] >= 1.0 and slow_still_asleep
 
     server.delay = 0.3
 

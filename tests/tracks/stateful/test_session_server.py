@@ -522,7 +522,7 @@ def test_idle_connections_time_out_while_others_are_served(svc):
     try:
         t0 = time.monotonic()
         assert requests.get(f"{svc.url}/health", timeout=2).status_code == 200
-        assert time.monotonic() - t0 < 0.5
+        assert time.monotonic() - t0 < 0.9  # served before the 1 s timeout freed anything
         for conn in idle:
             conn.settimeout(4)
             assert conn.recv(1024) == b""
