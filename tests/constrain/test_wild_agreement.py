@@ -629,6 +629,29 @@ def _p(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": schema}
 
 
+def test_odata_function_with_two_parameters_is_reachable():
+    # Microsoft Graph: GET /communications/callRecords/{callRecord-id} beside
+    # .../getPstnCalls(fromDateTime={a},toDateTime={b}); the function's URLs match both templates
+    fn = "/callRecords/getPstnCalls(fromDateTime={fromDateTime},toDateTime={toDateTime})"
+    spec = _spec(
+        {
+            "/callRecords/{id}": {"get": {"parameters": [_p("id", {"type": "string"}), _q("expand", {"type": "string"})], "responses": {}}},
+            fn: {"get": {"parameters": [_p("fromDateTime", {"type": "string"}), _p("toDateTime", {"type": "string"}),
+                                        _q("top", {"type": "integer"})], "responses": {}}},
+        },
+        [{"url": "https://g.io/v1"}],
+    )
+    call = "https://g.io/v1/callRecords/getPstnCalls(fromDateTime=2024-01-01,toDateTime=2024-02-01)"
+    assert spec.match("get", call).operation.path == fn
+    assert _ok(spec, f"axios.get('{call}', {{params: {{top: 5}}}})")
+    assert not _ok(spec, f"axios.get('{call}', {{params: {{expand: 'x'}}}})")  # the other operation's argument
+    assert _ok(spec, "axios.get('https://g.io/v1/callRecords/abc', {params: {expand: 'x'}})")
+    expected = {"url": call, "method": "get", "params": {"top": 5}}
+    assert compare_requests(expected, dict(expected), spec).sample == "correct"
+    wrong = compare_requests(expected, {"url": "https://g.io/v1/callRecords/abc", "method": "get", "params": {"top": 5}}, spec)
+    assert wrong.sample != "correct"
+
+
 def test_twin_templates_told_apart_by_path_patterns_else_the_first_listed():
     jobs = {"type": "string", "pattern": "^projects/[^/]+/jobs/[^/]+$"}
     spec = _spec(

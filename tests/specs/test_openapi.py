@@ -578,8 +578,9 @@ def test_servers_normalized_with_defaults(routing_spec, tmp_path):
             "/blobs/{a}.{b}",
             {"a": "a.b", "b": "txt"},
         ),
-        # fewest parameters wins (the WAPIIBench rule), so {name} beats {a}.{b} here
-        ("get", "/files/a.txt", "/files/{name}", {"name": "a.txt"}),
+        # a segment with literal text around its parameters is more specific than a bare one:
+        # {a}.{b} takes the URLs with a dot, {name} the others (else {a}.{b} were unreachable)
+        ("get", "/files/a.txt", "/files/{a}.{b}", {"a": "a", "b": "txt"}),
         ("get", "http://us.api.example.com:1/base/v1/files/report", "/files/{name}", {"name": "report"}),
         ("get", "https://EU.api.example.com:8443/base/v2/files/report/", "/files/{name}", {"name": "report"}),
         ("get", "/local/files/x%20y?q=1#frag", "/files/{name}", {"name": "x y"}),
@@ -620,11 +621,26 @@ def test_match_paths_order_and_wrong_method(routing_spec):
     found = routing_spec.match_paths("/files/latest")
     assert [pm.template for pm in found] == ["/files/latest", "/files/{name}"]
     assert [pm.template for pm in routing_spec.match_paths("/files/a.txt")] == [
-        "/files/{name}",
         "/files/{a}.{b}",
+        "/files/{name}",
     ]
     assert set(found[0].operations) == {"post"}
     assert routing_spec.match("delete", "/files/latest") is None
+
+
+def test_mixed_segments_rank_before_bare_parameters(tmp_path):
+    """Microsoft Graph's OData functions: ``getPstnCalls(fromDateTime={a},toDateTime={b})`` has
+    more parameters than ``{callRecord-id}`` but is the more specific template; ranked by
+    parameter count alone no URL could reach it (the scorer read every call to it as the other
+    operation, and the grammar cut all its URLs)."""
+    fn = "/calls/getPstnCalls(fromDateTime={fromDateTime},toDateTime={toDateTime})"
+    spec = load_spec(write(tmp_path, minimal({"/calls/{id}": op_with(), fn: op_with(), "/calls/{a}-{b}-{c}": op_with()})))
+    m = spec.match("get", "/calls/getPstnCalls(fromDateTime=2024-01-01,toDateTime=2024-02-01)")
+    assert (m.operation.path, m.path_params) == (fn, {"fromDateTime": "2024-01-01", "toDateTime": "2024-02-01"})
+    assert spec.match("get", "/calls/abc").operation.path == "/calls/{id}"
+    assert spec.match("get", "/calls/x-y-z").operation.path == "/calls/{a}-{b}-{c}"
+    ranks = spec.template_ranks()  # the grammar's shadowing reads the same order
+    assert ranks[fn] < ranks["/calls/{id}"] and ranks["/calls/{a}-{b}-{c}"] < ranks["/calls/{id}"]
 
 
 # -- parameters, legality, immutability --------------------------------------------------------------------

@@ -93,8 +93,9 @@ class _Node:
 class Templates:
     """Path templates of a spec: hole schemas and which templates shadow which.
 
-    ``spec.match`` picks, among the templates a URL matches, the one with fewest parameters
-    (then most literal text) that has the method. A URL the grammar offers for template B must
+    ``spec.match`` picks, among the templates a URL matches, the best-ranked one that has the
+    method (``ApiSpec.template_ranks``: fewest bare-parameter segments, fewest parameters, most
+    literal text, ...). A URL the grammar offers for template B must
     therefore not also match a better-ranked template A with the same method, or the grammar
     would allow B's arguments where the scorer sees A: such URLs are cut out with ``& ~A``.
     """
@@ -115,8 +116,8 @@ class Templates:
         return {p: self._segments(p) for p in self.ops}
 
     @cached_property
-    def _ranks(self) -> dict[str, tuple[int, int, str]]:
-        return {p: self._rank(p) for p in self.ops}
+    def _ranks(self) -> dict[str, tuple[Any, ...]]:
+        return self.spec.template_ranks()  # the order spec.match tries templates in
 
     @cached_property
     def _trie(self) -> _Node:
@@ -146,12 +147,6 @@ class Templates:
         variable backtracks exponentially on a hostile template such as ``{a}{b}...{z}``)."""
         norm = path.rstrip("/") or "/"
         return [segment_pattern(seg) or seg for seg in norm.split("/")[1:]]
-
-    def _rank(self, path: str) -> tuple[int, int, str]:
-        norm = path.rstrip("/") or "/"
-        n = len(PARAM_RX.findall(norm))
-        lit = sum(len("".join(PARAM_RX.split(s)[::2])) + 1 for s in norm.split("/")[1:])
-        return (n, -lit, path)
 
     def _overlapping(self, path: str) -> list[str]:
         """Every template with as many segments as ``path`` whose segments pairwise may match

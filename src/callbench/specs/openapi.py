@@ -285,10 +285,19 @@ class _Template:
     # else None (a pure label, e.g. ``#add_shared_link``). A request whose URL carries no fragment
     # (axios never sends one) still reaches the operation when these hold (see ``match_paths``).
     label_items: tuple[tuple[str | None, str, str | None], ...] = ()
+    # Segments that are nothing but parameters (``{id}``, ``{a}{b}``): a segment with literal
+    # text around its parameters (``{id}.json``, ``getCalls(from={a},to={b})``) is more specific.
+    n_bare: int = 0
 
     @property
-    def sort_key(self) -> tuple[int, int, int, int, str]:
-        return (self.n_params, -self.literal_len, -len(self.fixed), self.label is None, self.template)
+    def sort_key(self) -> tuple[int, int, int, int, int, str]:
+        """Most specific first: fewest bare-parameter segments, then fewest parameters, then most
+        literal text, then most fixed query pairs, labelled before unlabelled. Bare segments come
+        first so that ``/calls/getPstnCalls(from={a},to={b})`` (two parameters) takes its URLs
+        from ``/calls/{id}`` (one), as ``/media/{id}.{ext}`` does from ``/media/{id}``: otherwise
+        no URL could reach them (routers such as ASP.NET Core's rank literal and mixed segments
+        before bare parameters the same way)."""
+        return (self.n_bare, self.n_params, -self.literal_len, -len(self.fixed), self.label is None, self.template)
 
 
 def split_path_key(key: str) -> tuple[str, str | None, str | None]:
@@ -533,7 +542,7 @@ def _compile_template(
         norm = "/" + norm
     segs: list[str | re.Pattern[str]] = []
     names: list[tuple[str, ...]] = []
-    n_params = 0
+    n_params = n_bare = 0
     literal_len = 0
     for seg in norm.split("/")[1:]:
         found = _PARAM_RX.findall(seg)
@@ -544,10 +553,14 @@ def _compile_template(
             continue
         n_params += len(found)
         pattern, _ = _pieces(seg, 1)  # type: ignore[misc]  # found is non-empty
-        literal_len += sum(len(p) for p in pattern.literals) + 1
+        lit = sum(len(p) for p in pattern.literals)
+        n_bare += lit == 0
+        literal_len += lit + 1
         segs.append(pattern)
         names.append(tuple(found))
-    return _Template(template, tuple(segs), tuple(names), n_params, literal_len, operations, fixed, label, items)
+    return _Template(
+        template, tuple(segs), tuple(names), n_params, literal_len, operations, fixed, label, items, n_bare
+    )
 
 
 def _norm_netloc(netloc: str) -> str:
@@ -674,8 +687,10 @@ class ApiSpec:
     ) -> list[PathMatch]:
         """Every path template matching ``url`` (any method), best first.
 
-        Best = fewest path parameters, then most literal text: literal segments and literal
-        ``:suffix`` parts beat a parameter that could swallow them; then more fixed query pairs.
+        Best = fewest bare-parameter segments (``{id}``), then fewest path parameters, then most
+        literal text: literal segments, literal ``:suffix`` parts and segments with literal text
+        around their parameters (``{id}.{ext}``, ``getCalls(from={a},to={b})``) beat a parameter
+        that could swallow them; then more fixed query pairs (see ``_Template.sort_key``).
         A trailing slash is tolerated, and segments are percent-decoded before matching (an
         encoded ``/`` stays inside its segment). The query matters only to a path key that fixes
         one (``/?module=account&action=balance``, ``/#Action=X``): its pairs must be in the
@@ -753,6 +768,11 @@ class ApiSpec:
             )
 
         return tuple(sorted(found.values(), key=key))
+
+    def template_ranks(self) -> dict[str, tuple[Any, ...]]:
+        """Each path key's rank in :meth:`match_paths` (lower is tried first), for readers that
+        must agree with it (the grammar cuts a URL out of a template a better one takes)."""
+        return {t.template: t.sort_key for ts in self._templates.values() for t in ts}
 
     def match(
         self,
