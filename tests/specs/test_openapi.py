@@ -639,6 +639,11 @@ def test_mixed_segments_rank_before_bare_parameters(tmp_path):
     assert (m.operation.path, m.path_params) == (fn, {"fromDateTime": "2024-01-01", "toDateTime": "2024-02-01"})
     assert spec.match("get", "/calls/abc").operation.path == "/calls/{id}"
     assert spec.match("get", "/calls/x-y-z").operation.path == "/calls/{a}-{b}-{c}"
+    # a template whose URLs all match another ranks first (more literal text), so both are reached
+    two, one = "/chart/image(width={w},height={h})", "/chart/image(width={w})"
+    images = load_spec(write(tmp_path, minimal({one: op_with(), two: op_with()}), "img.yaml"))
+    assert images.match("get", "/chart/image(width=10,height=20)").path_params == {"w": "10", "h": "20"}
+    assert images.match("get", "/chart/image(width=10)").operation.path == one
     ranks = spec.template_ranks()  # the grammar's shadowing reads the same order
     assert ranks[fn] < ranks["/calls/{id}"] and ranks["/calls/{a}-{b}-{c}"] < ranks["/calls/{id}"]
 

@@ -94,8 +94,8 @@ class Templates:
     """Path templates of a spec: hole schemas and which templates shadow which.
 
     ``spec.match`` picks, among the templates a URL matches, the best-ranked one that has the
-    method (``ApiSpec.template_ranks``: fewest bare-parameter segments, fewest parameters, most
-    literal text, ...). A URL the grammar offers for template B must
+    method (``ApiSpec.template_ranks``: fewest bare-parameter segments, most literal text, most
+    parameters, ...). A URL the grammar offers for template B must
     therefore not also match a better-ranked template A with the same method, or the grammar
     would allow B's arguments where the scorer sees A: such URLs are cut out with ``& ~A``.
     """

@@ -291,13 +291,14 @@ class _Template:
 
     @property
     def sort_key(self) -> tuple[int, int, int, int, int, str]:
-        """Most specific first: fewest bare-parameter segments, then fewest parameters, then most
-        literal text, then most fixed query pairs, labelled before unlabelled. Bare segments come
-        first so that ``/calls/getPstnCalls(from={a},to={b})`` (two parameters) takes its URLs
-        from ``/calls/{id}`` (one), as ``/media/{id}.{ext}`` does from ``/media/{id}``: otherwise
-        no URL could reach them (routers such as ASP.NET Core's rank literal and mixed segments
-        before bare parameters the same way)."""
-        return (self.n_bare, self.n_params, -self.literal_len, -len(self.fixed), self.label is None, self.template)
+        """Most specific first: fewest bare-parameter segments, then most literal text, then most
+        parameters (as JAX-RS ranks: literal characters, then template variables), then most
+        fixed query pairs, labelled before unlabelled. A template whose URLs all match another
+        one ranks before it by these (per segment it has at least the other's literal text, and
+        only where the other has a bare parameter can it have one), so none is unreachable:
+        ``/calls/getPstnCalls(from={a},to={b})`` before ``/calls/{id}``, ``/media/{id}.{ext}``
+        before ``/media/{id}``, ``image(width={w},height={h})`` before ``image(width={w})``."""
+        return (self.n_bare, -self.literal_len, -self.n_params, -len(self.fixed), self.label is None, self.template)
 
 
 def split_path_key(key: str) -> tuple[str, str | None, str | None]:
@@ -687,10 +688,11 @@ class ApiSpec:
     ) -> list[PathMatch]:
         """Every path template matching ``url`` (any method), best first.
 
-        Best = fewest bare-parameter segments (``{id}``), then fewest path parameters, then most
-        literal text: literal segments, literal ``:suffix`` parts and segments with literal text
-        around their parameters (``{id}.{ext}``, ``getCalls(from={a},to={b})``) beat a parameter
-        that could swallow them; then more fixed query pairs (see ``_Template.sort_key``).
+        Best = most specific (``_Template.sort_key``): fewest bare-parameter segments (``{id}``),
+        then most literal text, then most parameters: literal segments, literal ``:suffix`` parts
+        and segments with literal text around their parameters (``{id}.{ext}``,
+        ``getCalls(from={a},to={b})``) beat a parameter that could swallow them; then more fixed
+        query pairs.
         A trailing slash is tolerated, and segments are percent-decoded before matching (an
         encoded ``/`` stays inside its segment). The query matters only to a path key that fixes
         one (``/?module=account&action=balance``, ``/#Action=X``): its pairs must be in the
