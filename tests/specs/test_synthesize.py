@@ -361,6 +361,28 @@ def test_requests_run_and_score_correct_against_themselves(pets):
                     assert any(a.location == loc and a.name == name and a.verdict == verdict for a in v.arguments), v.as_dict()
 
 
+def test_method_without_an_axios_shortcut_is_written_as_request():
+    # axios.trace is undefined: httpbin's TRACE /anything was written trace(...) and sent nothing
+    from callbench.sandbox.js import JsSandbox
+    from callbench.tracks.webapi.scoring import compare_requests
+
+    spec = build_spec({"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "servers": [{"url": "https://h.io"}],
+                       "paths": {"/anything": {"trace": {"parameters": [{"name": "q", "in": "query", "required": True,
+                                                                         "schema": {"type": "string"}}],
+                                                         "responses": {}}}}}, Path("t.json"))
+    (op,) = spec.operations
+    invs = valid_invocations(spec, op) + invalid_invocations(spec, op)
+    method_style = [i for i in invs if i.style in ("method", "template") and i.kind != "wrong_method"]
+    assert method_style and all(i.completion_full.startswith("request({") and "trace" in i.completion_full for i in method_style)
+    assert all(i.completion_args is None and i.grammar_setups == () for i in method_style)
+    with JsSandbox() as sb:
+        results = dict(sb.run_many([(i.program, i.definitions) for i in invs]))
+    for j, inv in enumerate(invs):
+        assert results[j].status == "ok", (inv.kind, inv.style, results[j].error)
+        v = compare_requests(inv.expected, results[j].request, spec, "strict")
+        assert (v.sample == "correct") == (inv.kind == "valid"), (inv.kind, inv.style, v.as_dict())
+
+
 @pytest.mark.skipif(not HAVE_LLG, reason="llguidance (the constrain extra) is not installed")
 def test_grammar_accepts_valid_and_rejects_invalid(pets):
     from callbench.constrain.check import check_invocation

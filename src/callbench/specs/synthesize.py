@@ -1056,9 +1056,27 @@ def _code_args(cfg: dict[str, Any], method: str, *, q: str, indent: int | None, 
     return args
 
 
+_URL_SLOT = "__callbench_url_slot__"
+
+
 def _method_call(cfg: dict[str, Any], url_literal: str, *, q: str, indent: int | None, keep_params: bool = True) -> tuple[str, str | None]:
-    """(text after ``axios.``, text after ``axios.<method>(<url>,`` or None when no comma follows)."""
+    """(text after ``axios.``, text after ``axios.<method>(<url>,`` or None when no comma follows).
+    A method axios has no shortcut for (``trace``, ``connect``) is written
+    ``request({method, url, ...})`` (``axios.trace`` is undefined), with no ``args`` text."""
     method = cfg["method"]
+    if method not in AXIOS_METHODS:
+        options: dict[str, Any] = {"method": method, "url": _URL_SLOT}
+        if keep_params and cfg.get("params"):
+            options["params"] = cfg["params"]
+        headers = {k: v for k, v in (cfg.get("headers") or {}).items() if not (k == "Accept" and v == DEFAULT_ACCEPT)}
+        if headers:
+            options["headers"] = headers
+        if "data" in cfg:
+            options["data"] = cfg["data"]
+        lit = js_literal(options, q, indent)
+        slot = js_literal(_URL_SLOT, q, None)
+        assert lit.count(slot) == 1, lit  # the slot's text is unique, and a plain string literal
+        return f"request({lit.replace(slot, url_literal)});\n", None
     args = _code_args(cfg, method, q=q, indent=indent, keep_params=keep_params)
     full = f"{method}({', '.join([url_literal, *args])});\n"
     rest = (" " + ", ".join(args) + ");\n") if args else None
