@@ -629,6 +629,29 @@ def _p(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": schema}
 
 
+def test_enum_suffix_holes_with_a_dot():
+    # healthcare.gov / bufferapp: /api/states{mediaTypeExtension} and /blog/{pageName}{mediaTypeExtension},
+    # the extension an enum ['.json']. The grammar wrote the member's dot as a regex dot (any
+    # character; the lexer then took /api/... as a hole and refused /api/states.json) and the
+    # matcher split report.json greedily into 'report.jso' + 'n'.
+    ext = {"name": "mediaTypeExtension", "in": "path", "required": True, "schema": {"type": "string", "enum": [".json"]}}
+    ok = {"get": {"parameters": [ext], "responses": {}}}
+    page = {"get": {"parameters": [_p("pageName", {"type": "string"}), ext], "responses": {}}}
+    spec = _spec({"/api/states{mediaTypeExtension}": ok, "/api/topics{mediaTypeExtension}": ok,
+                  "/blog/{pageName}{mediaTypeExtension}": page, "/{pageName}{mediaTypeExtension}": page},
+                 [{"url": "https://h.gov"}])
+    assert spec.match("get", "https://h.gov/blog/report-678.json").path_params == {"pageName": "report-678", "mediaTypeExtension": ".json"}
+    assert _ok(spec, "axios.get('https://h.gov/api/states.json')")
+    assert _ok(spec, "axios.get('https://h.gov/blog/report-678.json')")
+    assert _ok(spec, "axios.get('https://h.gov/report.json')")
+    assert not _ok(spec, "axios.get('https://h.gov/api/statesXjson')")
+    assert not _ok(spec, "axios.get('https://h.gov/blog/report-678.xml')")
+    code = "axios.get(`https://h.gov/blog/${pageName}${mediaTypeExtension}`)"
+    assert check_invocation(spec, code, identifiers=("pageName", "mediaTypeExtension")).allowed
+    expected = {"url": "https://h.gov/blog/report-678.json", "method": "get"}
+    assert compare_requests(expected, dict(expected), spec).sample == "correct"
+
+
 def test_odata_function_with_two_parameters_is_reachable():
     # Microsoft Graph: GET /communications/callRecords/{callRecord-id} beside
     # .../getPstnCalls(fromDateTime={a},toDateTime={b}); the function's URLs match both templates

@@ -1866,8 +1866,11 @@ def _url_value_rx(value: str) -> str:
     segments before comparing them."""
     out = []
     for ch in value:
-        if ch.isascii() and (ch.isalnum() or ch in "-._~"):
+        if ch.isascii() and (ch.isalnum() or ch in "-_~"):
             out.append(ch)
+            continue
+        if ch == ".":  # a regex dot would take any character (``.json`` took ``/json``)
+            out.append(r"\.")
             continue
         enc = "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
         alts = [_rx(ch), _rx(enc)]

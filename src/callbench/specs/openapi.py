@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -288,6 +288,17 @@ class _Template:
     # Segments that are nothing but parameters (``{id}``, ``{a}{b}``): a segment with literal
     # text around its parameters (``{id}.json``, ``getCalls(from={a},to={b})``) is more specific.
     n_bare: int = 0
+
+    @cached_property
+    def path_enums(self) -> dict[str, frozenset[str]]:
+        """Path parameters whose every operation here gives a string ``enum``: name -> members."""
+        out: dict[str, frozenset[str]] = {}
+        for op in self.operations.values():
+            for p in op.params_in("path"):
+                enum = p.schema.get("enum") if isinstance(p.schema, Mapping) else None
+                if isinstance(enum, tuple | list) and enum and all(isinstance(v, str) for v in enum):
+                    out[p.name] = out.get(p.name, frozenset()) | frozenset(enum)
+        return out
 
     @property
     def sort_key(self) -> tuple[int, int, int, int, int, str]:
@@ -881,8 +892,33 @@ def _match_segments(tpl: _Template, segments: list[str]) -> dict[str, str] | Non
         values = want.fullmatch(seg)
         if values is None:
             return None
+        if len(names) > 1 and tpl.path_enums:
+            values = _enum_split(want, names, seg, tpl.path_enums, values)
         params.update(zip(names, values, strict=True))
     return params
+
+
+def _enum_split(
+    want: _Pieces, names: tuple[str, ...], seg: str, enums: Mapping[str, frozenset[str]], values: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Where a segment holds several parameters (``{pageName}{mediaTypeExtension}``,
+    ``{a}.{b}``), the greedy split can cut an enum member apart (``report.jso`` + ``n``); then
+    the split that gives each enum parameter one of its members, if any (each enum parameter in
+    turn pinned to each member, the others split greedily)."""
+
+    def fits(vals: tuple[str, ...]) -> bool:
+        return all(v in enums[n] for n, v in zip(names, vals, strict=True) if n in enums)
+
+    if fits(values):
+        return values
+    lits = want.literals
+    for i, name in enumerate(names):
+        for member in sorted(enums.get(name, ())):
+            pinned = _Pieces((*lits[:i], lits[i] + member + lits[i + 1], *lits[i + 2 :]), want.min_len)
+            rest = pinned.fullmatch(seg)
+            if rest is not None and fits(candidate := (*rest[:i], member, *rest[i:])):
+                return candidate
+    return values
 
 
 # -- building -----------------------------------------------------------------------------
