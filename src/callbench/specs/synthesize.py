@@ -1036,8 +1036,13 @@ def _task_text(op: Operation) -> str:
     return text[:200]
 
 
+def _code_headers(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The headers the code writes: axios adds the default ``Accept`` by itself."""
+    return {k: v for k, v in (cfg.get("headers") or {}).items() if not (k == "Accept" and v == DEFAULT_ACCEPT)}
+
+
 def _code_args(cfg: dict[str, Any], method: str, *, q: str, indent: int | None, keep_params: bool = True) -> list[str]:
-    headers = {k: v for k, v in (cfg.get("headers") or {}).items() if not (k == "Accept" and v == DEFAULT_ACCEPT)}
+    headers = _code_headers(cfg)
     options: dict[str, Any] = {}
     if keep_params and cfg.get("params"):
         options["params"] = cfg["params"]
@@ -1068,8 +1073,7 @@ def _method_call(cfg: dict[str, Any], url_literal: str, *, q: str, indent: int |
         options: dict[str, Any] = {"method": method, "url": _URL_SLOT}
         if keep_params and cfg.get("params"):
             options["params"] = cfg["params"]
-        headers = {k: v for k, v in (cfg.get("headers") or {}).items() if not (k == "Accept" and v == DEFAULT_ACCEPT)}
-        if headers:
+        if headers := _code_headers(cfg):
             options["headers"] = headers
         if "data" in cfg:
             options["data"] = cfg["data"]
@@ -1160,7 +1164,7 @@ def valid_invocations(spec: ApiSpec, op: Operation, *, seed: int = 0, styles: tu
         elif style in ("config", "request"):
             cfg = fuller.config
             body = {k: v for k, v in cfg.items() if k != "headers"}
-            headers = {k: v for k, v in (cfg.get("headers") or {}).items() if not (k == "Accept" and v == DEFAULT_ACCEPT)}
+            headers = _code_headers(cfg)
             ordered: dict[str, Any] = {"method": cfg["method"], "url": cfg["url"]}
             if "params" in body:
                 ordered["params"] = body["params"]
