@@ -43,6 +43,7 @@ import os
 import random
 import re
 import sys
+import threading
 import time
 import traceback
 from collections import Counter
@@ -353,6 +354,20 @@ def _init_worker() -> None:
     _SANDBOX = JsSandbox(timeout_s=2.0)
 
 
+def _init_pool_worker(parent: int) -> None:
+    """A pool worker ends when the run that started it is gone: killed with SIGTERM or SIGKILL,
+    the run's process leaves its workers behind (they would go on for the rest of a spec --
+    Microsoft Graph beta takes most of an hour -- and eat the cores a rerun needs)."""
+    _init_worker()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _work(task: tuple[str, str, int, int | None]) -> SpecOutcome:
     path, root, seed, max_ops = task
     try:
@@ -405,7 +420,7 @@ def run_specs(paths: list[Path], root: Path, *, seed: int = 0, max_ops: int | No
                 bar.advance(job)
         else:
             ctx = mp.get_context("spawn")
-            with ctx.Pool(workers, initializer=_init_worker) as pool:
+            with ctx.Pool(workers, initializer=_init_pool_worker, initargs=(os.getpid(),)) as pool:
                 for o in pool.imap_unordered(_work, tasks, chunksize=1):
                     keep(o)
                     bar.advance(job)

@@ -126,3 +126,81 @@ def test_resume_names_a_broken_checkpoint_line(tmp_path: Path):
     ck.write_text('{"file": "a.json"\n{"file": "b.json", "status": "loaded"}\n')
     with pytest.raises(SystemExit, match=r"run.jsonl:1: not a spec outcome"):
         bench.read_checkpoint(ck)
+
+
+def _descendants(pid: int) -> set[int]:
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        for k in map(int, kids):
+            if k not in out:
+                out.add(k)
+                todo.append(k)
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads process trees from Linux /proc")
+def test_killed_run_leaves_no_workers_behind(tmp_path: Path):
+    """SIGKILL to the benchmark's process: its pool workers (and their sandboxes) end too, rather
+    than finish a spec that may take most of an hour."""
+    import json
+    import os
+    import signal
+    import subprocess
+
+    ops = {f"/items{i}/{{id}}": {"get": {"parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                                                       {"name": "q", "in": "query", "schema": {"type": "integer"}}],
+                                         "responses": {"200": {"description": "ok"}}}} for i in range(3000)}
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text(json.dumps({"openapi": "3.0.3", "info": {"title": name, "version": "1"},
+                                                 "servers": [{"url": "https://x.io"}], "paths": ops}))
+    kids: set[int] = set()
+    run = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "wild_specs.py"), "--specs-dir", str(tmp_path),
+                            "--workers", "2", "--json", str(tmp_path / "s.json")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+
+        def workers() -> set[int]:
+            return {k for k in _descendants(run.pid) if b"spawn_main" in _cmdline(k)}
+
+        while time.monotonic() < deadline and len(workers()) < 2:
+            time.sleep(0.25)
+        assert len(workers()) == 2
+        time.sleep(3)  # into their specs (3,000 operations each: a minute or more of work)
+        kids = _descendants(run.pid)
+        run.send_signal(signal.SIGKILL)
+        run.wait(10)
+        deadline = time.monotonic() + 15
+        alive = kids
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.25)
+            alive = {k for k in kids if Path(f"/proc/{k}").exists() and "zombie" not in _state(k)}
+        assert not alive, [_cmdline(k)[:120] for k in alive]
+    finally:
+        if run.poll() is None:
+            run.kill()
+        for k in kids | _descendants(run.pid):  # whatever a failure left behind
+            try:
+                os.kill(k, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
