@@ -291,7 +291,8 @@ class _Template:
 
     @cached_property
     def path_enums(self) -> dict[str, frozenset[str]]:
-        """Path parameters whose every operation here gives a string ``enum``: name -> members."""
+        """Path parameters with a string ``enum`` in an operation here: name -> the members of
+        all those enums (what :func:`_enum_split` may give each of them)."""
         out: dict[str, frozenset[str]] = {}
         for op in self.operations.values():
             for p in op.params_in("path"):
