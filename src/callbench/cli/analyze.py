@@ -34,8 +34,14 @@ def complexity_cmd(
         typer.Argument(help="Stateful task files (tasks.jsonl) or directories (every tasks.jsonl below), or the published StateEval (its row files or trace folder: every row is measured, the ones callbench cannot run included); default: the built-in StateEval set."),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")] = None,
+    definition: Annotated[
+        str,
+        typer.Option(
+            help="callbench (callbench's own counting: calls rooted at the scenario's API, data-flow edges between calls, chain length in calls) or upstream (StateGen's analyzer: every non-builtin, non-stdlib call written where it looks, variable-to-variable bindings, longest path in edges)."
+        ),
+    ] = "callbench",
 ) -> None:
-    """Complexity of the reference programs of stateful task files: API calls, bindings (API result -> later API argument edges), path depth (longest chain of such edges, in calls) and non-blank code lines, as means per file and over all files. Recomputed from each task's reference program, so task files made by other generators compare on the same terms. The JSON has mean_calls, mean_bindings, mean_path_depth, mean_lines and n_tasks over all tasks, and the same per file under 'files' and per scenario under 'by_scenario'."""
+    """Complexity of the reference programs of stateful task files: API calls, bindings (API result -> later API argument edges), path depth (longest chain of such edges, in calls) and non-blank code lines, as means per file and over all files. Recomputed from each task's reference program, so task files made by other generators compare on the same terms. The JSON has definition, mean_calls, mean_bindings, mean_path_depth, mean_lines and n_tasks over all tasks, and the same per file under 'files' and per scenario under 'by_scenario'."""
     from callbench.report.model import Column, Table
     from callbench.report.table import print_table
     from callbench.tracks.stateful.complexity import summarize
@@ -43,7 +49,11 @@ def complexity_cmd(
     from callbench.tracks.stateful.track import bench_files, builtin_bench
 
     try:
+        from callbench.tracks.stateful.complexity import DEFINITIONS
         from callbench.tracks.stateful.published import detect, references
+
+        if definition not in DEFINITIONS:
+            raise ConfigError(f"--definition {definition}: choose from {', '.join(DEFINITIONS)}")
 
         sources: list[tuple[str, list[dict]]] = []  # (label, tasks) per file, or per published set
         seen: set[Path] = set()
@@ -60,11 +70,16 @@ def complexity_cmd(
         by_scenario: dict[str, list[dict]] = {}
         every: list[dict] = []
         for label, tasks in sources:
-            per_file[label] = summarize(tasks)
+            per_file[label] = summarize(tasks, definition)
             every.extend(tasks)
             for t in tasks:
                 by_scenario.setdefault(str(t.get("scenario")), []).append(t)
-        figures = {**summarize(every), "files": per_file, "by_scenario": {s: summarize(ts) for s, ts in sorted(by_scenario.items())}}
+        figures = {
+            "definition": definition,
+            **summarize(every, definition),
+            "files": per_file,
+            "by_scenario": {s: summarize(ts, definition) for s, ts in sorted(by_scenario.items())},
+        }
         if json_out is not None:
             try:
                 json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -74,10 +89,16 @@ def complexity_cmd(
     except CallbenchError as exc:
         fail(exc)
     table = Table(
-        "task complexity (means per task)",
+        f"task complexity (means per task, {definition} definition)",
         [Column("file", align="left"), Column("tasks"), Column("calls"), Column("bindings"), Column("path depth"), Column("lines")],
-        caption="calls: API calls in the reference; bindings: API result -> later API argument edges; "
-        "path depth: longest chain of such edges, in calls; lines: non-blank code lines",
+        caption=(
+            "calls: API calls in the reference; bindings: API result -> later API argument edges; "
+            "path depth: longest chain of such edges, in calls; lines: non-blank code lines"
+            if definition == "callbench"
+            else "StateGen's analyzer: calls: distinct (function, line) calls that are not builtins or standard library; "
+            "bindings: (variable read, variable assigned) pairs of API-derived values; path depth: longest path of them, in edges; "
+            "lines: non-blank code lines"
+        ),
     )
 
     def row(label: str, s: dict) -> None:

@@ -94,12 +94,14 @@ def _session_non_literal() -> dict:
     return ev
 
 
-def _tensor_loaded() -> dict:
-    tensor = {"__tensor__": True, "shape": [1], "dtype": "<f4", "data_b64": "AACAPw=="}
+def _tensor_loaded(result=1.0, tensor=None) -> dict:
+    """Preloads a one-element tensor (1.0 as float32 bytes); RESULT is that tensor, which upstream
+    records as its number."""
+    tensor = tensor or {"__tensor__": True, "shape": [1], "dtype": "<f4", "data_b64": "AACAPw=="}
     return {
         "test_cases": [
             {
-                "result": None,
+                "result": result,
                 "state_oracle": None,
                 "program_info": {
                     "init_local_str": "",
@@ -116,21 +118,48 @@ def _tensor_loaded() -> dict:
     }
 
 
-def _voice_upstream_api() -> dict:
-    """Calls a module-level function of upstream's voice mock; callbench's voice API is an object."""
+_HELLO = {
+    "text": "Hello",
+    "voice_name": "Emma",
+    "stability": None,
+    "similarity_boost": None,
+    "style": None,
+    "duration": 16.0,
+    "transitions": [["text_to_speech", {"voice_name": "Emma", "stability": None, "similarity_boost": None, "style": None}]],
+    "is_speech": True,
+}
+
+
+def _voice_upstream_api(voice: str = "Emma", result=None, oracle=None) -> dict:
+    """Calls the module-level functions of upstream's voice mock (SpeechLab): synthesize, then phone
+    out with it; RESULT is (the speech, True), recorded as a list with the speech's JSON."""
     info = {
-        "init_local_str": 'user_text_0 = "Hello"\n',
+        "init_local_str": f'user_text_0 = "Hello"\nuser_voice = "{voice}"\n',
         "init_local_info": [],
         "init_implicit_dict": None,
         "end_implict_list": None,
         "init_load_str": None,
         "init_load_info": None,
     }
-    program = "response_1 = text_to_speech(text=user_text_0, voice_name='Adam')\nRESULT = response_1\n"
+    program = (
+        "response_1 = text_to_speech(text=user_text_0, voice_name=user_voice)\n"
+        "response_2 = make_outbound_call(input_speech=response_1, voice_name=user_voice)\n"
+        "RESULT = (response_1, response_2)\n"
+    )
+    result = [_HELLO, True] if result is None else result
+    oracle = [[_HELLO, "Emma"]] if oracle is None else oracle
     return {
-        "test_cases": [{"result": None, "state_oracle": None, "program_info": info, "program": program}],
+        "test_cases": [{"result": result, "state_oracle": oracle, "program_info": info, "program": program}],
         "config": {},
     }
+
+
+def _session_loaded() -> dict:
+    """init_load_info on a session task: the session scenario takes no preloaded objects."""
+    ev = _session_ok()
+    for tc in ev["test_cases"]:
+        tc["program_info"]["init_load_info"] = [["user_blob_0", {"x": 1}]]
+    return ev
 
 
 _PROMPT = "Using the session description in user_variable_0, list the sessions under its source and type; if there are exactly condition_variable of them, create a new session there with its data, otherwise take the first one listed."
@@ -180,12 +209,19 @@ def test_gold_passes_converted_tasks_and_skips_are_listed(tmp_path: Path, capsys
             _row(1, _session_raw_body()),
             _row(2, _session_wrong_oracle()),
             _row(3, _session_non_literal()),
+            _row(4, _session_loaded()),
         ],
     )
-    _write_rows(bench / "tensor.jsonl", [_row(0, _tensor_loaded(), "Transpose the tensor.")])
-    _write_rows(bench / "voice.jsonl", [_row(0, _voice_upstream_api(), "Say hello with Adam's voice.")])
+    _write_rows(
+        bench / "voice.jsonl",
+        [
+            _row(0, _voice_upstream_api(), "Say hello with Emma's voice and phone out with it."),
+            _row(1, _voice_upstream_api(oracle=[]), "The same, published without its call."),
+            _row(2, _voice_upstream_api(voice="Adam"), "Adam is not in upstream's voice library."),
+        ],
+    )
     tasks, skipped = published.load(bench)
-    assert [t["id"] for t in tasks] == ["stateeval_session_000"]
+    assert [t["id"] for t in tasks] == ["stateeval_session_000", "stateeval_voice_000"]
     t = tasks[0]
     assert (
         t["scenario"] == "session"
@@ -197,21 +233,27 @@ def test_gold_passes_converted_tasks_and_skips_are_listed(tmp_path: Path, capsys
         {"source": "web", "type": "cart", "data": {"title": "Seeded cart"}}
     ]
     assert set(t["inputs"]) == {"user_variable_0", "condition_variable"}
+    voice = tasks[1]
+    assert voice["cases"][0]["expected"]["result"] == [_HELLO, True]
+    assert voice["cases"][0]["expected"]["state"]["outbound_calls"] == [[_HELLO, "Emma"]]
+    assert "make_outbound_call(input_speech: Speech" in voice["doc"]  # StateGen's API, not callbench's `api`
     reasons = {s.task: s.reason for s in skipped}
     assert set(reasons) == {
         "stateeval_session_001",
         "stateeval_session_002",
         "stateeval_session_003",
-        "stateeval_tensor_000",
-        "stateeval_voice_000",
+        "stateeval_session_004",
+        "stateeval_voice_001",
+        "stateeval_voice_002",
     }
     assert "fails under callbench's session service" in reasons["stateeval_session_001"]
     assert "differs from the published oracle" in reasons["stateeval_session_002"]
     assert "not a literal" in reasons["stateeval_session_003"]
-    assert "init_load_info (user_tensor_0)" in reasons["stateeval_tensor_000"]
-    assert "NameError: name 'text_to_speech' is not defined" in reasons["stateeval_voice_000"]
+    assert "init_load_info (user_blob_0), which callbench's session scenario does not take" in reasons["stateeval_session_004"]
+    assert "0 outbound calls published, 1 under callbench" in reasons["stateeval_voice_001"]
+    assert "SpeechLabError: Voice name Adam not found in voice library" in reasons["stateeval_voice_002"]
     err = capsys.readouterr().err
-    assert "1 tasks loaded, 5 skipped" in err and err.count("  skipped ") == 5
+    assert "2 tasks loaded, 6 skipped" in err and err.count("  skipped ") == 6
 
     r = CliRunner().invoke(
         app,
@@ -229,7 +271,42 @@ def test_gold_passes_converted_tasks_and_skips_are_listed(tmp_path: Path, capsys
     )
     assert r.exit_code == 0, r.output
     summary = json.loads(next((tmp_path / "runs").rglob("summary.json")).read_text())
-    assert summary["metrics"]["pass@1"] == 1.0 and summary["metrics"]["n_tasks"] == 1
+    assert summary["metrics"]["pass@1"] == 1.0 and summary["metrics"]["n_tasks"] == 2
+
+
+def test_tensor_objects_are_preloaded_from_their_bytes(tmp_path: Path):
+    """init_load_info tensors are rebuilt from base64 bytes; RESULT, a one-element tensor, is
+    read as its number (upstream's rule), for the reference and for a model's program alike."""
+    pytest.importorskip("torch")
+    from callbench.models.base import ModelOutput
+    from callbench.tracks.base import Sample
+    from callbench.tracks.stateful.track import StatefulTrack
+
+    bad_length = {"__tensor__": True, "shape": [2], "dtype": "<f4", "data_b64": "AACAPw=="}
+    big_endian = {"__tensor__": True, "shape": [1], "dtype": ">f4", "data_b64": "P4AAAA=="}
+    bench = _write_rows(
+        tmp_path / "tensor.jsonl",
+        [
+            _row(0, _tensor_loaded(), "Transpose the tensor."),
+            _row(1, _tensor_loaded(result=2.0), "Published with another number."),
+            _row(2, _tensor_loaded(tensor=bad_length), "Two floats announced, one sent."),
+            _row(3, _tensor_loaded(tensor=big_endian), "Big-endian bytes."),
+        ],
+    )
+    tasks, skipped = published.load(bench, report=False)
+    assert [t["id"] for t in tasks] == ["stateeval_tensor_000"]
+    task = tasks[0]
+    assert task["cases"][0]["expected"]["result"] == 1.0 and task["inputs"] == {"user_tensor_0": "a preloaded tensor"}
+    reasons = {s.task: s.reason for s in skipped}
+    assert "differs from the published oracle" in reasons["stateeval_tensor_001"]
+    assert "init_load_info 'user_tensor_0': not a readable tensor" in reasons["stateeval_tensor_002"]
+    assert "not a readable tensor" in reasons["stateeval_tensor_003"]
+    track = StatefulTrack(bench=str(bench))
+    sample = Sample(id=task["id"], group="tensor", payload=(task, 0), task=task["id"])
+    zero_dim = "result = user_tensor_0.sum()\n"  # a 0-dim tensor: upstream reads it as 1.0
+    assert track.evaluate(sample, ModelOutput(text=zero_dim, mode="chat")).status == "ok"
+    wrong = "result = user_tensor_0.sum() + 1\n"
+    assert track.evaluate(sample, ModelOutput(text=wrong, mode="chat")).status == "wrong_result"
 
 
 def test_trace_directory_layout(tmp_path: Path):

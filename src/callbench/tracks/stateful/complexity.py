@@ -139,13 +139,31 @@ def analyse(code: str, roots: Iterable[str]) -> dict[str, int]:
 SUMMARY_KEYS = {"n_calls": "mean_calls", "binding_count": "mean_bindings", "path_depth": "mean_path_depth", "code_lines": "mean_lines"}
 
 
-def task_metrics(task: dict) -> dict[str, int]:
+DEFINITIONS = ("callbench", "upstream")
+
+
+def task_metrics(task: dict, definition: str = "callbench") -> dict[str, int]:
     """The four metrics of one task's reference program, recomputed from its source (the stored
     ``complexity`` is not trusted: a task file may come from another generator). The API call
     roots are the scenario's, or the task's own ``call_roots`` list for a scenario callbench does
-    not know."""
+    not know. ``definition="upstream"`` counts as StateGen's analyzer does
+    (:mod:`callbench.tracks.stateful.complexity_upstream`), on the program as published when the
+    task has one (``published_program``: without callbench's result line)."""
     from callbench.errors import DataError
     from callbench.tracks.stateful.scenarios import available_scenarios, get_scenario
+
+    if definition not in DEFINITIONS:
+        raise ValueError(f"unknown complexity definition {definition!r}")
+    if definition == "upstream":
+        from callbench.tracks.stateful.complexity_upstream import analyse_upstream
+
+        code = task.get("published_program") or task.get("reference")
+        if not isinstance(code, str):
+            raise DataError(f"task {task.get('id')}: no 'reference' program")
+        try:
+            return analyse_upstream(code)
+        except SyntaxError as exc:
+            raise DataError(f"task {task.get('id')}: reference is not Python ({exc.msg}, line {exc.lineno})") from None
 
     roots = task.get("call_roots")
     if roots is None:
@@ -162,10 +180,10 @@ def task_metrics(task: dict) -> dict[str, int]:
         raise DataError(f"task {task.get('id')}: reference is not Python ({exc.msg}, line {exc.lineno})") from None
 
 
-def summarize(tasks: list[dict]) -> dict:
+def summarize(tasks: list[dict], definition: str = "callbench") -> dict:
     """``mean_calls``, ``mean_bindings``, ``mean_path_depth``, ``mean_lines`` over ``tasks`` (and
-    ``n_tasks``); None means when there is no task."""
-    rows = [task_metrics(t) for t in tasks]
+    ``n_tasks``) under ``definition``; None means when there is no task."""
+    rows = [task_metrics(t, definition) for t in tasks]
     out: dict = {"n_tasks": len(rows)}
     for metric, key in SUMMARY_KEYS.items():
         out[key] = round(sum(r[metric] for r in rows) / len(rows), 4) if rows else None

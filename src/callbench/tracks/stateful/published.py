@@ -34,10 +34,13 @@ counted and printed, never dropped silently.
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
 import hashlib
 import json
 import math
 import re
+import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +48,21 @@ from typing import Any
 
 from callbench.errors import CallbenchError, DataError
 from callbench.files import read_text
+from callbench.tracks.stateful.services.speech_lab import API_DOC as SPEECH_LAB_DOC
+from callbench.tracks.stateful.services.speech_lab import STATE_SECTION as OUTBOUND_CALLS
 
 SPLITS = ("session", "tensor", "voice")
 ROW_KEYS = ("example_id", "evaluator_json", "prompt", "metadata_json")
 RESULT_LINE = 'result = globals().get("RESULT")\n'
+# upstream's tensor evaluator records a one-element tensor as its number and reads a program's the
+# same way; run after the reference and after a model's program of a published tensor task
+TENSOR_EPILOGUE = "if isinstance(globals().get('result'), torch.Tensor) and result.numel() == 1:\n    result = result.item()\n"
 _TOL = 1e-2  # upstream's FLOAT_THRESHOLD
+_LOAD_SPLITS = ("tensor", "voice")  # scenarios that take init_load_info objects
+_ITEMSIZE = {"f2": 2, "f4": 4, "f8": 8, "i1": 1, "i2": 2, "i4": 4, "i8": 8, "u1": 1, "b1": 1}
+_STRUCT = {"f2": "e", "f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "b1": "?"}
+_DTYPE = re.compile(r"[<|=]?(f2|f4|f8|i1|i2|i4|i8|u1|b1)\Z")  # numpy dtype strings of little-endian data
+_SPEECH_KEYS = ("text", "voice_name", "stability", "similarity_boost", "style", "duration", "transitions")
 _EVALUATOR = re.compile(r"evaluator_(\d+)\.json$")
 _BACKEND_KEYS = frozenset({"id", "checksum"})
 
@@ -279,13 +292,48 @@ def _seed(split: str, info: dict[str, Any]) -> list[dict[str, Any]] | None:
     return seed
 
 
+def _tensor_values(payload: dict[str, Any]) -> tuple[list[int], list[float]] | None:
+    """(shape, flat values) of an upstream tensor payload, None when it is not a readable one."""
+    shape, dtype, data = payload.get("shape"), payload.get("dtype"), payload.get("data_b64")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+        return None
+    if not (isinstance(dtype, str) and _DTYPE.match(dtype) and isinstance(data, str)):
+        return None
+    code = dtype.lstrip("<|=")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) != math.prod(shape) * _ITEMSIZE[code]:
+        return None
+    return shape, [v[0] for v in struct.iter_unpack("<" + _STRUCT[code], raw)]
+
+
+def _tensor_agrees(published: dict[str, Any], actual: Any) -> bool:
+    """A published tensor against callbench's JSON form of one (``{"__tensor__": {"shape",
+    "data"}}``): same shape, values within upstream's ``allclose(rtol=atol=1e-2)``."""
+    want = _tensor_values(published)
+    have = actual.get("__tensor__") if isinstance(actual, dict) and set(actual) == {"__tensor__"} else None
+    if want is None or not isinstance(have, dict) or have.get("shape") != want[0]:
+        return False
+    data = have.get("data")
+    if not isinstance(data, list) or len(data) != len(want[1]):
+        return False
+    return all(
+        isinstance(a, (int, float)) and abs(a - b) <= _TOL + _TOL * abs(b) for a, b in zip(data, want[1], strict=True)
+    )
+
+
 def agrees(published: Any, actual: Any) -> bool:
     """Does callbench's value match the published one? Keys the server assigns (``id``,
-    ``checksum``) may be absent from the published value; numbers compare within 1e-2."""
+    ``checksum``) may be absent from the published value; numbers compare within 1e-2 (absolute,
+    upstream's threshold), published tensors (``{"__tensor__": true, ...}``) by shape and values."""
     if isinstance(published, bool) or isinstance(actual, bool):
         return type(published) is type(actual) and published == actual
     if isinstance(published, (int, float)) and isinstance(actual, (int, float)):
-        return math.isclose(published, actual, rel_tol=_TOL, abs_tol=_TOL)
+        return abs(published - actual) <= _TOL
+    if isinstance(published, dict) and published.get("__tensor__") is True:
+        return _tensor_agrees(published, actual)
     if isinstance(published, dict) and isinstance(actual, dict):
         if not set(published) <= set(actual) or set(actual) - set(published) - _BACKEND_KEYS:
             return False
@@ -320,9 +368,79 @@ def _state_agrees(oracle: Any, state: Any) -> str | None:
     return None
 
 
+def _calls_agree(oracle: Any, state: Any) -> str | None:
+    """None when the published voice ``state_oracle`` (``[speech, voice name]`` per outbound call)
+    matches SpeechLab's outbound calls in callbench's final state as a multiset (as upstream
+    compares them), else why not."""
+    want = oracle if oracle is not None else []
+    have = state.get(OUTBOUND_CALLS, []) if isinstance(state, dict) else []
+    if not isinstance(want, list):
+        return "state_oracle is not a list of outbound calls"
+    if len(want) != len(have):
+        return f"state_oracle: {len(want)} outbound calls published, {len(have)} under callbench"
+    left = list(have)
+    for w in want:
+        hit = next((i for i, h in enumerate(left) if agrees(w, h)), None)
+        if hit is None:
+            return "state_oracle: a published outbound call has no match in callbench's final state"
+        left.pop(hit)
+    return None
+
+
+def _tensor_problem(value: Any) -> str | None:
+    """Why a tensor task's init_load_info value cannot be rebuilt as upstream rebuilds it (None: it can)."""
+    if isinstance(value, list):
+        return None  # upstream makes it a tensor (torch.tensor)
+    if not isinstance(value, dict) or value.get("__tensor__") is not True:
+        return f"a {type(value).__name__}, not a tensor (upstream clones every preloaded object as a tensor)"
+    if _tensor_values(value) is None:
+        return "not a readable tensor: 'shape' (sizes), 'dtype' (little-endian numpy type such as '<f4') and 'data_b64' (exactly that many bytes, base64) are needed"
+    return None
+
+
+def _loads(split: str, info: dict[str, Any]) -> dict[str, Any]:
+    """The objects ``init_load_info`` preloads, as callbench preloads (``{"__load__": <published
+    JSON>}``, rebuilt by the scenario's setup inside the sandbox)."""
+    load = info.get("init_load_info")
+    if not load:
+        return {}
+    if not isinstance(load, list) or not all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) and p[0].isidentifier() for p in load
+    ):
+        raise _Unsupported("init_load_info is not a list of [name, value] pairs")
+    if split not in _LOAD_SPLITS:
+        names = ", ".join(str(p[0]) for p in load)
+        raise _Unsupported(
+            f"it preloads objects from init_load_info ({names}), which callbench's {split} scenario does not take"
+        )
+    out: dict[str, Any] = {}
+    for name, value in load:
+        if split == "tensor":
+            why = _tensor_problem(value)
+            if why:
+                raise _Unsupported(f"init_load_info '{name}': {why}")
+        elif isinstance(value, dict) and value.get("is_speech") and not set(_SPEECH_KEYS) <= set(value):
+            missing = [k for k in _SPEECH_KEYS if k not in value]
+            raise _Unsupported(f"init_load_info '{name}': a speech object without '{missing[0]}'")
+        out[name] = {"__load__": value}
+    return out
+
+
+def _describe_load(split: str, value: Any) -> str:
+    if split == "tensor":
+        return "a preloaded tensor"
+    inner = value.get("__load__") if isinstance(value, dict) else None
+    return "a preloaded Speech object" if isinstance(inner, dict) and inner.get("is_speech") else "a preloaded object"
+
+
+def epilogue(split: str) -> str:
+    """Trusted code run after a published task's program (the reference's and a model's)."""
+    return TENSOR_EPILOGUE if split == "tensor" else ""
+
+
 def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
     """callbench's task for one published row (``_Unsupported``: why callbench cannot provide it)."""
-    from callbench.tracks.stateful.complexity import analyse
+    from callbench.tracks.stateful.complexity import analyse, free_function_roots
     from callbench.tracks.stateful.execution import Case, default_limits, execute
     from callbench.tracks.stateful.generator import _oracle
     from callbench.tracks.stateful.scenarios import get_scenario
@@ -336,20 +454,18 @@ def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
     limits = default_limits(scenario, timeout_s=timeout_s)
     cases = []
     inputs: dict[str, str] = {}
+    finish = epilogue(row.split)
     for i, tc in enumerate(tcs):
         info = tc["program_info"]
-        if info.get("init_load_info"):
-            names = ", ".join(str(x[0]) for x in info["init_load_info"] if isinstance(x, (list, tuple)) and x)
-            raise _Unsupported(
-                f"it preloads objects from init_load_info ({names or 'unnamed'}), which callbench's {row.split} scenario builds only from its own seeds"
-            )
-        preload = _constants(info["init_local_str"])
+        loads = _loads(row.split, info)
+        constants = _constants(info["init_local_str"])
+        preload = {**loads, **constants}  # upstream binds the loaded objects first, then runs init_local_str
         for name in preload:
             if name != "RESULT":
-                inputs.setdefault(name, "a preloaded value")
+                inputs.setdefault(name, _describe_load(row.split, preload[name]) if name in loads and name not in constants else "a preloaded value")
         case = Case("base" if i == 0 else f"case_{i}", preload, _seed(row.split, info))
         try:
-            out = execute(scenario, reference, case, limits)
+            out = execute(scenario, reference + finish, case, limits)
         except CallbenchError:
             raise  # a missing extra or bad data is the user's to fix, not the task's to skip
         except Exception as exc:  # noqa: BLE001 - a setup the scenario rejects is a reason to skip
@@ -365,10 +481,13 @@ def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
             raise _Unsupported(
                 f"test case {i}: the reference's result under callbench differs from the published oracle"
             )
+        why = None
         if row.split == "session":
             why = _state_agrees(tc.get("state_oracle"), out.state)
-            if why:
-                raise _Unsupported(f"test case {i}: {why}")
+        elif row.split == "voice":
+            why = _calls_agree(tc.get("state_oracle"), out.state)
+        if why:
+            raise _Unsupported(f"test case {i}: {why}")
         cases.append(
             {
                 "name": case.name,
@@ -378,10 +497,16 @@ def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
             }
         )
     try:
-        complexity = analyse(reference, scenario.runtime.call_roots)
+        complexity = analyse(reference, set(scenario.runtime.call_roots) | free_function_roots(reference))
     except SyntaxError as exc:
         raise _Unsupported(f"the reference is not Python ({exc.msg})") from None
+    extra: dict[str, Any] = {}
+    if finish:
+        extra["result_epilogue"] = finish
+    if row.split == "voice":  # its programs call StateGen's SpeechLab functions, not callbench's `api`
+        extra["doc"] = SPEECH_LAB_DOC
     return {
+        **extra,
         "id": task_id(row),
         "scenario": row.split,
         "text": row.prompt.strip(),
@@ -407,7 +532,9 @@ def references(files: list[Path]) -> list[dict[str, Any]]:
     """Every published row as a task that only ``analyze complexity`` needs (``id``, ``scenario``,
     ``reference``, ``call_roots``), with no conversion or execution: the complexity of the whole
     published set, the tasks callbench cannot run included. The call roots are the scenario's
-    plus the bare functions the program calls (upstream's voice API is module-level functions)."""
+    plus the bare functions the program calls (upstream's voice API is module-level functions);
+    ``published_program`` is the program as published (without callbench's result line), which
+    ``--definition upstream`` measures."""
     from callbench.tracks.stateful.complexity import free_function_roots
     from callbench.tracks.stateful.scenarios import get_scenario
 
@@ -419,7 +546,15 @@ def references(files: list[Path]) -> list[dict[str, Any]]:
         except SyntaxError as exc:
             raise DataError(f"{row.where}: the program is not Python ({exc.msg}, line {exc.lineno})") from None
         roots = sorted(set(get_scenario(row.split).runtime.call_roots) | extra)
-        out.append({"id": task_id(row), "scenario": row.split, "reference": reference, "call_roots": roots})
+        out.append(
+            {
+                "id": task_id(row),
+                "scenario": row.split,
+                "reference": reference,
+                "call_roots": roots,
+                "published_program": row.evaluator["test_cases"][0]["program"],  # as upstream's analyzer reads it
+            }
+        )
     return out
 
 

@@ -257,8 +257,9 @@ class StatefulTrack(Track):
             )
         inputs = "\n".join(f"- `{v}`: {w}" for v, w in task["inputs"].items()) or "(none)"
         system = self.templates["system.md"].format(result_var=task["result_var"]).strip()
+        doc = task.get("doc") or scenario.runtime.doc  # a published voice task documents StateGen's own API
         user = self.templates["user.md"].format(
-            doc=scenario.runtime.doc.strip(), inputs=inputs, task=task["text"], result_var=task["result_var"]
+            doc=doc.strip(), inputs=inputs, task=task["text"], result_var=task["result_var"]
         )
         prompt = f"{system}\n\n{user}\n```python\n"
         return ModelInput(
@@ -298,12 +299,14 @@ class StatefulTrack(Track):
             verdict, reason, cases, parsed = judge_episodes(scenario, task, output)
             return self._result(task, verdict, reason, cases, parsed)
         code = extract_code(output.text, completion=output.mode == "completion")
+        # a published task may read the result as upstream does (a one-element tensor as its number)
+        run_code = code.rstrip("\n") + "\n" + task["result_epilogue"] if code.strip() and task.get("result_epilogue") else code
         limits = default_limits(scenario, timeout_s=self.options.timeout_s)
         cases = []
         verdict, reason = "pass", None
         for c in task["cases"]:
             expected = Outcome(**c["expected"])
-            actual = execute(scenario, code, Case(c["name"], c["preload"], c.get("service_seed")), limits)
+            actual = execute(scenario, run_code, Case(c["name"], c["preload"], c.get("service_seed")), limits)
             v, why = judge(scenario, expected, actual)
             cases.append({"case": c["name"], "verdict": v, "reason": why, "duration_s": round(actual.duration_s, 3)})
             if v != "pass":

@@ -240,14 +240,40 @@ def _initial(rng: Random) -> Initial:
     return Initial(world, preload, inputs=words, alternatives=alts)
 
 
+# "__load__" preloads are the published StateEval's init_load_info objects, in its JSON form:
+# {"__tensor__": true, "shape", "dtype" (numpy's, e.g. "<f4"), "data_b64" (the raw bytes)} or a
+# list (made a tensor), rebuilt from the bytes (never unpickled), as upstream's loader does; like
+# upstream, each is cloned, so anything else is refused.
 _SETUP = """
+import base64
 import torch
+
+__DTYPES = {"f2": torch.float16, "f4": torch.float32, "f8": torch.float64, "i1": torch.int8, "i2": torch.int16,
+            "i4": torch.int32, "i8": torch.int64, "u1": torch.uint8, "b1": torch.bool,
+            "c8": torch.complex64, "c16": torch.complex128}
+
+def __decode_load__(v):
+    if isinstance(v, dict):
+        if v.get("__tensor__") is True:
+            dtype = __DTYPES[v["dtype"].lstrip("<|=")]
+            raw = bytearray(base64.b64decode(v["data_b64"], validate=True))
+            flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
+            return flat.reshape(v["shape"]).clone()
+        return {k: __decode_load__(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [__decode_load__(x) for x in v]
+    return v
 
 def __from_json__(v):
     if isinstance(v, dict) and set(v) == {"__tensor__"}:
         spec = v["__tensor__"]
         gen = torch.Generator().manual_seed(int(spec["seed"]))
         return torch.randn(*spec["shape"], generator=gen)
+    if isinstance(v, dict) and set(v) == {"__load__"}:
+        value = __decode_load__(v["__load__"])
+        if isinstance(value, list):
+            value = torch.tensor(value)
+        return value.clone()
     return v
 
 for __name in list(__preload__):

@@ -9,6 +9,14 @@ Python API through the preloaded ``api`` object; the same service is offered ove
 State comparison ignores read-only calls in the per-object histories (``get_*``, ``list_*``,
 ``search_voices``): a program may look things up more often than the reference, but every
 create/transform/delete/call is part of the state.
+
+Programs also see StateGen's own voice API (:mod:`callbench.tracks.stateful.services.speech_lab`:
+``text_to_speech(text=..., voice_name=...)`` and the other module-level functions of its SpeechLab
+mock, and ``Speech``), which the published StateEval's voice programs call. Its outbound calls are
+the state section ``outbound_calls`` (compared as a multiset, as upstream does; left out when no
+call was made, so programs that only use ``api`` have the same state as before). Objects the
+published tasks preload (``init_load_info``: speech objects) arrive as ``{"__load__": <published
+JSON>}`` and are rebuilt as :class:`~callbench.tracks.stateful.services.speech_lab.Speech` by the setup.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from callbench.tracks.stateful.scenario import (
     World,
     choice,
 )
+from callbench.tracks.stateful.services.speech_lab import FUNCTIONS, STATE_SECTION, canonical_calls
 from callbench.tracks.stateful.services.voice import API_DOC, VoiceService
 
 READS = frozenset({"get_voice", "get_audio", "list_audio", "get_call", "list_calls", "search_voices"})
@@ -253,11 +262,16 @@ def _initial(rng: Random) -> Initial:
 
 
 def state_view(state: Any) -> Any:
-    """The snapshot with read-only calls dropped from every history."""
+    """The snapshot with read-only calls dropped from every history; SpeechLab's outbound calls in
+    a canonical order, and left out when there are none."""
     if not isinstance(state, dict):
         return state
     out = {}
     for section, rows in state.items():
+        if section == OUTBOUND:
+            if rows:
+                out[section] = canonical_calls(rows)
+            continue
         if isinstance(rows, list):
             rows = [
                 {**r, "history": [h for h in r.get("history", []) if h not in READS]} if isinstance(r, dict) else r
@@ -267,10 +281,24 @@ def state_view(state: Any) -> Any:
     return out
 
 
-_SETUP = """
+OUTBOUND = STATE_SECTION
+
+# The SpeechLab functions are bound methods of one fresh lab per run; "__load__" preloads are the
+# published objects (speeches) of init_load_info, rebuilt as upstream's loader rebuilds them.
+_BIND = "".join(f"{name} = __lab__.{name}\n" for name in FUNCTIONS)
+_SETUP = f"""
 from callbench.tracks.stateful.services.voice import VoiceService, VoiceError
+from callbench.tracks.stateful.services.speech_lab import Speech, SpeechLab
+import callbench.tracks.stateful.services.speech_lab as __speech_lab
 api = VoiceService.from_snapshot(__initial__) if __initial__ else VoiceService()
+__lab__ = SpeechLab()
+{_BIND}for __name in list(__preload__):
+    __value = globals()[__name]
+    if isinstance(__value, dict) and set(__value) == {{"__load__"}}:
+        globals()[__name] = __speech_lab.speech_from_json(__value["__load__"])
+__to_json__ = __speech_lab.to_jsonable
 """
+_FINALIZE = f"{{**api.snapshot(), {OUTBOUND!r}: __lab__.outbound_calls()}}"
 
 SCENARIO = Scenario(
     name="voice",
@@ -296,7 +324,7 @@ SCENARIO = Scenario(
     apis=_APIS,
     runtime=Runtime(
         setup=_SETUP,
-        finalize="api.snapshot()",
+        finalize=_FINALIZE,
         call_roots=("api",),
         doc="The service object `api` is preloaded.\n\n" + API_DOC,
         state_view=state_view,
