@@ -128,3 +128,51 @@ def test_published_stateeval_layout_is_measured(tmp_path: Path):
     }
     assert data["by_scenario"]["voice"]["mean_calls"] == 2.0
     assert len(data["files"]) == 1 and next(iter(data["files"])).endswith("pub (published StateEval)")
+
+
+def test_upstream_definition_hand_computed(tmp_path: Path):
+    """StateGen's counting on the same two programs. SESSION: 3 calls (requests.get twice, requests.delete;
+    ``.json()`` is named ``json``, a standard-library module, and not counted), no binding: no call
+    is a whole assigned value (the ``.json()`` call is), depth 0, 4 lines. OTHER: 3 calls, bindings
+    (a, c) and (b, c), depth 1 (edges, not calls), 7 lines."""
+    f = _write(tmp_path / "bench" / "mixed" / "tasks.jsonl", _tasks())
+    out = tmp_path / "cx.json"
+    r = runner.invoke(app, ["analyze", "complexity", str(f), "--definition", "upstream", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "upstream definition" in r.output
+    data = json.loads(out.read_text())
+    assert data["definition"] == "upstream"
+    assert {k: data[k] for k in ("mean_calls", "mean_bindings", "mean_path_depth", "mean_lines", "n_tasks")} == {
+        "mean_calls": 3.0,
+        "mean_bindings": 1.0,
+        "mean_path_depth": 0.5,
+        "mean_lines": 5.5,
+        "n_tasks": 2,
+    }
+    r = runner.invoke(app, ["analyze", "complexity", str(f), "--json", str(out)])
+    assert json.loads(out.read_text())["definition"] == "callbench"
+
+
+def test_upstream_definition_measures_the_published_program(tmp_path: Path):
+    """Published rows are measured without callbench's appended result line (``globals().get`` would
+    be one more call by upstream's rules): 2 calls, binding (audio_1, clip_1), depth 1."""
+    voice = (
+        "audio_1 = text_to_speech(text=user_text_0, voice_name='Emma')\n"
+        "clip_1 = isolate_audio(input_speech=audio_1)\n"
+        "RESULT = clip_1\n"
+    )
+    _write(tmp_path / "pub" / "voice.jsonl", [_published_row(0, voice)])
+    out = tmp_path / "cx.json"
+    r = runner.invoke(
+        app, ["analyze", "complexity", str(tmp_path / "pub"), "--definition", "upstream", "--json", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert (data["mean_calls"], data["mean_bindings"], data["mean_path_depth"]) == (2.0, 1.0, 1.0)
+
+
+def test_unknown_definition_is_one_line(tmp_path: Path):
+    r = runner.invoke(app, ["analyze", "complexity", "--definition", "paper"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--definition paper: choose from callbench, upstream" in lines[0]
