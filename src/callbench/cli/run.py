@@ -301,6 +301,19 @@ def run_nested(
         Path | None,
         typer.Option("--prompts-file", help="PROMPTS.json to read (default: the one 'data fetch nestful' got)."),
     ] = None,
+    parser: Annotated[
+        str | None,
+        typer.Option(
+            "--parser",
+            help="How --scoring compat reads a direct answer: a model name NESTFUL's scorer knows, which picks that "
+            "family's parser as the published scorer does (Hammer2.0-7b, granite-3.0-8b-instruct, "
+            "granite-3.1-8b-instruct, Granite-20B-FunctionCalling, Llama-3.1-8B-Instruct, llama-3-70b-instruct, "
+            "xLAM-7b-fc-r, Mistral-7B-Instruct-v0.3, Hermes-2-Pro-Mistral-7B, ToolAce-8b, DeepSeek-V3, and the "
+            "other names of those families), or lenient (callbench's reader: prose, fences, tags, single objects). "
+            "Default: the parser of the published template's model with --prompt published, else lenient. "
+            "Strict scoring always uses the lenient reader.",
+        ),
+    ] = None,
     sample_timeout: Annotated[
         float,
         typer.Option(
@@ -360,6 +373,7 @@ def run_nested(
             prompt_template=prompt_template,
             prompts_file=str(prompts_file) if prompts_file else None,
             model_spec=model,
+            parser=parser,
         )
         if track.data_note:
             err_console.print(f"[dim]{escape(track.data_note)}[/dim]")
@@ -368,6 +382,8 @@ def run_nested(
             err_console.print(
                 f"[dim]prompt: NESTFUL template '{escape(t.key)}' ({escape(t.how)}; {escape(path_text(t.source))})[/dim]"
             )
+        if scoring.value == "compat" or parser is not None:
+            err_console.print(f"[dim]compat parser: {escape(track.parser)}[/dim]")
         backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=constrained)
         if track.published is not None and getattr(backend, "mode", None) == "chat":
             err_console.print(

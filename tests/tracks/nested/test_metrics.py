@@ -79,13 +79,13 @@ CASES = [
      dict(pred_answer=779, gold_answer=780, executed_ok=True),
      (F(4, 5), F(4, 5), F(2, 3), 0, False, False), (1, 1, F(2, 3), 0, False, False)),
     # 6 swapped independent calls, relabelled consistently. strict: same DAG -> all 1.
-    #   compat: add row has arg_0=$var_2.result$, arg_1=$var_1.result$ -> 2 of 6 classes 0 -> 4/6 = 2/3;
-    #   positional: all three strings differ -> 0/3.
+    #   compat grounds references to function names: pred add(arg_0=$divide.result$, arg_1=$multiply.result$)
+    #   equals gold's -> params 1; positional: multiply/divide swapped, add equal -> 1/3.
     ("swap_independent_relabelled",
      [call("multiply", "$var_1", arg_0=3, arg_1=4), call("divide", "$var_2", arg_0=20, arg_1=100),
       call("add", "$var_3", arg_0="$var_2.result$", arg_1="$var_1.result$")], GI,
      dict(pred_answer=12.2, gold_answer=12.2, executed_ok=True),
-     (1, 1, 1, 1, True, False), (1, F(2, 3), 0, 0, True, False)),
+     (1, 1, 1, 1, True, False), (1, 1, F(1, 3), 0, True, False)),
     # 7 swapped independent calls keeping labels: strict all 1; compat F1 1, positional 1/3.
     ("swap_independent_same_labels", [I2, I1, I3], GI, dict(pred_answer=12.2, gold_answer=12.2, executed_ok=True),
      (1, 1, 1, 1, True, False), (1, 1, F(1, 3), 0, True, False)),
@@ -99,11 +99,11 @@ CASES = [
     ("wrong_reference", [I1, I2, call("add", "$var_3", arg_0="$var_1.result$", arg_1="$var_1.result$")], GI,
      dict(pred_answer=0.4, gold_answer=12.2, executed_ok=True),
      (1, F(5, 6), F(2, 3), 0, False, False), (1, F(5, 6), F(2, 3), 0, False, False)),
-    # 10 label style var1 / $var1.result$: strict normalises -> all 1. compat: arg_1=$var_1.result$ class
-    #   gets 0 -> 3/4; positional: add differs -> 1/2 (quirk Q4 on references).
+    # 10 label style var1 / $var1.result$: strict normalises -> all 1. compat grounds both $var1.result$
+    #   and gold's $var_1.result$ to $multiply.result$ -> all 1.
     ("label_style", [call("multiply", "var1", arg_0=150, arg_1=2), call("add", "var2", arg_0=480, arg_1="$var1.result$")],
      G, dict(pred_answer=780, gold_answer=780, executed_ok=True),
-     (1, 1, 1, 1, True, False), (1, F(3, 4), F(1, 2), 0, True, False)),
+     (1, 1, 1, 1, True, False), (1, 1, 1, 1, True, False)),
     # 11 int vs float arg 150.0: strict numeric -> all 1. compat "150.0" != "150" -> 3/4, 1/2;
     #   win: 780.0 == 780 in both.
     ("int_vs_float", [call("multiply", "$var_1", arg_0=150.0, arg_1=2), B], G,
@@ -150,14 +150,14 @@ CASES = [
      dict(pred_answer=0.51, gold_answer=0.5, executed_ok=True),
      (1, F(5, 6), F(2, 3), 0, False, False), (1, F(3, 4), F(2, 3), 0, True, False)),
     # 19 two identical calls, reference to the other twin: same computation -> strict all 1.
-    #   compat: multiply row arg_0=$var_1 vs gold $var_2 -> 4 classes, one 0 -> 3/4; positional 2/3.
+    #   compat: both references ground to $divide.result$ -> all 1.
     ("identical_twins_reference",
      [call("divide", "$var_1", arg_0=20, arg_1=100), call("divide", "$var_2", arg_0=20, arg_1=100),
       call("multiply", "$var_3", arg_0="$var_1.result$", arg_1=5)],
      [call("divide", "$var_1", arg_0=20, arg_1=100), call("divide", "$var_2", arg_0=20, arg_1=100),
       call("multiply", "$var_3", arg_0="$var_2.result$", arg_1=5)],
      dict(pred_answer=1.0, gold_answer=1.0, executed_ok=True),
-     (1, 1, 1, 1, True, False), (1, F(3, 4), F(2, 3), 0, True, False)),
+     (1, 1, 1, 1, True, False), (1, 1, 1, 1, True, False)),
     # 20 reference missing its closing '$': compat appends it to predictions (quirk Q5); strict resolves it.
     ("ref_missing_dollar", [A, call("add", "$var_2", arg_0=480, arg_1="$var_1.result")], G,
      dict(pred_answer=780, gold_answer=780, executed_ok=True),
@@ -186,12 +186,12 @@ CASES = [
     ("dummy_call", [A, {"name": "dummy", "arguments": {}}, B], G,
      dict(pred_answer=780, gold_answer=780, executed_ok=True),
      (F(4, 5), 1, F(2, 3), 0, True, False), (1, 1, F(1, 4), 0, True, False)),
-    # 27 v1-style gold (labels var1, named fields) vs $var_1 predictions: strict all 1; compat reference
-    #   string differs -> params 1/2, positional 1/2.
+    # 27 v1-style gold (labels var1, named fields) vs $var_1 predictions: strict all 1; compat grounds
+    #   $var_1.skyId$ and $var1.skyId$ alike to $search.skyId$ -> all 1.
     ("v1_fields_label_style",
      [call("search", "$var_1", query="NY"), call("flights", "$var_2", origin="$var_1.skyId$")],
      [call("search", "var1", query="NY"), call("flights", "var2", origin="$var1.skyId$")],
-     dict(), (1, 1, 1, 1, None, False), (1, F(1, 2), F(1, 2), 0, None, False)),
+     dict(), (1, 1, 1, 1, None, False), (1, 1, 1, 1, None, False)),
     # 28 wrong output field: strict params tp1 fp1 fn1 -> 1/2, partial 1/2; compat same.
     ("wrong_field",
      [call("search", "var1", query="NY"), call("flights", "var2", origin="$var1.entityId$")],
@@ -278,13 +278,20 @@ def test_quirk_q3_string_numbers_match_arguments():
     assert m.score_sample(pred, G, mode="strict")["full_sequence_accuracy"] == 0
 
 
-def test_quirk_q4_int_float_and_label_style_mismatch():
+def test_quirk_q4_int_float_mismatch_and_label_grounding():
     pred = [call("multiply", "$var_1", arg_0=150.0, arg_1=2), B]
     assert m.score_sample(pred, G, mode="compat")["full_sequence_accuracy"] == 0
     assert m.score_sample(pred, G, mode="strict")["full_sequence_accuracy"] == 1
+    # a relabelling is no mismatch: compat grounds references to function names, strict normalises labels
     pred = [call("multiply", "var1", arg_0=150, arg_1=2), call("add", "var2", arg_0=480, arg_1="$var1.result$")]
-    assert m.score_sample(pred, G, mode="compat")["full_sequence_accuracy"] == 0
+    assert m.score_sample(pred, G, mode="compat")["full_sequence_accuracy"] == 1
     assert m.score_sample(pred, G, mode="strict")["full_sequence_accuracy"] == 1
+    # ...but a reference to the wrong call of the same name is invisible to compat only
+    twins = [call("divide", "$var_1", arg_0=1, arg_1=2), call("divide", "$var_2", arg_0=3, arg_1=4)]
+    gold = [*twins, call("add", "$var_3", arg_0="$var_2.result$", arg_1=1)]
+    pred = [*twins, call("add", "$var_3", arg_0="$var_1.result$", arg_1=1)]
+    assert m.score_sample(pred, gold, mode="compat")["full_sequence_accuracy"] == 1
+    assert m.score_sample(pred, gold, mode="strict")["full_sequence_accuracy"] == 0
 
 
 def test_quirk_q5_missing_dollar_fixed_for_predictions_only():

@@ -19,8 +19,11 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from callbench.tracks.nested import compat_scorer
 from callbench.tracks.nested.analysis import REFERENCE_BINS, SHAPES, analyse, reference_bin
-from callbench.tracks.nested.schema import label_number
+from callbench.tracks.nested.compat_parsers import CompatParse, from_calls
+from callbench.tracks.nested.compat_scorer import macro_prf_gold_fitted
+from callbench.tracks.nested.schema import FINAL_CALL, label_number
 
 Mode = Literal["strict", "compat"]
 MODES: tuple[str, ...] = ("strict", "compat")
@@ -117,13 +120,6 @@ def _well_formed(calls: Any) -> bool:
         if c.get("label") is not None and not isinstance(c["label"], str):
             return False
     return True
-
-
-def _named(c: Any) -> bool:
-    """A predicted call compat mode can score: an object whose name is a string. Any other name
-    (null, a number, a list) is malformed like a missing one, so it can never be a dict key or
-    sort key that crashes the scorer."""
-    return isinstance(c, dict) and isinstance(c.get("name"), str)
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,8 +254,17 @@ def answers_equal(pred: Any, gold: Any, tolerance: Tolerance = DEFAULT_TOLERANCE
     return pred == gold
 
 
+def _without_final_call(calls: list[dict]) -> list[dict]:
+    """``calls`` without v1's ``var_result`` pseudo-call: it computes nothing (it names the outputs
+    that form the answer), so strict neither requires nor counts it."""
+    return [c for c in calls if c.get("name") != FINAL_CALL]
+
+
 def _score_strict(pred_calls, gold_calls, *, parse_error, pred_answer, gold_answer, executed_ok, tolerance):
-    gold = _Seq(gold_calls)
+    # With var_result, gold names its answer itself, so full accuracy needs the same computations
+    # only; without it the last call's output is the answer and must be the same computation.
+    answer_is_last_call = len(_without_final_call(gold_calls)) == len(gold_calls)
+    gold = _Seq(_without_final_call(gold_calls))
     gold_triples: Counter = Counter()
     for g in range(len(gold.calls)):
         for k, v in _param_values(gold, g, lambda t: gold.sigs[t]).items():
@@ -272,7 +277,7 @@ def _score_strict(pred_calls, gold_calls, *, parse_error, pred_answer, gold_answ
         partial, full = 0.0, False
         win = None if gold_answer is NO_ANSWER else False
     else:
-        pred = _Seq(pred_calls)
+        pred = _Seq(_without_final_call(pred_calls))
         mapping = _match(pred, gold)
 
         def pred_ref_key(t: int) -> Hashable:
@@ -300,7 +305,7 @@ def _score_strict(pred_calls, gold_calls, *, parse_error, pred_answer, gold_answ
         # Same computations (a relabelling that keeps a valid order) and the same final call,
         # because the last call's output is the sequence's answer.
         full = Counter(pred.sigs) == Counter(gold.sigs) and (
-            not gold.sigs or (bool(pred.sigs) and pred.sigs[-1] == gold.sigs[-1])
+            not answer_is_last_call or not gold.sigs or (bool(pred.sigs) and pred.sigs[-1] == gold.sigs[-1])
         )
         if gold_answer is NO_ANSWER:
             win = None
@@ -316,165 +321,6 @@ def _score_strict(pred_calls, gold_calls, *, parse_error, pred_answer, gold_answ
         "_function_counts": fn_counts,
         "_parameter_counts": par_counts,
     }
-
-
-# --------------------------------------------------------------------------------------------
-# compat mode: the published scorer's arithmetic (see docs/nested-scoring.md, "quirks")
-# --------------------------------------------------------------------------------------------
-
-
-def _compat_is_dummy(call: dict) -> bool:
-    return call.get("name") == "dummy" and call.get("arguments") == {} and set(call) <= {"name", "arguments"}
-
-
-def _compat_value(val: Any, *, is_pred: bool) -> str:
-    # Quirk Q5: only *predicted* references missing their closing '$' get one appended.
-    if is_pred and isinstance(val, str) and val.startswith("$") and not val.endswith("$"):
-        val = val + "$"
-    return str(val)  # Quirk Q3/Q4: values compared as Python str(), so "5" == 5 but 5 != 5.0.
-
-
-def _compat_slot_map(calls: list, *, is_pred: bool) -> tuple[dict[str, list[str]], bool]:
-    """name -> ["arg = val", ...]; a repeated name overwrites the earlier call (quirk Q2)."""
-    out: dict[str, list[str]] = {}
-    bad = False
-    for c in calls:
-        if is_pred and isinstance(c, dict) and _compat_is_dummy(c):
-            continue
-        if not _named(c):
-            bad = True
-            continue
-        out[c["name"]] = []
-        args = c.get("arguments")
-        if not isinstance(args, dict):
-            bad = True
-            continue
-        for k, v in args.items():
-            out[c["name"]].append(f"{k} = {_compat_value(v, is_pred=is_pred)}")
-    return out, bad
-
-
-def _compat_call_str(c: dict, *, is_pred: bool) -> str:
-    args = c.get("arguments")
-    if isinstance(args, dict):
-        body = ", ".join(sorted(f"{k} = {_compat_value(v, is_pred=is_pred)}" for k, v in args.items()))
-    else:
-        body = "{}"
-    return f"{c['name']}({body})"
-
-
-def _compat_align(gold: list[str], pred: list[str]) -> tuple[list[str], list[str]]:
-    """The published greedy alignment by name (quirk Q6): on a mismatch the *gold* call is paired
-    with a blank; only after gold is exhausted are leftover predictions paired with blanks."""
-    gold_names = [s.split("(", 1)[0] for s in gold]
-    pred_names = [s.split("(", 1)[0] for s in pred]
-    if len(gold_names) == len(pred_names):
-        return gold, pred
-    out_g: list[str] = []
-    out_p: list[str] = []
-    i = j = 0
-    while i < len(gold) or j < len(pred):
-        if i < len(gold) and j < len(pred) and gold_names[i] == pred_names[j]:
-            out_g.append(gold[i])
-            out_p.append(pred[j])
-            i += 1
-            j += 1
-        elif i < len(gold):
-            out_g.append(gold[i])
-            out_p.append("")
-            i += 1
-        else:
-            out_g.append("")
-            out_p.append(pred[j])
-            j += 1
-    return out_g, out_p
-
-
-def _compat_win(pred_calls, pred_answer, gold_answer, executed_ok) -> bool | None:
-    if gold_answer is NO_ANSWER:
-        return None
-    if not pred_calls:
-        return False
-    # Quirk Q7: the published executor returns False on any failure, and False == 0 in Python.
-    ans = pred_answer if executed_ok else False
-    if type(gold_answer) is float and type(ans) is float:
-        text = str(gold_answer)
-        if "." in text:  # quirk Q8: round to as many decimals as the gold answer prints with
-            ans = round(ans, len(text.split(".")[1]))
-        # else: the published scorer raises IndexError (e.g. gold 1e-05); we compare unrounded.
-    if ans == gold_answer:
-        return True
-    if isinstance(ans, tuple) and isinstance(gold_answer, list):
-        return _listify(ans) == gold_answer
-    return False
-
-
-def _listify(v: Any) -> Any:
-    return [_listify(x) for x in v] if isinstance(v, list | tuple) else v
-
-
-def _compat_parts(pred_calls, gold_calls, *, pred_answer, gold_answer, executed_ok) -> dict:
-    parse_error = pred_calls is None or not isinstance(pred_calls, list)
-    pred_list = pred_calls if isinstance(pred_calls, list) else []
-
-    gold_names = [str(c["name"]) for c in gold_calls]
-    pred_names: list[str] = []
-    for c in pred_list:
-        if isinstance(c, dict) and _compat_is_dummy(c):
-            continue
-        if _named(c):
-            pred_names.append(c["name"])
-        else:
-            parse_error = True
-
-    gold_map, _ = _compat_slot_map(gold_calls, is_pred=False)
-    pred_map, bad = _compat_slot_map(pred_list, is_pred=True)
-    parse_error = parse_error or bad
-    slot_rows = [(gold_map.get(k, []), pred_map.get(k, [])) for k in sorted(set(gold_map) | set(pred_map))]
-
-    gold_strs = [_compat_call_str(c, is_pred=False) for c in gold_calls]
-    pred_strs = [_compat_call_str(c, is_pred=True) for c in pred_list if _named(c)]
-    g_al, p_al = _compat_align(gold_strs, pred_strs)
-    if len(g_al) == len(p_al) and g_al:
-        partial = sum(a == b for a, b in zip(g_al, p_al, strict=True)) / len(g_al)
-    else:
-        partial = 0.0
-
-    return {
-        "partial_sequence_accuracy": partial,
-        "full_sequence_accuracy": float(partial == 1),
-        "win": _compat_win(pred_list, pred_answer, gold_answer, executed_ok) if pred_calls is not None else (
-            None if gold_answer is NO_ANSWER else False
-        ),
-        "parse_error": parse_error,
-        "_function_rows": [(gold_names, pred_names)],
-        "_parameter_rows": slot_rows,
-    }
-
-
-def macro_prf_gold_fitted(
-    rows: Iterable[tuple[Iterable[str], Iterable[str]]],
-) -> tuple[float | None, float | None, float | None]:
-    """Macro P/R/F1 as ``MultiLabelBinarizer().fit(gold)`` + sklearn ``average='macro'`` computes it.
-
-    Classes are the labels seen in gold; predicted labels outside them are dropped (quirk Q1);
-    each row is a *set* of labels, so repeats collapse.  Per-class precision with no predictions
-    is 0 (sklearn's zero_division default).  None when gold has no labels at all.
-    """
-    rows = [(set(g), set(p)) for g, p in rows]
-    classes = sorted(set().union(*(g for g, _ in rows))) if rows else []
-    if not classes:
-        return None, None, None
-    ps, rs, fs = [], [], []
-    for c in classes:
-        tp = sum(1 for g, p in rows if c in g and c in p)
-        fp = sum(1 for g, p in rows if c not in g and c in p)
-        fn = sum(1 for g, p in rows if c in g and c not in p)
-        ps.append(tp / (tp + fp) if tp + fp else 0.0)
-        rs.append(tp / (tp + fn) if tp + fn else 0.0)
-        fs.append(2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else 0.0)
-    n = len(classes)
-    return sum(ps) / n, sum(rs) / n, sum(fs) / n
 
 
 # --------------------------------------------------------------------------------------------
@@ -494,6 +340,7 @@ def score_sample(
     domain: str | None = None,
     sample_id: str | None = None,
     not_executable: str | None = None,
+    compat_parse: CompatParse | None = None,
 ) -> dict:
     """Score one prediction against its gold sequence.
 
@@ -506,6 +353,11 @@ def score_sample(
     ``not_executable`` says why a sample's win cannot be computed (see :data:`NO_GOLD_ANSWER` and
     :func:`tools_not_implemented`); it is stored as ``non_executable_reason`` and listed by
     :func:`aggregate` under ``non_executable``, so no such row is dropped silently.
+
+    ``compat_parse`` (compat mode): the model output as one of the published parsers read it
+    (:func:`~callbench.tracks.nested.compat_parsers.parse`); without it, ``pred_calls`` are taken
+    as read and grounded as upstream grounds parsed calls (the ``lenient`` parser). In compat mode
+    ``pred_answer``/``executed_ok`` must come from executing ``compat_parse.decoded``.
     """
     _check_mode(mode)
     structure = analyse(gold_calls)
@@ -522,8 +374,12 @@ def score_sample(
     if not_executable is not None:
         base["non_executable_reason"] = not_executable
     if mode == "compat":
-        parts = _compat_parts(
-            pred_calls, gold_calls, pred_answer=pred_answer, gold_answer=gold_answer, executed_ok=executed_ok
+        prepared = compat_parse if compat_parse is not None else from_calls(pred_calls)
+        parts = compat_scorer.score(prepared, gold_calls)
+        parts["win"] = (
+            None
+            if gold_answer is NO_ANSWER
+            else compat_scorer.win(prepared.decoded, pred_answer, gold_answer, executed_ok)
         )
         parts["f1_function"] = macro_prf_gold_fitted(parts["_function_rows"])[2]
         parts["f1_parameter"] = macro_prf_gold_fitted(parts["_parameter_rows"])[2]

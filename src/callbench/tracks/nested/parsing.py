@@ -413,7 +413,7 @@ _PY_CALL_START = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\s*\(")
 _GORILLA_MARK = "<<function>>"
 
 
-def _bracket_depth(src: str) -> int:
+def bracket_depth(src: str) -> int:
     """The deepest nesting of ()[]{} in ``src`` (quotes ignored: an over-estimate is only stricter)."""
     depth = deepest = 0
     for ch in src:
@@ -479,7 +479,7 @@ def pythonic_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> list[dict
         return {"name": ".".join(reversed(parts)), "arguments": args}
 
     def parse(src: str) -> list[dict] | None:
-        if _bracket_depth(src) > limits.max_depth:
+        if bracket_depth(src) > limits.max_depth:
             return None  # deep nesting is where CPython's parser recurses (and 3.11 may raise SystemError)
         try:
             tree = ast.parse(src.strip(), mode="eval").body

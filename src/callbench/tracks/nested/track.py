@@ -71,6 +71,10 @@ class NestedOptions:
     prompt_template: str | None = None
     prompts_file: str | None = None
     model_spec: str | None = None  # the --model spec ("auto" reads the family from it)
+    # How --scoring compat reads a direct answer: "lenient" (callbench's reader) or a model name the
+    # published scorer knows (compat_parsers.PARSER_NAMES); None: the published template's model's
+    # parser with --prompt published, else lenient. Strict always reads with the lenient reader.
+    parser: str | None = None
 
 
 class NestedTrack(Track):
@@ -91,6 +95,7 @@ class NestedTrack(Track):
         if self.options.constrained and self.options.mode != "direct":
             raise ConfigError("--constrained works with --mode direct only (the strategy direct: one JSON answer per sample)")
         self.published = self._choose_prompt()  # None: callbench's own prompt
+        self.parser = self._choose_parser()
         self._constraints = None
         self._active: dict[str, Any] = {}
         self._deadlines: dict[str, float] = {}  # sample id -> end of its time budget (episodes)
@@ -155,6 +160,20 @@ class NestedTrack(Track):
             raise ConfigError("--constrained works with callbench's prompt only (the published templates ask for other answer formats)")
         return select_template(choice or "auto", o.model_spec, o.prompts_file)
 
+    def _choose_parser(self) -> str:
+        """The compat parser (compat_parsers): the one asked for, else the published template's."""
+        from callbench.tracks.nested.compat_parsers import LENIENT, parser_for_template, resolve_parser
+
+        if self.options.parser is None:
+            return parser_for_template(self.published.key if self.published is not None else None)
+        parser = resolve_parser(self.options.parser)
+        if parser != LENIENT and self.options.mode != "direct":
+            raise ConfigError(
+                f"--parser {parser} reads a direct answer; --mode {self.options.mode} records its calls, "
+                "which compat prepares as upstream prepares parsed calls (--parser lenient)"
+            )
+        return parser
+
     def _icl_file(self) -> Path:
         if self.options.icl_file:
             return Path(self.options.icl_file)
@@ -202,7 +221,9 @@ class NestedTrack(Track):
         return fp
 
     def scoring_fingerprint(self) -> dict[str, Any]:
-        return {} if self._episodes_read_data() else self._inputs_digest()
+        """What turns answers into verdicts: the data the scorer reads (direct answers) and the
+        parser compat reads them with (its verdicts and its win rate depend on it)."""
+        return {**({} if self._episodes_read_data() else self._inputs_digest()), "compat_parser": self.parser}
 
     def _episodes_read_data(self) -> bool:
         return self.options.mode != "direct" or self.options.constrained
@@ -383,6 +404,7 @@ class NestedTrack(Track):
         else:
             read = read_calls(output.text, pythonic=self.published is not None and self.published.pythonic)
             calls, problem = read.calls, read.error
+        compat = self._compat_reading(output, record, calls)
         why_not = self._not_executable(task)
         executable = why_not is None
         pred_answer: Any = None
@@ -391,12 +413,8 @@ class NestedTrack(Track):
         timed_out = bool(record and record.get("timed_out"))
         done_calls = None
         if calls is not None and problem is None and executable:
-            try:
-                parsed = [ToolCall.model_validate(c) for c in calls]
-            except Exception:  # noqa: BLE001 - malformed calls are scored as such, not executed
-                parsed = None
-            if parsed:
-                result = self._executor_for(task).run(parsed, task.tools, deadline=deadline)
+            result = self._execute(task, calls, deadline)
+            if result is not None:
                 pred_answer, executed_ok = final_answer(output, result), result.ok
                 timed_out = timed_out or result.timed_out
                 if result.timed_out:
@@ -407,19 +425,39 @@ class NestedTrack(Track):
                     "final": _stored(result.final),
                     "calls": [{"label": c.label, "name": c.name, "output": _stored(c.output)} for c in result.calls],
                 }
+        # compat's win executes what its parser decoded (upstream's pred_dict_list), when that is
+        # not what was just executed
+        compat_answer, compat_ok, compat_execution = pred_answer, executed_ok and not timed_out, None
+        if executable and compat.decoded != calls:
+            compat_answer, compat_ok, compat_execution = None, False, None
+            result = self._execute(task, compat.decoded, deadline) if compat.decoded else None
+            if result is not None:
+                compat_answer, compat_ok = final_answer(output, result), result.ok and not result.timed_out
+                compat_execution = {"ok": result.ok, "timed_out": result.timed_out, "final": _stored(result.final)}
+        common = dict(
+            domain=task.domain,
+            sample_id=task.id,
+            not_executable=why_not,
+            gold_answer=task.gold_answer if executable else NO_ANSWER,
+        )
         verdicts = {
-            mode: score_sample(
-                calls,
-                gold,
-                mode=mode,
-                pred_answer=pred_answer,
-                gold_answer=task.gold_answer if executable else NO_ANSWER,
-                executed_ok=executed_ok and not timed_out,
-                domain=task.domain,
-                sample_id=task.id,
-                not_executable=why_not,
-            )
-            for mode in SCORING_MODES
+            "strict": score_sample(
+                calls, gold, mode="strict", pred_answer=pred_answer, executed_ok=executed_ok and not timed_out, **common
+            ),
+            "compat": {
+                **score_sample(
+                    calls,
+                    gold,
+                    mode="compat",
+                    compat_parse=compat,
+                    pred_answer=compat_answer,
+                    executed_ok=compat_ok,
+                    **common,
+                ),
+                "parser": self.parser,
+                **({"parse_error_reason": scrub(compat.reason)} if compat.parse_error and compat.reason else {}),
+                **({"execution": compat_execution} if compat_execution is not None else {}),
+            },
         }
         status, error = "ok", None
         if calls is None or problem is not None:
@@ -446,6 +484,26 @@ class NestedTrack(Track):
             stats=stats,
         )
 
+    def _compat_reading(self, output: ModelOutput, record: Any, calls: list[dict] | None):
+        """The answer as compat reads it: the run's parser on a direct answer; the calls the lenient
+        reader (or a ReAct/tools episode) produced, grounded, otherwise."""
+        from callbench.tracks.nested.compat_parsers import LENIENT, from_calls, parse
+
+        if record is not None or self.parser == LENIENT:
+            return from_calls(calls)
+        return parse(output.text, self.parser)
+
+    def _execute(self, task: NestedTask, calls: Any, deadline: float | None):
+        """Run ``calls`` (decoded JSON) in the task's executor; None when they are not a non-empty
+        list of well-formed calls (nothing is executed then)."""
+        if not isinstance(calls, list) or not calls or call_problem(calls) is not None:
+            return None
+        try:
+            parsed = [ToolCall.model_validate(c) for c in calls]
+        except Exception:  # noqa: BLE001 - malformed calls are scored as such, not executed
+            return None
+        return self._executor_for(task).run(parsed, task.tools, deadline=deadline)
+
     @classmethod
     def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:
         if scoring not in SCORING_MODES:
@@ -465,6 +523,10 @@ class NestedTrack(Track):
         }
         if by_references is not None and by_shape is not None:
             out["by_references"], out["by_shape"] = by_references, by_shape
+        if scoring == "compat":  # which published parser read the answers (stored with each verdict)
+            parsers = sorted({str(v.get("parser", "lenient")) for v in scored})
+            if parsers:
+                out["compat_parser"] = parsers[0] if len(parsers) == 1 else parsers
         cd = summarize_constraint_stats([(r.stats or {}).get("constraint", {}) for r in results])
         if cd is not None:
             out["constrained_decoding"] = cd
