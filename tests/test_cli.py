@@ -142,3 +142,61 @@ def test_hostile_code_ends_as_errors_and_the_run_goes_on(tmp_path, data_root):
     con = sqlite3.connect(run_dir / "run.sqlite")
     status = dict(con.execute("SELECT id, status FROM samples"))
     assert status[ids[-1]] == "ok"
+
+
+# ---- run nested --parser (how --scoring compat reads a direct answer) ----------------------------
+
+
+def _nested_task(tmp_path):
+    """One v1-style row and a replayed answer in prose, which only some published parsers read."""
+    gold = [
+        {"name": "search", "arguments": {"q": "NY"}, "label": "var1"},
+        {"name": "book", "arguments": {"id": "$var1.id$"}, "label": "var2"},
+    ]
+    data = tmp_path / "t-data.json"
+    data.write_text(json.dumps([{"input": "Find and book.", "output": gold}]))
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"id": "t-0", "output": "Here:\n" + json.dumps(gold)}) + "\n")
+    return data, preds
+
+
+def test_nested_help_explains_parser():
+    res = _invoke("run", "nested", "--help")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "--parser" in text and "Hammer2.0-7b" in text and "lenient" in text
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--parser", "gpt-4"], "--parser gpt-4: choose lenient or one of NESTFUL's model names"),
+        (["--parser", "Hammer2.0-7b", "--mode", "react"], "--parser Hammer2.0-7b reads a direct answer"),
+    ],
+)
+def test_nested_bad_parser_is_one_line_error(tmp_path, args, needle):
+    data, preds = _nested_task(tmp_path)
+    args = ["run", "nested", "--model", f"replay:{preds}", "--data", str(data), *args, "--out", str(tmp_path)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert needle in " ".join(res.output.split())
+
+
+def test_nested_parser_is_part_of_the_scoring_identity(tmp_path):
+    data, preds = _nested_task(tmp_path)
+    base = ["run", "nested", "--model", f"replay:{preds}", "--data", data, "--scoring", "compat"]
+    base += ["--out", tmp_path / "runs", "--run-id", "r", "--no-progress"]
+    config = tmp_path / "run.yaml"
+    config.write_text("parser: Hammer2.0-7b\n")  # --config maps the option like the other run options
+    res = _invoke(*base, "--config", config)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "runs" / "r" / "summary.json").read_text())
+    assert summary["compat_parser"] == "Hammer2.0-7b" and summary["metrics"]["parse_error_rate"] == 1.0
+    # another parser does not resume these verdicts silently ...
+    res = runner.invoke(app, [str(a) for a in base] + ["--parser", "lenient"])
+    refusal = " ".join(res.output.split())
+    assert res.exit_code == 2 and "scoring.compat_parser Hammer2.0-7b -> lenient" in refusal
+    # ... --rescore reads the stored answers again with it (the prose is read: correct)
+    res = _invoke(*base, "--parser", "lenient", "--rescore")
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "runs" / "r" / "summary.json").read_text())
+    assert summary["compat_parser"] == "lenient" and summary["metrics"]["full_sequence_accuracy"] == 1.0

@@ -77,15 +77,24 @@ def _check(upstream: dict, parser: str, per_sample: dict[str, dict], overall: di
 
 def test_fixture_names_the_four_parsers(fixture):
     upstream, _, _ = fixture
-    assert upstream["parsers"] == ["Hammer2.0-7b", "granite-3.0-8b-instruct", "Llama-3.1-8B-Instruct", "xLAM-7b-fc-r"]
+    assert upstream["parsers"] == [
+        "Hammer2.0-7b",
+        "granite-3.0-8b-instruct",
+        "Llama-3.1-8B-Instruct",
+        "xLAM-7b-fc-r",
+    ]
 
 
-@pytest.mark.parametrize("parser", ["Hammer2.0-7b", "granite-3.0-8b-instruct", "Llama-3.1-8B-Instruct", "xLAM-7b-fc-r"])
+@pytest.mark.parametrize(
+    "parser", ["Hammer2.0-7b", "granite-3.0-8b-instruct", "Llama-3.1-8B-Instruct", "xLAM-7b-fc-r"]
+)
 def test_compat_equals_published_scorer_in_process(fixture, parser):
     upstream, tasks, preds = fixture
     verdicts = []
     for task in tasks:
-        gold = [{"name": c.name, "label": c.raw_label or c.label, "arguments": c.arguments} for c in task.output]
+        gold = [
+            {"name": c.name, "label": c.raw_label or c.label, "arguments": c.arguments} for c in task.output
+        ]
         reading = parse(preds[task.id], parser)
         verdicts.append(score_sample(None, gold, mode="compat", compat_parse=reading, sample_id=task.id))
     per_sample = {v["sample_id"]: v for v in verdicts}
