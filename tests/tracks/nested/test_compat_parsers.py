@@ -409,3 +409,47 @@ def test_any_consistent_relabelling_is_correct_in_both_modes(gold, data):
 def test_any_output_gets_a_verdict_never_an_exception(text, parser):
     verdict = compat(text, parser)
     assert isinstance(verdict["parse_error"], bool) and 0 <= verdict["partial_sequence_accuracy"] <= 1
+
+
+# ---- compat's win executes what its parser decoded ---------------------------------------------
+
+MATH_SPEC = {"parameters": {"arg_0": {}, "arg_1": {}}, "output_parameters": {"result": {}}}
+ADD = {"name": "add", "label": "$var_1", "arguments": {"arg_0": 2, "arg_1": 3}}
+MUL = {"name": "multiply", "label": "$var_2", "arguments": {"arg_0": "$var_1.result$", "arg_1": 4}}
+
+
+def _replay_math(tmp_path, outputs, parser):
+    """(2 + 3) * 4 = 20 with the built-in MathQA tools; one replayed output per sample."""
+    from callbench.api import run
+    from callbench.runs.store import RunStore
+
+    tools = [{"name": "add", **MATH_SPEC}, {"name": "multiply", **MATH_SPEC}]
+    rows = [
+        {"sample_id": f"s{i}", "input": "(2+3)*4", "output": [ADD, MUL], "tools": tools, "gold_answer": 20}
+        for i in range(len(outputs))
+    ]
+    data = tmp_path / "math.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"id": f"s{i}", "output": o}) + "\n" for i, o in enumerate(outputs)))
+    out = run("nested", f"replay:{preds}", out_dir=tmp_path / "r", data=str(data), parser=parser)
+    store = RunStore.open(out.run_dir)
+    try:
+        return {r["id"]: r["verdicts"] for r in store.rows()}
+    finally:
+        store.close()
+
+
+def test_compat_win_executes_the_calls_its_parser_read(tmp_path):
+    broken_then_good = f"<tool_call>{json.dumps(ADD)}</tool_call><tool_call>{{broken</tool_call><tool_call>{json.dumps(MUL)}</tool_call>"
+    got = _replay_math(
+        tmp_path, ["Sure: " + json.dumps([ADD, MUL]), broken_then_good], "Hermes-2-Pro-Mistral-7B"
+    )
+    # prose: the lenient reader reads and executes it (strict win); Hermes' parser reads no tag: nothing
+    # decoded, nothing executed, no win
+    assert got["s0"]["strict"]["win"] is True
+    assert got["s0"]["compat"]["win"] is False and "execution" not in got["s0"]["compat"]
+    # a broken tag: the lenient reader gives up (strict parse error); Hermes skips it and runs the other two
+    assert got["s1"]["strict"]["parse_error"] and got["s1"]["strict"]["win"] is False
+    assert got["s1"]["compat"]["win"] is True and got["s1"]["compat"]["full_sequence_accuracy"] == 1
+    assert got["s1"]["compat"]["execution"] == {"ok": True, "timed_out": False, "final": 20}

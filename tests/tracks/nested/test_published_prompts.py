@@ -280,3 +280,22 @@ def test_python_call_reading_is_bounded(text):
     read = read_calls(text, pythonic=True)
     assert read.calls is None and read.error
     assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize(
+    "model,template,parser",
+    [
+        ("openai:Hammer2.0-7b@http://127.0.0.1:9/v1", "Hammer2.0-7b", "Hammer2.0-7b"),
+        ("llamacpp:/m/Meta-Llama-3.1-8B-Instruct.gguf", "LLaMa-3.1", "Llama-3.1-8B-Instruct"),
+        ("openai:Salesforce/xLAM-1b-fc-r@http://127.0.0.1:9/v1", "xLAM-1b-fc-r", "xLAM-1b-fc-r"),
+        ("hf:/m/ibm-granite/granite-20b-functioncalling", "Granite-20B-FunctionCalling", "Granite-20B-FunctionCalling"),
+        ("openai:gorilla-openfunctions-v2@http://127.0.0.1:9/v1", "gorilla-openfunctions-v2", "lenient"),
+    ],
+)
+def test_published_prompt_defaults_to_its_models_parser(nestful_dir, model, template, parser):
+    track = _track(nestful_dir, prompt="published", model_spec=model)
+    assert track.published.key == template and track.parser == parser
+    assert track.scoring_fingerprint()["compat_parser"] == parser
+    # an explicit --parser wins; without --prompt published the default is lenient
+    assert _track(nestful_dir, prompt="published", model_spec=model, parser="ToolAce-8b").parser == "ToolAce-8b"
+    assert _track(nestful_dir, model_spec=model).parser == "lenient"
