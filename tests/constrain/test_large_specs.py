@@ -419,6 +419,8 @@ def test_url_lexemes_are_few_at_each_point(wild_specs_dir):
 
 
 def test_trailing_slash_twins_split_by_the_slash():
+    # a trailing slash is matched exactly (the published WAPIIBench scorer does; servers route
+    # /x and /x/ apart): each twin takes its own URLs, a URL the spec lacks is refused
     spec = _spec(
         {
             "/a": {"get": {"parameters": [_q("q_a")], "responses": {}}},
@@ -435,9 +437,10 @@ def test_trailing_slash_twins_split_by_the_slash():
         ("/a/", "q_a_slash", True),
         ("/a", "q_a_slash", False),
         ("/a/", "q_a", False),
-        ("/b/", "q_b", True),
+        ("/b/", "q_b", False),  # GET /b/ is not in the spec (only POST /b/): exact trailing slash
         ("/b", "q_b", True),
-        ("/c/", "q_x", True),
+        ("/c/", "q_x", False),  # /{x} has no trailing slash
+        ("/c", "q_x", True),
         ("/a", "q_x", False),
     ]:
         text = f"axios.get('{base}{url}', {{params: {{{key}: 'x'}}}})"

@@ -142,7 +142,7 @@ def rejected(spec, text: str, reason: str, at: str | None = None, **kw) -> None:
         f'get("{BASE}/items", {{ params: {{ limit: 5, order: "asc", tags: ["x", \'y\'] }} }});',
         f"get(`{BASE}/items`, {{'params': {{'limit': '5'}}, \"headers\": {{authorization: 'Bearer t', 'x-trace': 'abc'}}}})",
         f"get('{BASE}/items/42', {{ params: {{ api_key: 'k' }} }}).then(r => console.log(r.data));",
-        f"get('{BASE}/items/42/')\n  .catch(console.error)",
+        f"get('{BASE}/items/42')\n  .catch(console.error)",
         f"get('{BASE}/users/me', {{}},);",
         f"get('{BASE}/users/<user-id>', {{ params: {{ fields: 'a,b' }} }});",
         f"get('{BASE}/reports/weekly');",
@@ -182,9 +182,14 @@ def test_args_setup_needs_an_operation_of_the_spec(spec):
 
 # ------------------------------------------------------------------------------ rejected
 def test_wrong_method_for_a_url(spec):
-    rejected(spec, f"post('{BASE}/items/1', {{}});", "matches no path with method post", at="1'")
+    # POST /items exists, but no path starts /items/ for POST (a trailing slash is matched exactly)
+    rejected(spec, f"post('{BASE}/items/1', {{}});", "matches no path with method post", at="/1'")
     rejected(spec, f"patch('{BASE}/items', {{}});", "method 'patch' is not defined for any URL", at="atch")
     rejected(spec, f"fetch('{BASE}/items');", "not an axios request method", at="fetch")
+
+
+def test_trailing_slash_the_spec_lacks(spec):
+    rejected(spec, f"get('{BASE}/items/42/');", "matches no path", at="/');")
 
 
 def test_nonexistent_url(spec):

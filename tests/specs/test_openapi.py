@@ -151,7 +151,8 @@ def test_google_sheets_suffix_operations(specs):
 @pytest.mark.needs_data
 def test_google_calendar_and_slack(specs):
     cal = specs["google_calendar_v3"]
-    m = cal.match("get", "https://www.googleapis.com/calendar/v3/calendars/me%40example.com/events/")
+    assert cal.match("get", "https://www.googleapis.com/calendar/v3/calendars/me%40example.com/events/") is None
+    m = cal.match("get", "https://www.googleapis.com/calendar/v3/calendars/me%40example.com/events")
     assert m.operation.path == "/calendars/{calendarId}/events"
     assert m.path_params == {"calendarId": "me@example.com"}
     assert cal.match("get", "http://www.googleapis.com/calendar/v3/calendars/primary") is not None
@@ -582,7 +583,7 @@ def test_servers_normalized_with_defaults(routing_spec, tmp_path):
         # {a}.{b} takes the URLs with a dot, {name} the others (else {a}.{b} were unreachable)
         ("get", "/files/a.txt", "/files/{a}.{b}", {"a": "a", "b": "txt"}),
         ("get", "http://us.api.example.com:1/base/v1/files/report", "/files/{name}", {"name": "report"}),
-        ("get", "https://EU.api.example.com:8443/base/v2/files/report/", "/files/{name}", {"name": "report"}),
+        ("get", "https://EU.api.example.com:8443/base/v2/files/report", "/files/{name}", {"name": "report"}),
         ("get", "/local/files/x%20y?q=1#frag", "/files/{name}", {"name": "x y"}),
         ("get", "/files/x", "/files/{name}", {"name": "x"}),
         ("post", "/base/v2/files/latest", "/files/latest", {}),
@@ -605,7 +606,8 @@ def test_match_templates(routing_spec, method, url, template, params):
         "https://eu.api.example.com:8443/other/v2/files/x",  # wrong server path
         "https://eu.api.example.com:8443/base/v2/files",  # no such template
         "/files/a/b",  # param cannot span a '/'
-        "/files/",  # param must be non-empty (trailing slash stripped -> /files)
+        "/files/",  # param must be non-empty, and no template ends in a slash
+        "/docs/d1:publish/",  # a trailing slash the template lacks
         "/docs/:publish",
     ],  # {docId} before the suffix must be non-empty... only matches /docs/{docId}
 )
@@ -615,6 +617,14 @@ def test_match_rejects(routing_spec, url):
         assert m is None and [pm.template for pm in routing_spec.match_paths(url)] == ["/docs/{docId}"]
     else:
         assert m is None
+
+
+def test_trailing_slash_is_matched_exactly(routing_spec):
+    # the published WAPIIBench scorer matches the path exactly, and servers route /x and /x/ apart
+    assert routing_spec.match("get", "https://eu.api.example.com:8443/base/v2/files/report/") is None
+    assert routing_spec.match_paths("/files/report/") == []
+    assert routing_spec.match_paths("/files/report//") == []
+    assert [pm.template for pm in routing_spec.match_paths("/local/")] == ["/"]  # the root is "/" itself
 
 
 def test_match_paths_order_and_wrong_method(routing_spec):

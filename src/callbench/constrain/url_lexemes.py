@@ -179,25 +179,15 @@ class Templates:
         self._shadow[path] = out
         return out
 
-    def shadowing(self, path: str, method: str, split_twins: bool = False) -> list[str]:
-        """Better-ranked templates with ``method`` a URL of ``path`` may also match.
-        ``split_twins``: leave out ``path``'s trailing-slash twin (see :meth:`twin`)."""
+    def shadowing(self, path: str, method: str) -> list[str]:
+        """Better-ranked templates with ``method`` a URL of ``path`` may also match (a template
+        that differs in its trailing slash is listed too: the segments read alike; the tails
+        tell them apart, see :meth:`UrlWords._tails_disjoint`)."""
         mine = self._ranks[path]
         found = {
             p for p in self._overlapping(path) if p != path and method in self.ops[p] and self._ranks[p] < mine
         }
-        if split_twins:
-            found.discard(self.twin(path, method) or "")
         return sorted(found, key=self._order.__getitem__)  # spec order, as before
-
-    def twin(self, path: str, method: str) -> str | None:
-        """The other of ``/x`` and ``/x/`` when the spec has both with ``method`` (no query or
-        fragment): :meth:`ApiSpec.match` gives a URL ending in ``/`` to ``/x/`` and one without
-        to ``/x``, so neither shadows the other; the grammar splits them by the trailing slash."""
-        if len(path) < 2 or "?" in path or "#" in path:
-            return None
-        other = path[:-1] if path.endswith("/") else path + "/"
-        return other if len(other) > 1 and method in self.ops.get(other, {}) else None
 
     def hole_schemas(self, path: str) -> dict[str, Any]:
         hit = self._holes.get(path)
@@ -235,7 +225,12 @@ QUOTES = ("'", '"', "`")
 # query's (which stops at ``&``), without and with backticks.
 FREE_HOLE = {"'": r"[^\x2f?#\x27\x22\x60\x5c\s]+", "`": r"[^\x2f?#\x27\x22\x60\x5c\s$]+"}
 FREE_QUERY_HOLE = (r"[^&#\x27\x22\x60\x5c\s]+", r"[^&#\x27\x22\x60\x5c\s$]+")
-_OPT_SLASH = r"\x2f?"  # how a URL tail starts: an optional trailing slash
+
+
+def ends_in_slash(path: str) -> bool:
+    """A path key whose path ends in ``/`` (``/users/``): its URLs end in ``/``, and no other
+    template's do (:meth:`ApiSpec.match_paths` matches the trailing slash exactly)."""
+    return len(path) > 1 and path.endswith("/")
 
 
 def _dq_tail(tail: str) -> str:
@@ -280,8 +275,8 @@ def _cut(
     diff = []
     for k, (rx, _, text) in enumerate(w):
         theirs = a_pieces[k]
-        if rx == theirs or (theirs.startswith(_OPT_SLASH) and rx in (r"\x2f" + theirs[5:], theirs[5:])):
-            continue  # within theirs (a trailing-slash twin's tail within the optional slash)
+        if rx == theirs:
+            continue
         at = a_literal[k]
         if text is not None and at is not None:
             return [w]  # two different literals: no URL is in both
@@ -350,7 +345,7 @@ def server_words(spec: ApiSpec, quote: str) -> list[tuple[str, ...]]:
 
 class UrlWords:
     """Each path template's URLs as words of small lexemes: ``/segment`` pieces (a literal, or
-    a path hole's regex with the literal text around it), then one tail piece (optional ``/``,
+    a path hole's regex with the literal text around it), then one tail piece (the path key's trailing ``/`` if any,
     the fixed query, the fragment label and the closing quote). The server prefix comes before
     them (:func:`server_words`), shared by all templates.
 
@@ -430,9 +425,10 @@ class UrlWords:
         return out
 
     def _tail(self, b: GrammarWriter, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
-        """Optional trailing ``/``, the fixed query (pairs in any order, up to 3), the label and
-        the closing quote (as the whole-URL regex of :meth:`GrammarWriter._url_def` ends)."""
-        tail = r"\x2f?"
+        """The trailing ``/`` where the path key has one, the fixed query (pairs in any order, up
+        to 3), the label and the closing quote (as the whole-URL regex of
+        :meth:`GrammarWriter._url_def` ends)."""
+        tail = r"\x2f" if ends_in_slash(plan.path) else ""
         free_query = r"[^\x27\x22\x60\x5c\s#]*"
         if plan.query:
             tail += r"\?"
@@ -493,7 +489,7 @@ class UrlWords:
                 pair = memo[k] = self._head_piece(b, seg, holes)
             sq.append(pair[0])
             bt.append(pair[1])
-        tails = self._head_tails(b)
+        tails = self._head_tails(b, ends_in_slash(path))
         return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
 
     def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, Any]) -> tuple[str, str]:
@@ -505,12 +501,14 @@ class UrlWords:
             out.append(b.term("S", f"/\\x2f{body}/"))
         return out[0], out[1]
 
-    def _head_tails(self, b: GrammarWriter) -> tuple[str, str, str]:
-        """The tail terminals ('...', "...", `...`) of a path key without query or fragment."""
-        hit = b.memo.get("head tails")
+    def _head_tails(self, b: GrammarWriter, slash: bool) -> tuple[str, str, str]:
+        """The tail terminals ('...', "...", `...`) of a path key without query or fragment, with
+        or without a trailing slash."""
+        key = ("head tails", slash)
+        hit = b.memo.get(key)
         if hit is None:
-            plain = UrlPlan("/")  # no query, no label: the tail is the same for every path
-            hit = b.memo["head tails"] = tuple(b.term("S", f"/{self._tail(b, plain, {}, q)}/") for q in QUOTES)
+            plain = UrlPlan("/x/" if slash else "/")  # no query, no label: one tail per slash
+            hit = b.memo[key] = tuple(b.term("S", f"/{self._tail(b, plain, {}, q)}/") for q in QUOTES)
         return hit
 
     def of(
@@ -521,8 +519,7 @@ class UrlWords:
         if key in self._words:
             return self._words[key]
         out: dict[str, list[tuple[Piece, ...]]] | None = {}
-        shadows = templates.shadowing(path, method, split_twins=True)
-        twin = templates.twin(path, method)
+        shadows = templates.shadowing(path, method)
         quoted = any(c in path for c in "'\"`")  # a quote in the path: every quote built apart
         for q in ("'", '"', "`") if quoted else ("'", "`"):
             mine = self.base(b, templates, path, q)
@@ -530,10 +527,6 @@ class UrlWords:
                 out = None
                 break
             pieces, literal, plan, shapes = mine
-            if twin is not None and pieces[-1].startswith(_OPT_SLASH):
-                # ``/x/`` takes the URLs ending in a slash, ``/x`` those without
-                tail = (r"\x2f" if path.endswith("/") else "") + pieces[-1][len(_OPT_SLASH) :]
-                pieces = (*pieces[:-1], tail)
             n = len(pieces)
             words: list[tuple[Piece, ...]] = [tuple((x, (), literal[k]) for k, x in enumerate(pieces))]
             for other in shadows:
@@ -562,10 +555,11 @@ class UrlWords:
         return out
 
     def _tails_disjoint(self, a: UrlPlan, b: UrlPlan) -> bool:
-        """No URL ends in both tails: different labels (``#`` appears nowhere else in a URL the
-        grammar writes), or, when the URL takes no free query, a query in one only (``?``
-        likewise) or two different sets of fixed pairs without holes."""
-        if a.label != b.label:
+        """No URL ends in both tails: a trailing slash in one only (the tail starts with it),
+        different labels (``#`` appears nowhere else in a URL the grammar writes), or, when the
+        URL takes no free query, a query in one only (``?`` likewise) or two different sets of
+        fixed pairs without holes."""
+        if a.label != b.label or ends_in_slash(a.path) != ends_in_slash(b.path):
             return True
         if self.allow:
             return False

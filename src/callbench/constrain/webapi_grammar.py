@@ -63,7 +63,7 @@ symbols, and a lexer that never cuts a lexeme short where a longer one could go 
 * URLs (``full``) are words of small lexemes merged into a trie of rules per method and quote:
   the opening quote, scheme and host, then one ``/segment`` lexeme each (a literal, or a path
   hole's regex with the text around it; never containing ``/``, so each ends where the next
-  begins), then one tail lexeme (optional ``/``, fixed query, ``#label``, closing quote). A shared
+  begins), then one tail lexeme (the trailing ``/`` where the path key has one, fixed query, ``#label``, closing quote). A shared
   prefix is written once and only the few segments that can follow it are lexemes there (one
   whole-URL regex per template put thousands of lexemes at the URL's start).
 * Shadowing stays in the grammar, exactly as before (so grammar and key tracker still agree on
@@ -107,6 +107,7 @@ from callbench.constrain.url_lexemes import (
     Templates,
     UrlPlan,
     UrlWords,
+    ends_in_slash,
     server_var_rx,
     server_words,
     url_plan,
@@ -1773,7 +1774,7 @@ class _Builder:
         op = next(iter(templates.ops[path].values()))
         plan = url_plan(self.spec, op)
         qholes = {p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema}
-        tail = r"\x2f?"
+        tail = r"\x2f" if ends_in_slash(plan.path) else ""
         free_query = r"[^\x27\x22\x60\x5c\s#]*"
         if plan.query:
             tail += r"\?"

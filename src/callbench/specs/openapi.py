@@ -288,6 +288,10 @@ class _Template:
     # Segments that are nothing but parameters (``{id}``, ``{a}{b}``): a segment with literal
     # text around its parameters (``{id}.json``, ``getCalls(from={a},to={b})``) is more specific.
     n_bare: int = 0
+    # The path ends in ``/`` (``/users/``): only a URL whose path ends in ``/`` matches it, and
+    # only such a template matches that URL (servers route ``/x`` and ``/x/`` apart; the
+    # published WAPIIBench scorer matches the path exactly).
+    slash: bool = False
 
     @cached_property
     def path_enums(self) -> dict[str, frozenset[str]]:
@@ -571,8 +575,10 @@ def _compile_template(
         literal_len += lit + 1
         segs.append(pattern)
         names.append(tuple(found))
+    path = split_path_key(template)[0]
+    slash = len(path) > 1 and path.endswith("/")
     return _Template(
-        template, tuple(segs), tuple(names), n_params, literal_len, operations, fixed, label, items, n_bare
+        template, tuple(segs), tuple(names), n_params, literal_len, operations, fixed, label, items, n_bare, slash
     )
 
 
@@ -705,8 +711,9 @@ class ApiSpec:
         and segments with literal text around their parameters (``{id}.{ext}``,
         ``getCalls(from={a},to={b})``) beat a parameter that could swallow them; then more fixed
         query pairs.
-        A trailing slash is tolerated, and segments are percent-decoded before matching (an
-        encoded ``/`` stays inside its segment). The query matters only to a path key that fixes
+        A trailing slash must be what the path key has (``/x/`` matches ``/x/`` only, ``/x``
+        matches ``/x`` only), and segments are percent-decoded before matching (an encoded ``/``
+        stays inside its segment). The query matters only to a path key that fixes
         one (``/?module=account&action=balance``, ``/#Action=X``): its pairs must be in the
         request, in the URL's query or in ``params`` (axios' query object). A path key with a
         fragment label (``/files/{id}#add_shared_link``) matches a URL naming that label, first
@@ -752,32 +759,23 @@ class ApiSpec:
     def _match_uncached(self, url: str) -> tuple[tuple[_Template, dict[str, str]], ...]:
         found: dict[str, tuple[_Template, dict[str, str]]] = {}
         for api_path in self._api_paths(url):
-            path = api_path.rstrip("/") or "/"
+            slash = len(api_path) > 1 and api_path.endswith("/")
+            path = (api_path[:-1] if slash else api_path) or "/"
             segments = [unquote(s) for s in path.split("/")[1:]]
             n = len(segments)
             candidates = self._by_first.get((n, segments[0]), ()) + self._wild_first.get(n, ())
             for tpl in candidates:
-                if tpl.template in found:
+                if tpl.template in found or tpl.slash != slash:
                     continue
                 params = _match_segments(tpl, segments)
                 if params is not None:
                     found[tpl.template] = (tpl, params)
-        # A trailing slash is tolerated, but where a spec has both ``/x`` and ``/x/`` (real specs
-        # do), the one the URL's own spelling names comes first.
-        try:
-            raw_path = urlsplit(url.strip()).path
-        except ValueError:
-            raw_path = ""
-        slash = len(raw_path) > 1 and raw_path.endswith("/")
 
         def key(tp: tuple[_Template, dict[str, str]]) -> tuple[Any, ...]:
             t = tp[0]
-            path = split_path_key(t.template)[0]
             return (
                 *t.sort_key[:-1],
                 not _patterns_fit(t, tp[1]),  # twins told apart by their parameters' patterns
-                path.rstrip("/"),
-                (len(path) > 1 and path.endswith("/")) != slash,
                 t.template,
             )
 
