@@ -276,7 +276,8 @@ def test_gold_passes_converted_tasks_and_skips_are_listed(tmp_path: Path, capsys
 
 def test_tensor_objects_are_preloaded_from_their_bytes(tmp_path: Path):
     """init_load_info tensors are rebuilt from base64 bytes; RESULT, a one-element tensor, is
-    read as its number (upstream's rule), for the reference and for a model's program alike."""
+    read as its number (upstream's rule), for the reference and for a model's program alike, and
+    numbers compare within upstream's 1e-2."""
     pytest.importorskip("torch")
     from callbench.models.base import ModelOutput
     from callbench.tracks.base import Sample
@@ -293,19 +294,22 @@ def test_tensor_objects_are_preloaded_from_their_bytes(tmp_path: Path):
             _row(3, _tensor_loaded(tensor=big_endian), "Big-endian bytes."),
         ],
     )
-    tasks, skipped = published.load(bench, report=False)
-    assert [t["id"] for t in tasks] == ["stateeval_tensor_000"]
+    # each sandboxed run imports torch: a generous limit, so a busy machine does not skip the task
+    tasks, skipped = published.load(bench, report=False, timeout_s=90)
+    assert [t["id"] for t in tasks] == ["stateeval_tensor_000"], skipped
     task = tasks[0]
     assert task["cases"][0]["expected"]["result"] == 1.0 and task["inputs"] == {"user_tensor_0": "a preloaded tensor"}
     reasons = {s.task: s.reason for s in skipped}
     assert "differs from the published oracle" in reasons["stateeval_tensor_001"]
     assert "init_load_info 'user_tensor_0': not a readable tensor" in reasons["stateeval_tensor_002"]
     assert "not a readable tensor" in reasons["stateeval_tensor_003"]
-    track = StatefulTrack(bench=str(bench))
+    track = StatefulTrack(bench=str(bench), timeout_s=90)
     sample = Sample(id=task["id"], group="tensor", payload=(task, 0), task=task["id"])
     zero_dim = "result = user_tensor_0.sum()\n"  # a 0-dim tensor: upstream reads it as 1.0
     assert track.evaluate(sample, ModelOutput(text=zero_dim, mode="chat")).status == "ok"
-    wrong = "result = user_tensor_0.sum() + 1\n"
+    near = "result = float(user_tensor_0.sum()) + 0.005\n"  # within upstream's 1e-2 (absolute)
+    assert track.evaluate(sample, ModelOutput(text=near, mode="chat")).status == "ok"
+    wrong = "result = user_tensor_0.sum() + 0.02\n"
     assert track.evaluate(sample, ModelOutput(text=wrong, mode="chat")).status == "wrong_result"
 
 

@@ -23,6 +23,8 @@ from callbench.tracks.stateful.services.speech_lab import canonical_calls
 
 pytest.importorskip("requests")
 
+TIMEOUT = 90.0
+
 
 def _parity() -> Path:
     data = Path(
@@ -45,9 +47,9 @@ def _published_cases(d: Path, example_id: int) -> list[dict]:
 
 
 def _gold(bench: Path, out: Path) -> dict:
-    r = CliRunner().invoke(
-        app, ["run", "stateful", "--bench", str(bench), "--model", "gold", "--out", str(out), "--no-progress"]
-    )
+    # a generous limit (each sandboxed tensor run imports torch), so a busy machine skips nothing
+    args = ["run", "stateful", "--bench", str(bench), "--model", "gold", "--out", str(out), "--no-progress"]
+    r = CliRunner().invoke(app, [*args, "--timeout", str(TIMEOUT)])
     assert r.exit_code == 0, r.output
     assert "skipped" not in r.output
     return json.loads(next(out.rglob("summary.json")).read_text())
@@ -57,7 +59,7 @@ def test_voice_tasks_load_with_the_published_oracles_and_gold_passes(tmp_path: P
     d = _split("voice")
     summary = _gold(d, tmp_path / "runs")  # loads (and records the oracles) once; load() below reuses it
     assert summary["metrics"]["pass@1"] == 1.0 and summary["metrics"]["n_tasks"] == 4
-    tasks, skipped = published.load(d, report=False)
+    tasks, skipped = published.load(d, report=False, timeout_s=TIMEOUT)
     assert len(tasks) == 4 and skipped == []
     for t in tasks:
         pub = _published_cases(d, t["source"]["example_id"])
@@ -77,7 +79,7 @@ def test_tensor_tasks_load_with_the_published_oracles_and_gold_passes(tmp_path: 
     d = _split("tensor")
     summary = _gold(d, tmp_path / "runs")
     assert summary["metrics"]["pass@1"] == 1.0 and summary["metrics"]["n_tasks"] == 4
-    tasks, skipped = published.load(d, report=False, timeout_s=20.0)
+    tasks, skipped = published.load(d, report=False, timeout_s=TIMEOUT)
     assert len(tasks) == 4 and skipped == []
     worst = 0.0
     for t in tasks:

@@ -29,9 +29,11 @@ import contextlib
 import math
 import shutil
 import tempfile
+import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from callbench.sandbox.boundary import View
 from callbench.sandbox.program import ProgramLimits, ProgramResult, run_program
 from callbench.tracks.stateful.scenario import Scenario, check_extras
 
@@ -70,6 +72,20 @@ class Outcome:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+_VIEWS: dict[str, View] = {}
+_VIEWS_LOCK = threading.Lock()
+
+
+def _view(setup: str) -> View:
+    """The sandbox view a setup needs, computed once per setup. Evaluation threads run cases at
+    the same time, and CPython 3.11's ``ast.parse`` (which :meth:`View.of_sources` calls) is not
+    safe across threads (``SystemError: AST constructor recursion depth mismatch``)."""
+    with _VIEWS_LOCK:
+        if setup not in _VIEWS:
+            _VIEWS[setup] = View.of_sources(setup)
+        return _VIEWS[setup]
 
 
 def default_limits(scenario: Scenario, timeout_s: float = 20.0, memory_mb: int = 2048) -> ProgramLimits:
@@ -116,6 +132,7 @@ def execute(scenario: Scenario, code: str, case: Case, limits: ProgramLimits | N
             result_vars=[scenario.result_var],
             finalize=rt.finalize,
             services=services,
+            view=_view(rt.setup),
             limits=limits,
         )
         if svc is None:
@@ -149,11 +166,14 @@ def _outcome(scenario: Scenario, res: ProgramResult, state: Any, writes: int | N
     )
 
 
-def judge(scenario: Scenario, expected: Outcome, actual: Outcome) -> tuple[str, str | None]:
-    """("pass" or an error class, a one-line reason)."""
+def judge(
+    scenario: Scenario, expected: Outcome, actual: Outcome, tolerance: tuple[float, float] | None = None
+) -> tuple[str, str | None]:
+    """("pass" or an error class, a one-line reason). ``tolerance`` (rtol, atol) replaces the
+    scenario's for this task (a published tensor task compares as upstream does)."""
     if actual.status != "ok":
         return _FROM_SANDBOX.get(actual.status, "runtime"), actual.error
-    tol = scenario.runtime.tolerance
+    tol = tuple(tolerance) if tolerance is not None else scenario.runtime.tolerance
     if not actual.result_set:
         return "wrong_result", f"the program did not set `{scenario.result_var}`"
     if not same(expected.result, actual.result, tol):

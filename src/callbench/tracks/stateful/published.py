@@ -19,16 +19,21 @@ objects such as tensors; ``init_implicit_dict``: the session service's initial r
 recorded ``result`` (of the program's ``RESULT`` variable) and a ``state_oracle``.
 
 Conversion. Each test case becomes a callbench case: the constants of ``init_local_str`` (plain
-literal assignments only) are the preload, ``init_implicit_dict`` the session service's seed. The
-reference is the published program plus ``result = RESULT``. The oracle is then recorded the way
-callbench's generator records it, by running the reference in callbench's sandbox against
-callbench's service, and cross-checked against the published oracle: the run must succeed, its
-``result`` must agree with the published one (backend-assigned ``id``/``checksum`` keys that the
-published value lacks are ignored, numbers within 1e-2 as upstream compares), and for the session
-scenario every ``source||type`` group of the ``state_oracle`` must match the final rows. A task
-callbench cannot provide (preloaded objects, non-literal constants, an API callbench's service
-does not implement, a disagreeing oracle) is skipped with its reason; every skip is returned,
-counted and printed, never dropped silently.
+literal assignments only) and the objects of ``init_load_info`` (as ``{"__load__": <published
+JSON>}``, rebuilt inside the sandbox by the scenario's setup: speeches for voice, tensors from
+their base64 bytes for tensor) are the preload, ``init_implicit_dict`` the session service's
+seed. The reference is the published program plus ``result = RESULT`` (for tensor, a
+one-element tensor is then read as its number, as upstream records it). The oracle is recorded
+the way callbench's generator records it, by running the reference in callbench's sandbox, and
+cross-checked against the published oracle: the run must succeed, its ``result`` must agree with
+the published one (backend-assigned ``id``/``checksum`` keys that the published value lacks are
+ignored, numbers within 1e-2 as upstream compares, tensors by shape and values), for session
+every ``source||type`` group of the ``state_oracle`` must match the final rows, and for voice
+the published outbound calls must match those of StateGen's voice API
+(:mod:`callbench.tracks.stateful.services.speech_lab`) as a multiset. A task callbench cannot
+provide (objects a scenario does not take, unreadable tensors, non-literal constants, a program
+callbench's service refuses, a disagreeing oracle) is skipped with its reason; every skip is
+returned, counted and printed, never dropped silently.
 """
 
 from __future__ import annotations
@@ -503,6 +508,8 @@ def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if finish:
         extra["result_epilogue"] = finish
+    if row.split == "tensor":  # upstream's threshold: numbers within 1e-2, absolute
+        extra["tolerance"] = [0.0, _TOL]
     if row.split == "voice":  # its programs call StateGen's SpeechLab functions, not callbench's `api`
         extra["doc"] = SPEECH_LAB_DOC
     return {

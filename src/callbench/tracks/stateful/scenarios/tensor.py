@@ -249,8 +249,7 @@ import base64
 import torch
 
 __DTYPES = {"f2": torch.float16, "f4": torch.float32, "f8": torch.float64, "i1": torch.int8, "i2": torch.int16,
-            "i4": torch.int32, "i8": torch.int64, "u1": torch.uint8, "b1": torch.bool,
-            "c8": torch.complex64, "c16": torch.complex128}
+            "i4": torch.int32, "i8": torch.int64, "u1": torch.uint8, "b1": torch.bool}
 
 def __decode_load__(v):
     if isinstance(v, dict):
