@@ -297,5 +297,6 @@ def test_published_prompt_defaults_to_its_models_parser(nestful_dir, model, temp
     assert track.published.key == template and track.parser == parser
     assert track.scoring_fingerprint()["compat_parser"] == parser
     # an explicit --parser wins; without --prompt published the default is lenient
-    assert _track(nestful_dir, prompt="published", model_spec=model, parser="ToolAce-8b").parser == "ToolAce-8b"
+    explicit = _track(nestful_dir, prompt="published", model_spec=model, parser="ToolAce-8b")
+    assert explicit.parser == "ToolAce-8b"
     assert _track(nestful_dir, model_spec=model).parser == "lenient"

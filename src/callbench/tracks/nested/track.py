@@ -524,7 +524,7 @@ class NestedTrack(Track):
         if by_references is not None and by_shape is not None:
             out["by_references"], out["by_shape"] = by_references, by_shape
         if scoring == "compat":  # which published parser read the answers (stored with each verdict)
-            parsers = sorted({str(v.get("parser", "lenient")) for v in scored})
+            parsers = sorted({str(v.get("parser", "not recorded")) for v in scored})
             if parsers:
                 out["compat_parser"] = parsers[0] if len(parsers) == 1 else parsers
         cd = summarize_constraint_stats([(r.stats or {}).get("constraint", {}) for r in results])
