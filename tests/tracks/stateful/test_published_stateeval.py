@@ -313,6 +313,17 @@ def test_tensor_objects_are_preloaded_from_their_bytes(tmp_path: Path):
     assert track.evaluate(sample, ModelOutput(text=wrong, mode="chat")).status == "wrong_result"
 
 
+def test_published_voice_tasks_refuse_mcp_mode(tmp_path: Path):
+    """Their programs call StateGen's functions, which the MCP server's tools are not: one line."""
+    bench = _write_rows(tmp_path / "voice.jsonl", [_row(0, _voice_upstream_api(), "Say hello.")])
+    r = CliRunner().invoke(
+        app, ["run", "stateful", "--bench", str(bench), "--mode", "mcp", "--model", "gold", "--out", str(tmp_path / "r")]
+    )
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "task stateeval_voice_000 calls StateGen's own voice functions" in lines[0]
+
+
 def test_trace_directory_layout(tmp_path: Path):
     d = tmp_path / "session_traces"
     d.mkdir()

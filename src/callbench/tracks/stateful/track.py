@@ -184,6 +184,11 @@ class StatefulTrack(Track):
 
             for t in tasks:
                 check_scenario(t["scenario"], t["id"])
+                if t.get("doc"):  # a published voice task: its API is StateGen's functions, not the server's tools
+                    raise ConfigError(
+                        f"--mode mcp: task {t['id']} calls StateGen's own voice functions (published StateEval), "
+                        "which callbench's MCP server does not offer; run it with --mode program"
+                    )
         n = self.options.samples
         out = []
         for t in tasks:
