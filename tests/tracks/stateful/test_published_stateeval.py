@@ -313,6 +313,20 @@ def test_tensor_objects_are_preloaded_from_their_bytes(tmp_path: Path):
     assert track.evaluate(sample, ModelOutput(text=wrong, mode="chat")).status == "wrong_result"
 
 
+def test_a_result_too_large_for_the_sandbox_is_named(tmp_path: Path, monkeypatch):
+    import dataclasses
+
+    from callbench.tracks.stateful import execution
+    from callbench.tracks.stateful.scenarios import get_scenario
+
+    # the task's result, (speech, True), is about 400 bytes of JSON
+    small = dataclasses.replace(execution.default_limits(get_scenario("voice")), max_result_bytes=100)
+    monkeypatch.setattr(execution, "default_limits", lambda scenario, timeout_s=20.0: small)
+    bench = _write_rows(tmp_path / "voice.jsonl", [_row(0, _voice_upstream_api(), "Say hello.")])
+    tasks, skipped = published.load(bench, report=False)
+    assert not tasks and "the result (" in skipped[0].reason and "larger than the sandbox returns" in skipped[0].reason
+
+
 def test_published_voice_tasks_refuse_mcp_mode(tmp_path: Path):
     """Their programs call StateGen's functions, which the MCP server's tools are not: one line."""
     bench = _write_rows(tmp_path / "voice.jsonl", [_row(0, _voice_upstream_api(), "Say hello.")])

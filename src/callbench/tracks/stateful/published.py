@@ -482,6 +482,10 @@ def convert(row: Row, *, timeout_s: float = 20.0) -> dict[str, Any]:
             raise _Unsupported(
                 f"test case {i}: the reference fails under callbench's {row.split} service ({out.status}: {first[0][:160]})"
             )
+        if isinstance(out.result, dict) and "__too_large__" in out.result:
+            raise _Unsupported(
+                f"test case {i}: the result ({out.result.get('bytes')} bytes as JSON) is larger than the sandbox returns"
+            )
         if not agrees(tc["result"], out.result):
             raise _Unsupported(
                 f"test case {i}: the reference's result under callbench differs from the published oracle"
