@@ -327,6 +327,29 @@ def test_a_result_too_large_for_the_sandbox_is_named(tmp_path: Path, monkeypatch
     assert not tasks and "the result (" in skipped[0].reason and "larger than the sandbox returns" in skipped[0].reason
 
 
+def test_a_published_voice_task_is_scored_as_upstream_scores_it(tmp_path: Path):
+    """A list result in another order passes (upstream matches its elements as a multiset); a
+    missing outbound call is a wrong state; callbench's own `api` does not solve it."""
+    from callbench.models.base import ModelOutput
+    from callbench.tracks.base import Sample
+    from callbench.tracks.stateful.track import StatefulTrack
+
+    bench = _write_rows(tmp_path / "voice.jsonl", [_row(0, _voice_upstream_api(), "Say hello.")])
+    (task,), _ = published.load(bench, report=False)
+    track = StatefulTrack(bench=str(bench))
+    sample = Sample(id=task["id"], group="voice", payload=(task, 0), task=task["id"])
+
+    def status(code: str) -> str:
+        return track.evaluate(sample, ModelOutput(text=code, mode="chat")).status
+
+    speak = "s = text_to_speech(text=user_text_0, voice_name=user_voice)\n"
+    assert status(speak + "ok = make_outbound_call(input_speech=s, voice_name=user_voice)\nresult = [ok, s]\n") == "ok"
+    assert status(speak + "result = [s, True]\n") == "wrong_state"
+    assert status(speak + "ok = make_outbound_call(input_speech=s, voice_name=user_voice)\nresult = [ok, ok]\n") == (
+        "wrong_result"
+    )
+
+
 def test_published_voice_tasks_refuse_mcp_mode(tmp_path: Path):
     """Their programs call StateGen's functions, which the MCP server's tools are not: one line."""
     bench = _write_rows(tmp_path / "voice.jsonl", [_row(0, _voice_upstream_api(), "Say hello.")])

@@ -167,22 +167,44 @@ def _outcome(scenario: Scenario, res: ProgramResult, state: Any, writes: int | N
 
 
 def judge(
-    scenario: Scenario, expected: Outcome, actual: Outcome, tolerance: tuple[float, float] | None = None
+    scenario: Scenario,
+    expected: Outcome,
+    actual: Outcome,
+    tolerance: tuple[float, float] | None = None,
+    unordered_result: bool = False,
 ) -> tuple[str, str | None]:
-    """("pass" or an error class, a one-line reason). ``tolerance`` (rtol, atol) replaces the
-    scenario's for this task (a published tensor task compares as upstream does)."""
+    """("pass" or an error class, a one-line reason). A task may compare as its benchmark's own
+    evaluator does (the published StateEval's): ``tolerance`` (rtol, atol) replaces the scenario's,
+    ``unordered_result`` compares a list result as a multiset of its elements."""
     if actual.status != "ok":
         return _FROM_SANDBOX.get(actual.status, "runtime"), actual.error
     tol = tuple(tolerance) if tolerance is not None else scenario.runtime.tolerance
     if not actual.result_set:
         return "wrong_result", f"the program did not set `{scenario.result_var}`"
-    if not same(expected.result, actual.result, tol):
+    if unordered_result and isinstance(expected.result, list) and isinstance(actual.result, list):
+        result_ok = same_multiset(expected.result, actual.result, tol)
+    else:
+        result_ok = same(expected.result, actual.result, tol)
+    if not result_ok:
         return "wrong_result", f"`{scenario.result_var}` differs from the reference's"
     if not same(expected.state, actual.state, tol):
         return "wrong_state", "the final service state differs from the reference's"
     if expected.writes is not None and actual.writes != expected.writes:
         return "wrong_state", f"{actual.writes} successful writes to the service, the reference made {expected.writes}"
     return "pass", None
+
+
+def same_multiset(a: list[Any], b: list[Any], tol: tuple[float, float] | None) -> bool:
+    """The same elements (each matched to one, under :func:`same`) in any order."""
+    if len(a) != len(b):
+        return False
+    left = list(b)
+    for x in a:
+        hit = next((i for i, y in enumerate(left) if same(x, y, tol)), None)
+        if hit is None:
+            return False
+        left.pop(hit)
+    return True
 
 
 def same(a: Any, b: Any, tol: tuple[float, float] | None) -> bool:

@@ -312,7 +312,7 @@ class StatefulTrack(Track):
         for c in task["cases"]:
             expected = Outcome(**c["expected"])
             actual = execute(scenario, run_code, Case(c["name"], c["preload"], c.get("service_seed")), limits)
-            v, why = judge(scenario, expected, actual, task.get("tolerance"))
+            v, why = judge(scenario, expected, actual, task.get("tolerance"), bool(task.get("unordered_result")))
             cases.append({"case": c["name"], "verdict": v, "reason": why, "duration_s": round(actual.duration_s, 3)})
             if v != "pass":
                 verdict, reason = v, f"case {c['name']}: {why}" if why else f"case {c['name']}"
