@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callbench.errors import ConfigError
-from callbench.tracks.nested.parsing import DEFAULT_LIMITS, ParseLimits, bracket_depth, too_deep
+from callbench.tracks.nested.parsing import DEFAULT_LIMITS, ParseLimits, bracket_depth, parse_python, too_deep
 from callbench.tracks.nested.schema import FINAL_CALL
 
 UPSTREAM_COMMIT = "fc2c4123e73500a56185a5fb354f05d1c8b4890c"
@@ -462,7 +462,7 @@ def _toolace_calls(text: str, limits: ParseLimits) -> list[dict[str, Any]]:
     source = text.strip("[]'")
     if bracket_depth(source) > limits.max_depth:  # where CPython's parser recurses
         raise _Refused(f"nested deeper than {limits.max_depth} levels")
-    tree = ast.parse(source, mode="eval").body
+    tree = parse_python(source).body
     if isinstance(tree, ast.Call):
         return [_toolace_call(tree)]
     calls = []

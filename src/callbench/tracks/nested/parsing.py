@@ -21,8 +21,10 @@ candidate) would cost time quadratic in its length.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -425,6 +427,17 @@ def bracket_depth(src: str) -> int:
     return deepest
 
 
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(source: str, mode: str = "eval") -> Any:
+    """``ast.parse`` under a lock: answers are read in evaluation threads, and concurrent parses on
+    Python 3.11 can fail with SystemError ('AST constructor recursion depth mismatch'), which would
+    turn a readable answer into a parse error at random."""
+    with _AST_LOCK:
+        return ast.parse(source, mode=mode)
+
+
 def pythonic_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> list[dict] | None:
     """Calls written as Python: ``[f(a=1, b="x"), g(c=2)]``, one ``f(...)`` per line, or Gorilla's
     ``<<function>>f(a=1)<<function>>g(b=2)`` (the ToolACE and Gorilla templates ask for this).
@@ -432,8 +445,6 @@ def pythonic_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> list[dict
     Argument values must be literals; positional arguments are named ``arg_0``, ``arg_1``, ... (the
     i-th parameter, as NESTFUL's math tools name them). The calls carry no labels in this form, so
     the k-th call is labelled ``$var_k``. None when nothing parses as calls."""
-    import ast
-
     if len(text) > limits.max_chars:
         return None
     for m in _FENCE.finditer(text):
@@ -482,7 +493,7 @@ def pythonic_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> list[dict
         if bracket_depth(src) > limits.max_depth:
             return None  # deep nesting is where CPython's parser recurses (and 3.11 may raise SystemError)
         try:
-            tree = ast.parse(src.strip(), mode="eval").body
+            tree = parse_python(src.strip()).body
             nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
             out = [convert(n) for n in nodes]
         except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError, SystemError):
