@@ -426,6 +426,7 @@ def test_node_script_matches_sandbox(sb):
     data = json.loads(out.stdout)
     r = sb.run(code)
     assert [json.loads(json.dumps(q)) for q in data["requests"]] == r.requests
+    assert data["raw"] == r.raw and data["sent"] == r.sent
     assert data["console"] == r.console == ["200"]
 
 

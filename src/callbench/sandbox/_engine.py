@@ -307,6 +307,7 @@ class V8Engine:
         status = "ok" if requests else ("runtime_error" if error else "no_request")
         out = {"status": status, "requests": requests, "console": data["console"], "error": error}
         out["marked"] = data.get("marked", -1)
+        out["rejected"] = data.get("rejected", [])
         return out
 
     def _memory_result(self) -> dict:

@@ -29,7 +29,8 @@ globalThis.__callbenchStandin = (function () {
   var MAX_BYTES = 64 * 1024 * 1024; // largest Buffer the stand-in will allocate
   var ACCEPT_DEFAULT = 'application/json, text/plain, */*';
   var METHODS_NO_DATA = ['delete', 'get', 'head', 'options'];
-  var METHODS_WITH_DATA = ['post', 'put', 'patch'];
+  var METHODS_WITH_DATA = ['post', 'put', 'patch', 'query'];
+  var HEADER_BUCKETS = ['get', 'delete', 'head', 'options', 'post', 'put', 'patch', 'purge', 'link', 'unlink', 'query', 'common'];
   var ENTRIES = Symbol('entries');
   var OriginalUint8Array = Uint8Array;
 
@@ -443,6 +444,110 @@ globalThis.__callbenchStandin = (function () {
     }
   }
 
+  // The npm package `form-data` (what Node code gets from require('form-data'); axios depends on
+  // it). Unlike the web FormData above it is a stream, not iterable, keeps every part as
+  // [header, value, footer] in `_streams` (WAPIIBench's mock.js reads the parts from there), and
+  // gives its own multipart headers through getHeaders().  Values as the package keeps them:
+  // numbers, null and undefined become strings; an array is refused (not appended).
+  var PackageFormData = (function () {
+    var PARTS = Symbol('parts');
+    return class FormData {
+      constructor(options) {
+        Object.defineProperty(this, PARTS, { value: [], writable: false, enumerable: false, configurable: false });
+        if (isObject(options)) {
+          Object.keys(options).forEach(function (k) { put(this, k, options[k]); }, this);
+        }
+      }
+
+      append(field, value, options) {
+        if (typeof value === 'number' || value == null) value = String(value);
+        if (Array.isArray(value)) return;
+        if (typeof options === 'string') options = { filename: options };
+        var filename = isObject(options) && options.filename != null ? String(options.filename) : null;
+        var header = '--' + this.getBoundary() + '\r\nContent-Disposition: form-data; name="' +
+          escapeFormParam(field) + '"' + (filename !== null ? '; filename="' + escapeFormParam(filename) + '"' : '') + '\r\n';
+        if (isObject(value) || filename !== null) header += 'Content-Type: application/octet-stream\r\n';
+        this[PARTS].push([header + '\r\n', value, String(field)]);
+      }
+
+      getBoundary() {
+        return this._boundary || PACKAGE_BOUNDARY;
+      }
+
+      setBoundary(boundary) {
+        if (typeof boundary !== 'string') throw new TypeError('FormData boundary must be a string');
+        this._boundary = boundary;
+      }
+
+      getHeaders(userHeaders) {
+        var out = { 'content-type': 'multipart/form-data; boundary=' + this.getBoundary() };
+        if (isObject(userHeaders)) {
+          Object.keys(userHeaders).forEach(function (k) { put(out, k.toLowerCase(), userHeaders[k]); });
+        }
+        return out;
+      }
+
+      // The multipart text (bodies here are text; a Buffer part is written as UTF-8).
+      getBody() {
+        var parts = this[PARTS];
+        var out = '';
+        for (var i = 0; i < parts.length; i++) out += parts[i][0] + partText(parts[i][1]) + '\r\n';
+        return parts.length ? out + '--' + this.getBoundary() + '--\r\n' : '';
+      }
+
+      getBuffer() {
+        return Buffer.from(this.getBody());
+      }
+
+      getLengthSync() {
+        return utf8Encode(this.getBody()).length;
+      }
+
+      getLength(cb) {
+        var n = this.getLengthSync();
+        if (typeof cb === 'function') Promise.resolve().then(function () { cb(null, n); });
+      }
+
+      hasKnownLength() {
+        return true;
+      }
+
+      // [header, value] of every part, as `_streams` holds them (without the footers).
+      parts() {
+        return this[PARTS].map(function (p) { return [p[0], p[1]]; });
+      }
+
+      // [name, value] of every part (the values as the parts carry them, as strings).
+      fields() {
+        return this[PARTS].map(function (p) { return [p[2], partText(p[1])]; });
+      }
+
+      on() { return this; }
+      once() { return this; }
+      pipe(dest) { return dest; }
+
+      toString() {
+        return '[object FormData]';
+      }
+
+      get [Symbol.toStringTag]() {
+        return 'FormData';
+      }
+    };
+  })();
+
+  var PACKAGE_BOUNDARY = '--------------------------000000000000000000000000';
+
+  function escapeFormParam(str) {
+    return String(str).replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
+  }
+
+  function partText(value) {
+    if (typeof value === 'string') return value;
+    var text = bytesToText(value);
+    return text !== null ? text : String(value);
+  }
+
   function parseQueryPairs(str) {
     var out = [];
     str = String(str);
@@ -635,13 +740,24 @@ globalThis.__callbenchStandin = (function () {
 
   // ------------------------------------------------------------------ AxiosHeaders
 
+  // As axios 1.21 stores a header value: a string without control characters (tab kept),
+  // spaces and tabs around it trimmed.
   function normalizeHeaderValue(value) {
     if (value === false || value == null) return value;
-    return Array.isArray(value) ? value.map(normalizeHeaderValue) : String(value);
+    if (Array.isArray(value)) return value.map(normalizeHeaderValue);
+    return String(value).replace(/[\u0000-\u0008\u000a-\u001f\u007f]+/g, '').replace(/^[ \t]+|[ \t]+$/g, '');
   }
 
   function normalizeHeaderName(header) {
     return header && String(header).trim().toLowerCase();
+  }
+
+  // A header named like one of AxiosHeaders' own members (`get`, `set`, `constructor`, ...) is
+  // kept under its capitalized name, as axios 1.21 does (`__proto__` as `__Proto__`).
+  function headerSlot(name) {
+    name = String(name);
+    if (name === '__proto__') return '__Proto__';
+    return hasOwn(AxiosHeaders.prototype, name) ? name[0].toUpperCase() + name.slice(1) : name;
   }
 
   // Headers live as own enumerable properties, as in axios, so interceptors can
@@ -655,10 +771,10 @@ globalThis.__callbenchStandin = (function () {
       var self = this;
       function setHeader(value, name, rw) {
         var lHeader = normalizeHeaderName(name);
-        if (!lHeader) throw new Error('header name must be a non-empty string');
+        if (!lHeader) return;
         var key = findKey(self, lHeader);
         if (!key || self[key] === undefined || rw === true || (rw === undefined && self[key] !== false)) {
-          put(self, key || name, normalizeHeaderValue(value));
+          put(self, headerSlot(key || name), normalizeHeaderValue(value));
         }
       }
       if (isPlainObject(header) || header instanceof AxiosHeaders) {
@@ -741,6 +857,16 @@ globalThis.__callbenchStandin = (function () {
     hasAuthorization() { return this.has('Authorization'); }
     getAccept() { return this.get('Accept'); }
     setAccept(v, rw) { return this.set('Accept', v, rw); }
+    hasAccept() { return this.has('Accept'); }
+    getContentLength() { return this.get('Content-Length'); }
+    setContentLength(v, rw) { return this.set('Content-Length', v, rw); }
+    hasContentLength() { return this.has('Content-Length'); }
+    getAcceptEncoding() { return this.get('Accept-Encoding'); }
+    setAcceptEncoding(v, rw) { return this.set('Accept-Encoding', v, rw); }
+    hasAcceptEncoding() { return this.has('Accept-Encoding'); }
+    getUserAgent() { return this.get('User-Agent'); }
+    setUserAgent(v, rw) { return this.set('User-Agent', v, rw); }
+    hasUserAgent() { return this.has('User-Agent'); }
 
     get [Symbol.toStringTag]() {
       return 'AxiosHeaders';
@@ -814,7 +940,9 @@ globalThis.__callbenchStandin = (function () {
     }
     [a, b].forEach(function (obj) {
       if (!isObject(obj)) return;
-      Object.keys(obj).forEach(function (k) { assign(obj[k], k); });
+      Object.keys(obj).forEach(function (k) {
+        if (k !== '__proto__' && k !== 'constructor' && k !== 'prototype') assign(obj[k], k);
+      });
     });
     return result;
   }
@@ -869,10 +997,21 @@ globalThis.__callbenchStandin = (function () {
 
   // ------------------------------------------------------------------ request bodies (axios transformRequest)
 
+  // axios' isFormData: the web FormData, the `form-data` package, or anything with append()
+  // whose tag or toString says FormData (not a plain object).
   function isFormDataLike(v) {
-    return v instanceof FormData ||
-      (isObject(v) && typeof v.append === 'function' && typeof v.entries === 'function' &&
-        Object.prototype.toString.call(v) === '[object FormData]');
+    if (!isObject(v)) return false;
+    if (v instanceof FormData || v instanceof PackageFormData) return true;
+    var proto = Object.getPrototypeOf(v);
+    if (!proto || proto === Object.prototype || typeof v.append !== 'function') return false;
+    var tag = Object.prototype.toString.call(v);
+    return tag === '[object FormData]' || (tag === '[object Object]' && typeof v.toString === 'function' && v.toString() === '[object FormData]');
+  }
+
+  // The [name, value] pairs of a FormData of either kind.
+  function formEntries(fd) {
+    if (fd instanceof PackageFormData) return fd.fields();
+    return typeof fd.entries === 'function' ? Array.from(fd.entries()) : null;
   }
 
   function isURLSearchParamsLike(v) {
@@ -891,12 +1030,12 @@ globalThis.__callbenchStandin = (function () {
     return endsWith(key, '[]') ? key.slice(0, -2) : key;
   }
 
-  function renderKey(path, key) {
+  function renderKey(path, key, dots) {
     if (!path) return key;
     return path.concat(key).map(function (token, i) {
       token = removeBrackets(String(token));
-      return i ? '[' + token + ']' : token;
-    }).join('');
+      return !dots && i ? '[' + token + ']' : token;
+    }).join(dots ? '.' : '');
   }
 
   function convertFormValue(value) {
@@ -906,25 +1045,36 @@ globalThis.__callbenchStandin = (function () {
     return value;
   }
 
-  // axios' toFormData visitor: nested objects -> a[b], flat arrays -> a[]
-  function visitForm(obj, append) {
+  // axios' toFormData visitor: nested objects -> a[b], flat arrays -> a[] (options: dots,
+  // indexes, metaTokens, as axios' formSerializer / paramsSerializer take them).
+  function visitForm(obj, append, options) {
     if (!isObject(obj)) throw new TypeError('data must be an object');
+    var opt = function (name, fallback) {
+      var v = isObject(options) ? options[name] : undefined;
+      return v === undefined ? fallback : v;
+    };
+    var dots = opt('dots', false);
+    var indexes = opt('indexes', false);
+    var metaTokens = opt('metaTokens', true);
     var stack = [];
     function visitor(value, key, path) {
       var arr = value;
       if (value && !path && typeof value === 'object') {
         if (endsWith(key, '{}')) {
+          key = metaTokens ? key : key.slice(0, -2);
           value = JSON.stringify(value);
         } else if ((Array.isArray(value) && !value.some(isVisitable)) || (endsWith(key, '[]') && (arr = Array.from(value)))) {
           key = removeBrackets(key);
-          arr.forEach(function (el) {
-            if (!(el === undefined || el === null)) append(key + '[]', convertFormValue(el));
+          arr.forEach(function (el, index) {
+            if (!(el === undefined || el === null)) {
+              append(indexes === true ? renderKey([key], index, dots) : indexes === null ? key : key + '[]', convertFormValue(el));
+            }
           });
           return false;
         }
       }
       if (isVisitable(value)) return true;
-      append(renderKey(path, key), convertFormValue(value));
+      append(renderKey(path, key, dots), convertFormValue(value));
       return false;
     }
     function build(value, path) {
@@ -945,6 +1095,8 @@ globalThis.__callbenchStandin = (function () {
   }
 
   function formDataToJSON(fd) {
+    // axios reads FormData through entries(): the `form-data` package has none (-> null)
+    if (fd instanceof PackageFormData || typeof fd.entries !== 'function') return null;
     return entriesToObject(Array.from(fd.entries()));
   }
 
@@ -978,7 +1130,8 @@ globalThis.__callbenchStandin = (function () {
         return usp.toString();
       }
       if (contentType.indexOf('multipart/form-data') > -1) {
-        var fd = new FormData();
+        // axios' env.FormData under Node is the `form-data` package
+        var fd = new PackageFormData();
         visitForm(data, function (k, v) { fd.append(k, v); });
         return fd;
       }
@@ -1072,7 +1225,7 @@ globalThis.__callbenchStandin = (function () {
     contentType = String(contentType || '').toLowerCase();
     if (data === null) return {};
     if (typeof data === 'string') return decodeText(data, contentType);
-    if (isFormDataLike(data)) return entriesToObject(Array.from(data.entries()));
+    if (isFormDataLike(data)) return entriesToObject(formEntries(data) || []);
     var text = bytesToText(data);
     if (text !== null) return decodeText(text, contentType);
     return jsonClone(data);
@@ -1126,6 +1279,281 @@ globalThis.__callbenchStandin = (function () {
     if (typeof params === 'string') return splitUrl(null, '?' + params).query || {};
     var clone = jsonClone(params);
     return isObject(clone) ? clone : {};
+  }
+
+  // ------------------------------------------------------------------ the adapter's config (raw)
+
+  // JSON.stringify's view of a value, as a logger of the config writes it.
+  function jsonFacts(v) {
+    try {
+      var s = JSON.stringify(v);
+      return s === undefined ? { json_absent: true } : { json: JSON.parse(s) };
+    } catch (e) {
+      return { json_error: describeError(e) };
+    }
+  }
+
+  function typeName(v) {
+    if (v === null) return 'null';
+    if (Array.isArray(v)) return 'array';
+    return typeof v;
+  }
+
+  // The config as axios hands it to its adapter (what axios-mock-adapter's reply function gets),
+  // reduced to the facts a logger of it can see: WAPIIBench's published mock.js logs this config
+  // after its own changes (tracks/webapi/upstream_mock.py does those in Python).  Values are
+  // JSON.stringify's view; `params` and `data` also say what kind of value they are, since
+  // mock.js treats kinds differently (a URLSearchParams serializes as {}, a FormData is read from
+  // the parts of the `form-data` package).
+  function rawView(config) {
+    var out = { method: config.method };
+    var url = config.url;
+    out.url = { type: typeName(url) };
+    if (typeof url !== 'symbol') out.url.text = String(url);
+    out.params = { present: hasOwn(config, 'params') };
+    if (out.params.present) {
+      var p = config.params;
+      out.params.type = typeName(p);
+      out.params.to_json = isObject(p) && typeof p.toJSON === 'function';
+      Object.assign(out.params, jsonFacts(p));
+    }
+    var d = config.data;
+    out.data = { type: typeName(d), falsy: !d };
+    if (typeof d === 'string') out.data.text = d;
+    else if (isObject(d)) {
+      var ctor = d.constructor;
+      out.data.ctor = ctor == null ? null : String(ctor.name);
+      // a `form-data` object is read from its parts (its JSON is the package's internals)
+      if (d instanceof PackageFormData) out.data.parts = d.parts().map(function (part) { return [part[0], jsonFacts(part[1])]; });
+      else Object.assign(out.data, jsonFacts(d));
+    } else if (d !== undefined) Object.assign(out.data, jsonFacts(d));
+    out.headers = jsonFacts(config.headers).json;
+    if (hasOwn(config, 'path_params')) out.path_params = jsonFacts(config.path_params);
+    var whole = jsonFacts(config);
+    if (whole.json_error) out.json_error = whole.json_error;
+    return out;
+  }
+
+  // ------------------------------------------------------------------ what goes on the wire (sent)
+
+  var AXIOS_VERSION = '1.21.1';
+  var NO_BODY_METHODS = ['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'];
+  var FORM_BOUNDARY = 'axios-1.21.1-boundary-0000000000000000000000000';
+  var ABSOLUTE_RE = /^([a-z][a-z\d+\-.]*:)?\/\//i;
+  var MISSING_SLASHES_RE = /^https?:(?!\/\/)/i;
+  var SPECIAL_PORTS = { 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443', 'ftp:': '21', 'file:': '' };
+
+  // axios' buildURL encoding of query keys and values (encodeURIComponent, then : $ , and space back).
+  function axiosEncode(val) {
+    return encodeURIComponent(val).replace(/%3A/gi, ':').replace(/%24/g, '$').replace(/%2C/gi, ',').replace(/%20/g, '+');
+  }
+
+  // encodeURIComponent, with a lone surrogate written as U+FFFD (where the real one throws, the
+  // WHATWG URL parser and TextEncoder replace).
+  function utf8Percent(ch) {
+    var bytes = utf8Encode(ch);
+    var out = '';
+    for (var i = 0; i < bytes.length; i++) out += '%' + (bytes[i] < 16 ? '0' : '') + bytes[i].toString(16).toUpperCase();
+    return out;
+  }
+
+  function percentEncode(str, set) {
+    var out = '';
+    for (var i = 0; i < str.length; i++) {
+      var c = str.charCodeAt(i);
+      var ch = str[i];
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < str.length) {
+        var d = str.charCodeAt(i + 1);
+        if (d >= 0xdc00 && d <= 0xdfff) {
+          out += utf8Percent(ch + str[i + 1]);
+          i++;
+          continue;
+        }
+      }
+      if (c < 0x21 || c > 0x7e || set.indexOf(ch) !== -1) out += utf8Percent(ch);
+      else out += ch;
+    }
+    return out;
+  }
+
+  var PATH_SET = '"#<>?`{}';
+  var QUERY_SET = '"#<>\'';
+  var USERINFO_SET = '"#<>?`{}/:;=@[\\]^|';
+
+  function isDotSegment(seg) {
+    return seg === '.' || seg.toLowerCase() === '%2e';
+  }
+
+  function isDotDotSegment(seg) {
+    var s = seg.toLowerCase();
+    return s === '..' || s === '.%2e' || s === '%2e.' || s === '%2e%2e';
+  }
+
+  // What the WHATWG URL parser (Node's `new URL`, which axios' http adapter uses) makes of an
+  // absolute http(s) URL: host lowercased, default port dropped, `\` read as `/`, dot segments
+  // (also `%2e`) removed, and the characters a path or a query cannot carry raw percent-encoded.
+  // IDNA (non-ASCII host names) is not done.  Throws TypeError('Invalid URL') as Node does.
+  function wireUrl(input) {
+    var s = String(input).replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '').replace(/[\t\n\r]/g, '');
+    var m = /^([a-zA-Z][a-zA-Z\d+.-]*):/.exec(s);
+    if (!m) throw new TypeError('Invalid URL');
+    var protocol = m[1].toLowerCase() + ':';
+    var rest = s.slice(m[0].length);
+    if (!hasOwn(SPECIAL_PORTS, protocol) || protocol === 'file:') return { protocol: protocol };
+    rest = rest.replace(/^[/\\]*/, '');
+    var end = rest.search(/[/\\?#]/);
+    var authority = end === -1 ? rest : rest.slice(0, end);
+    rest = end === -1 ? '' : rest.slice(end);
+    var username = '';
+    var password = '';
+    var at = authority.lastIndexOf('@');
+    if (at !== -1) {
+      var info = authority.slice(0, at);
+      authority = authority.slice(at + 1);
+      var colon = info.indexOf(':');
+      username = percentEncode(colon === -1 ? info : info.slice(0, colon), USERINFO_SET);
+      password = colon === -1 ? '' : percentEncode(info.slice(colon + 1), USERINFO_SET);
+    }
+    var hm = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(authority);
+    if (!hm) throw new TypeError('Invalid URL');
+    var hostname = safeDecode(hm[1]).toLowerCase();
+    if (!hostname || /[\u0000-\u0020#%/:<>?@[\\\]^|]/.test(hostname.replace(/^\[(.*)\]$/, 'x'))) throw new TypeError('Invalid URL');
+    var port = hm[2] || '';
+    if (port) {
+      if (Number(port) > 65535) throw new TypeError('Invalid URL');
+      port = String(Number(port));
+      if (port === SPECIAL_PORTS[protocol]) port = '';
+    }
+    var hash = rest.indexOf('#');
+    if (hash !== -1) rest = rest.slice(0, hash);
+    var q = rest.indexOf('?');
+    var query = q === -1 ? null : rest.slice(q + 1);
+    var rawPath = q === -1 ? rest : rest.slice(0, q);
+    var segs = rawPath === '' ? [] : rawPath.slice(1).split(/[/\\]/);
+    var out = [];
+    for (var i = 0; i < segs.length; i++) {
+      var seg = segs[i];
+      var last = i === segs.length - 1;
+      if (isDotDotSegment(seg)) {
+        out.pop();
+        if (last) out.push('');
+      } else if (isDotSegment(seg)) {
+        if (last) out.push('');
+      } else out.push(percentEncode(seg, PATH_SET));
+    }
+    var pathname = '/' + out.join('/');
+    var search = query ? '?' + percentEncode(query, QUERY_SET) : '';
+    var host = hostname + (port ? ':' + port : '');
+    return {
+      protocol: protocol, username: username, password: password, hostname: hostname, port: port,
+      host: host, pathname: pathname, search: search
+    };
+  }
+
+  // axios' buildURL: the params serialized (by the paramsSerializer, a URLSearchParams' own
+  // toString, or axios' form-style encoding) and appended to the URL.
+  function buildQueryURL(url, params, serializer) {
+    if (!params) return url;
+    var options = typeof serializer === 'function' ? { serialize: serializer } : serializer;
+    var encode = isObject(options) && typeof options.encode === 'function' ? options.encode : axiosEncode;
+    var serialize = isObject(options) && typeof options.serialize === 'function' ? options.serialize : null;
+    var query;
+    if (serialize) query = serialize(params, options);
+    else if (isURLSearchParamsLike(params)) query = params.toString();
+    else {
+      var pairs = [];
+      visitForm(params, function (k, v) { pairs.push([k, v]); }, options);
+      query = pairs.map(function (pair) {
+        var enc = function (x) { return encode === axiosEncode ? axiosEncode(x) : encode.call(null, x, formEncode); };
+        return enc(pair[0]) + '=' + enc(pair[1]);
+      }).join('&');
+    }
+    if (query) {
+      var hashAt = url.indexOf('#');
+      if (hashAt !== -1) url = url.slice(0, hashAt);
+      url += (url.indexOf('?') === -1 ? '?' : '&') + query;
+    }
+    return url;
+  }
+
+  // A header value as Node's http client gets it from axios (bytes outside Latin-1 and
+  // control characters dropped, surrounding blanks trimmed).
+  function byteStringValue(v) {
+    if (Array.isArray(v)) return v.map(byteStringValue);
+    return String(v).replace(/[^\u0009\u0020-\u007e\u0080-\u00ff]+/g, '').replace(/^[ \t]+|[ \t]+$/g, '');
+  }
+
+  function multipartBody(form, boundary) {
+    var out = '';
+    var list = entriesOf(form);
+    for (var i = 0; i < list.length; i++) {
+      out += '--' + boundary + '\r\nContent-Disposition: form-data; name="' + escapeFormParam(list[i][0]) + '"\r\n\r\n' +
+        String(list[i][1]).replace(/\r?\n|\r\n?/g, '\r\n') + '\r\n';
+    }
+    return out + '--' + boundary + '--\r\n';
+  }
+
+  // The request axios' Node http adapter would write for this config: method, URL, request
+  // target (path and query as sent), headers (User-Agent, Accept-Encoding, Content-Length,
+  // multipart boundaries and the Basic `Authorization` an `auth` option makes, replacing any
+  // other) and the body as text.  Multipart boundaries are fixed placeholders (axios draws them
+  // at random).  `error`: why the adapter would send nothing (it rejects instead).
+  function sentView(config) {
+    try {
+      var url = config.url;
+      var base = config.baseURL;
+      if (typeof url === 'string' && MISSING_SLASHES_RE.test(url)) throw new Error('Invalid URL: missing "//" after protocol');
+      var fullPath = url;
+      if (base && (typeof url !== 'string' || !ABSOLUTE_RE.test(url) || config.allowAbsoluteUrls === false)) {
+        if (typeof base === 'string' && MISSING_SLASHES_RE.test(base)) throw new Error('Invalid URL: missing "//" after protocol');
+        var b = String(base).replace(/\/+$/, '');
+        fullPath = url ? b + '/' + String(url).replace(/^\/+/, '') : String(base);
+      }
+      var parsed = wireUrl(fullPath);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('Unsupported protocol ' + parsed.protocol);
+      var headers = new AxiosHeaders(config.headers).normalize();
+      headers.set('User-Agent', 'axios/' + AXIOS_VERSION, false);
+      var data = config.data;
+      var body = null;
+      if (data instanceof FormData) {
+        var userBoundary = /boundary=([-_\w\d]{10,70})/i.exec(String(headers.getContentType() || ''));
+        var boundary = userBoundary ? userBoundary[1] : FORM_BOUNDARY;
+        body = multipartBody(data, boundary);
+        headers.set({ 'Content-Type': 'multipart/form-data; boundary=' + boundary, 'Content-Length': String(utf8Encode(body).length) });
+      } else if (data instanceof PackageFormData) {
+        headers.set(data.getHeaders());
+        body = data.getBody();
+        if (!headers.has('Content-Length')) headers.set('Content-Length', String(utf8Encode(body).length));
+      } else if (data) {
+        if (typeof data === 'string') body = data;
+        else if (isBinary(data)) body = bytesToText(data);
+        else throw new Error('Data after transformation must be a string, an ArrayBuffer, a Buffer, or a Stream');
+        headers.set('Content-Length', String(utf8Encode(body).length), false);
+      }
+      var auth = null;
+      if (config.auth) auth = String(config.auth.username || '') + ':' + String(config.auth.password || '');
+      if (!auth && (parsed.username || parsed.password)) auth = safeDecode(parsed.username) + ':' + safeDecode(parsed.password);
+      if (auth) headers.delete('authorization');
+      var target = buildQueryURL(parsed.pathname + parsed.search, config.params, config.paramsSerializer).replace(/^\?/, '');
+      // Node's http client refuses a request target with characters it cannot send raw
+      if (/[^\u0021-\u00ff]/.test(target)) throw new TypeError('Request path contains unescaped characters');
+      // and writes `Content-Length: 0` for a method that may carry a body when there is none
+      if (body === null && NO_BODY_METHODS.indexOf(String(config.method).toUpperCase()) === -1) headers.set('Content-Length', '0', false);
+      headers.set('Accept-Encoding', 'gzip, compress, deflate, br', false);
+      var sentHeaders = {};
+      var json = headers.toJSON();
+      Object.keys(json).forEach(function (k) { put(sentHeaders, k, byteStringValue(json[k])); });
+      if (auth) put(sentHeaders, 'Authorization', 'Basic ' + base64Encode(utf8Encode(auth), 0, utf8Encode(auth).length, false));
+      return {
+        method: String(config.method).toUpperCase(),
+        url: parsed.protocol + '//' + parsed.host + target,
+        target: target,
+        headers: sentHeaders,
+        body: body
+      };
+    } catch (e) {
+      return { error: describeError(e) };
+    }
   }
 
   // ------------------------------------------------------------------ console
@@ -1283,6 +1711,8 @@ globalThis.__callbenchStandin = (function () {
       rec.headers = headers.toJSON();
       if (config.data !== undefined) rec.data = decodeBody(config.data, headers.getContentType());
       rec.syntax = syntax;
+      rec.raw = rawView(config);
+      rec.sent = sentView(config);
       if (marked && state.markedIndex === -1) state.markedIndex = state.requests.length;
       state.requests.push(JSON.stringify(rec));
     }
@@ -1299,7 +1729,7 @@ globalThis.__callbenchStandin = (function () {
       }
       config.headers.normalize();
       config.data = data;
-      if (METHODS_WITH_DATA.indexOf(config.method) !== -1) {
+      if (['post', 'put', 'patch'].indexOf(config.method) !== -1) {
         config.headers.setContentType('application/x-www-form-urlencoded', false);
       }
       record(config, syntax, marked);
@@ -1330,10 +1760,14 @@ globalThis.__callbenchStandin = (function () {
       }
       config = mergeConfig(ctx.defaults, config);
       config.method = String(config.method || ctx.defaults.method || 'get').toLowerCase();
+      // axios 1.21: the `common` and per-method defaults are buckets (plain objects); a header
+      // literally named like a method (`get: 'x'`) is a header
       var headers = config.headers;
-      var contextHeaders = headers && deepMerge(false, headers.common, headers[config.method]);
+      var isBucket = function (v) { return v == null || isPlainObject(v) || v instanceof AxiosHeaders; };
+      var contextHeaders = headers && deepMerge(false, isBucket(headers.common) ? headers.common : undefined,
+        isBucket(headers[config.method]) ? headers[config.method] : undefined);
       if (headers) {
-        ['delete', 'get', 'head', 'post', 'put', 'patch', 'common'].forEach(function (m) { delete headers[m]; });
+        HEADER_BUCKETS.forEach(function (m) { if (isBucket(headers[m])) delete headers[m]; });
       }
       config.headers = AxiosHeaders.concat(contextHeaders, headers);
 
@@ -1383,6 +1817,22 @@ globalThis.__callbenchStandin = (function () {
       return target.url + (q ? '?' + q : '');
     }
 
+    // axios 1.x entry points are async functions: whatever goes wrong before the request is
+    // dispatched rejects the promise they return, and a rejection is recorded (WAPIIBench's
+    // scorer runs code in which such a promise is never handled: Node then exits with an error).
+    function settled(run) {
+      var promise;
+      try {
+        promise = run();
+      } catch (err) {
+        promise = Promise.reject(err);
+      }
+      Promise.resolve(promise).then(undefined, function (e) {
+        if (!state.closed && state.rejected.length < 20) state.rejected.push(describeError(e));
+      });
+      return promise;
+    }
+
     function createInstance(defaultConfig, top) {
       var ctx = {
         defaults: defaultConfig,
@@ -1391,11 +1841,11 @@ globalThis.__callbenchStandin = (function () {
       // Every entry point takes (...args[, mark]): see `unmark`.
       var instance = function axios() {
         var a = unmark(arguments);
-        return request(ctx, a[0], a[1], top ? 'config' : 'instance', a.marked);
+        return settled(function () { return request(ctx, a[0], a[1], top ? 'config' : 'instance', a.marked); });
       };
       instance.request = function () {
         var a = unmark(arguments);
-        return request(ctx, a[0], a[1], top ? 'request' : 'instance', a.marked);
+        return settled(function () { return request(ctx, a[0], a[1], top ? 'request' : 'instance', a.marked); });
       };
       var syntax = top ? 'method' : 'instance';
       METHODS_NO_DATA.forEach(function (m) {
@@ -1403,7 +1853,11 @@ globalThis.__callbenchStandin = (function () {
           var a = unmark(arguments);
           var url = a[0];
           var config = a[1];
-          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: (config || {}).data }), undefined, syntax, a.marked);
+          return settled(function () {
+            return request(ctx, mergeConfig(config || {}, {
+              method: m, url: url, data: config && hasOwn(config, 'data') ? config.data : undefined
+            }), undefined, syntax, a.marked);
+          });
         };
       });
       METHODS_WITH_DATA.forEach(function (m) {
@@ -1412,16 +1866,21 @@ globalThis.__callbenchStandin = (function () {
           var url = a[0];
           var data = a[1];
           var config = a[2];
-          return request(ctx, mergeConfig(config || {}, { method: m, url: url, data: data }), undefined, syntax, a.marked);
+          return settled(function () {
+            return request(ctx, mergeConfig(config || {}, { method: m, headers: {}, url: url, data: data }), undefined, syntax, a.marked);
+          });
         };
+        if (m === 'query') return; // no queryForm: a QUERY carries no form
         instance[m + 'Form'] = function () {
           var a = unmark(arguments);
           var url = a[0];
           var data = a[1];
           var config = a[2];
-          return request(ctx, mergeConfig(config || {}, {
-            method: m, url: url, data: data, headers: { 'Content-Type': 'multipart/form-data' }
-          }), undefined, syntax, a.marked);
+          return settled(function () {
+            return request(ctx, mergeConfig(config || {}, {
+              method: m, headers: { 'Content-Type': 'multipart/form-data' }, url: url, data: data
+            }), undefined, syntax, a.marked);
+          });
         };
       });
       instance.getUri = function (config) { return getUri(ctx, config); };
@@ -1442,7 +1901,7 @@ globalThis.__callbenchStandin = (function () {
     axios.AxiosHeaders = AxiosHeaders;
     axios.isCancel = function (v) { return !!(v && v.__CANCEL__); };
     axios.isAxiosError = function (v) { return isObject(v) && v.isAxiosError === true; };
-    axios.VERSION = '1.7.9';
+    axios.VERSION = AXIOS_VERSION;
     axios.all = function (promises) { return Promise.all(promises); };
     axios.spread = function (cb) { return function (arr) { return cb.apply(null, arr); }; };
     axios.toFormData = function (obj, fd) {
@@ -1627,6 +2086,7 @@ globalThis.__callbenchStandin = (function () {
     function require(name) {
       var n = String(name);
       if (n === 'axios' || n.slice(0, 6) === 'axios/') return axios;
+      if (n === 'form-data') return PackageFormData;
       var bare = n.slice(0, 5) === 'node:' ? n.slice(5) : n;
       if (REFUSED_MODULES.indexOf(bare) !== -1) throw new Error("require('" + n + "') is not allowed in the sandbox");
       return stubs.module(n);
@@ -1703,7 +2163,8 @@ globalThis.__callbenchStandin = (function () {
       closed: false,
       deferred: [],
       mark: Object.freeze({}),
-      markedIndex: -1
+      markedIndex: -1,
+      rejected: []
     };
     var consoleObj = makeConsole(state);
     var axios = makeAxios(state);
@@ -1783,7 +2244,8 @@ globalThis.__callbenchStandin = (function () {
         return '{"requests":[' + state.requests.join(',') + '],"console":' + JSON.stringify(state.console) +
           ',"error":' + JSON.stringify(error || null) + ',"exited":' + (state.exited ? 'true' : 'false') +
           ',"settled":' + (settled ? 'true' : 'false') + ',"requests_dropped":' + state.requestsDropped +
-          ',"console_dropped":' + state.consoleDropped + ',"marked":' + state.markedIndex + '}';
+          ',"console_dropped":' + state.consoleDropped + ',"marked":' + state.markedIndex +
+          ',"rejected":' + JSON.stringify(state.rejected) + '}';
       }
     };
     return { bindings: bindings, recorder: recorder, describeError: describeError, mark: state.mark };
@@ -1811,9 +2273,12 @@ globalThis.__callbenchStandin = (function () {
     isIndex, assignNested, arrayify, entriesToObject, parseFormBody, decodeText,
     decodeBody, splitUrl, paramsToObject, formatValue, makeConsole, Timeout,
     makeTimers, makeDefaults, InterceptorManager, makeAxios, makeRequire, makeProcess, makeStubs,
-    stubToPrimitive, stubToString, REFUSED_MODULES,
+    stubToPrimitive, stubToString, REFUSED_MODULES, PackageFormData, escapeFormParam, partText, jsonFacts,
+    typeName, rawView, axiosEncode, utf8Percent, percentEncode, isDotSegment, isDotDotSegment, wireUrl,
+    buildQueryURL, byteStringValue, multipartBody, sentView, SPECIAL_PORTS,
     createEnv,
-    METHODS_NO_DATA, METHODS_WITH_DATA, ENTRIES, DEFAULT_PORTS, FROM_CONFIG2, DEFAULT_TO_CONFIG2, URL_RE, FORM_RE
+    METHODS_NO_DATA, METHODS_WITH_DATA, ENTRIES, DEFAULT_PORTS, FROM_CONFIG2, DEFAULT_TO_CONFIG2, URL_RE, FORM_RE,
+    ABSOLUTE_RE, MISSING_SLASHES_RE, HEADER_BUCKETS, NO_BODY_METHODS, formEntries, headerSlot
   ];
   return createEnv;
 })();

@@ -154,7 +154,13 @@ class JsResult:
     configs in call order.  error: one-line message or None.  code: the code that
     actually ran (after extraction).  console: captured console output lines.
     elapsed_s: wall time of the whole `run` call.  stubbed_modules: modules other than axios
-    the code that ran requires by a literal name; each got an inert stand-in.
+    the code that ran requires by a literal name; each got an inert stand-in.  rejected: one line
+    per promise an axios call returned that rejected (handled or not), in order.
+
+    raw: per request (aligned with `requests`), the config as axios hands it to its adapter, as a
+    logger of it sees it (what WAPIIBench's mock.js reads: see ``rawView`` in the stand-in).  sent:
+    per request, what axios' Node http adapter would write (method, url, target, headers, body), or
+    ``{"error": ...}`` where it would send nothing (see ``sentView``).
     """
 
     status: str
@@ -165,6 +171,9 @@ class JsResult:
     console: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     stubbed_modules: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    raw: list[dict] = field(default_factory=list)
+    sent: list[dict] = field(default_factory=list)
 
 
 def _check_definitions(definitions: dict | None) -> str | None:
@@ -218,6 +227,8 @@ class _Job:
 
     def result(self, out: dict) -> JsResult:
         requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
+        raw = [r.pop("raw", {}) for r in requests]
+        sent = [r.pop("sent", {}) for r in requests]
         status, error = out["status"], out.get("error")
         if error is not None:
             error = " ".join(str(error).split())[:500]
@@ -236,6 +247,9 @@ class _Job:
             console=list(out.get("console", [])),
             elapsed_s=time.perf_counter() - self.started,
             stubbed_modules=list(self.stubbed),
+            rejected=[str(r) for r in out.get("rejected", [])],
+            raw=raw,
+            sent=sent,
         )
 
 
@@ -545,7 +559,8 @@ def _clip(text: str, limit: int = 80) -> str:
 def node_script(code: str, definitions: dict | None = None, *, extract: bool = True) -> str:
     """A standalone Node.js program that runs `code` against the same stand-in.
 
-    It prints one JSON line: {"requests": [...], "console": [...], "error": ..., ...}.
+    It prints one JSON line: {"requests": [...], "raw": [...], "sent": [...], "console": [...],
+    "error": ..., ...}.
     For benchmarks that compare the V8 sandbox with `node` per sample; the sandbox
     itself never uses node.  Returns "" if extraction finds nothing runnable.
     """
@@ -560,11 +575,19 @@ def node_script(code: str, definitions: dict | None = None, *, extract: bool = T
     defs_js = "null" if defs_json is None else f"JSON.parse({json.dumps(defs_json)})"
     driver = f"""
 process.on('unhandledRejection', function () {{}});
+// as JsResult holds them: each request's raw and sent views in lists of their own
+function apart(text) {{
+  var out = JSON.parse(text);
+  out.requests = out.requests.map(function (q) {{ return typeof q === 'string' ? JSON.parse(q) : q; }});
+  out.raw = out.requests.map(function (q) {{ var v = q.raw; delete q.raw; return v; }});
+  out.sent = out.requests.map(function (q) {{ var v = q.sent; delete q.sent; return v; }});
+  return JSON.stringify(out);
+}}
 __callbench.start({json.dumps(run_code)}, {defs_js}, {json.dumps(list(declared))}, {{}}, null);
 (function loop(n) {{
   setImmediate(function () {{
     var r = n >= 100 ? __callbench.finish() : __callbench.settle();
-    if (typeof r === 'string') process.stdout.write(r + '\\n');
+    if (typeof r === 'string') process.stdout.write(apart(r) + '\\n');
     else loop(n + 1);
   }});
 }})(0);

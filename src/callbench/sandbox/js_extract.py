@@ -78,6 +78,7 @@ __all__ = [
     "budget_error",
     "extract_invocation",
     "prepare_code",
+    "script_problem",
     "strip_fences",
 ]
 
@@ -104,6 +105,7 @@ REQUEST_METHODS = frozenset(
         "post",
         "put",
         "patch",
+        "query",
         "postForm",
         "putForm",
         "patchForm",
@@ -1355,3 +1357,38 @@ def prepare_code(code: str) -> tuple[str, tuple[str, ...]]:
         pos = c.end_byte
     out.append(src.slice(pos, len(src.data)))
     return "".join(out), tuple(dict.fromkeys(declared))
+
+
+def script_problem(code: str, predeclared: Iterable[str] = ()) -> str | None:
+    """Why Node would not even start ``code`` as a CommonJS script (the sandbox runs code as the
+    body of an async function, which accepts more), or None: ``import``/``export`` statements,
+    ``await`` outside any function, or a top-level declaration of a name the script's prelude
+    already declares (``predeclared``). Used by compat scoring, whose published scorer runs the
+    model's call that way (see tracks/webapi/upstream_call.py)."""
+    if budget_error(code) is not None:
+        return None  # the sandbox rejects it anyway
+    src = _Src(code)
+    root = _parser().parse(src.data).root_node
+    taken = set(predeclared)
+    for c in root.children:
+        if c.type in ("import_statement", "export_statement"):
+            return "SyntaxError: Cannot use import statement outside a module"
+        for name in _declared(c, src, lexical_only=False):
+            if name in taken:
+                return f"SyntaxError: Identifier '{name}' has already been declared"
+    for n in _walk(root):
+        top_level_await = n.type == "await_expression" or (
+            n.type == "for_in_statement" and any(ch.type == "await" for ch in n.children)
+        )
+        if top_level_await and not _inside_function(n):
+            return "SyntaxError: await is only valid in async functions and the top level bodies of modules"
+    return None
+
+
+def _inside_function(n: Node) -> bool:
+    cur = n.parent
+    while cur is not None:
+        if cur.type in _FUNCTION_TYPES or cur.type in ("class_static_block", "class_body"):
+            return True
+        cur = cur.parent
+    return False

@@ -83,6 +83,12 @@ def err(error: str, **counts: int) -> Want:
     return Want(sample="nonexecutable", error=error, counts=counts)
 
 
+def dropped() -> Want:
+    """compat: the published scorer has no config file for the sample (its code ran cleanly and
+    sent no request), so it is in no figure."""
+    return Want(sample="dropped")
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -347,6 +353,10 @@ This sends a GET request to the attachments endpoint with the project as parent.
 """,
         # Whole program (own axios call): variables before the call are kept; .then chain harmless.
         ok("correct", AUTH, "params.parent correct", "params.limit correct"),
+        # compat (the published scorer, OpenAI-style chat answers): the answer has no "axios." at
+        # all (axios({ ... }) has no dot), so the program is the starter + the prose; the text cut
+        # from the starter's "axios." is not JavaScript -> Node exits with an error.
+        compat=err("runtime_error", **ASANA0_COUNTS),
         mode="chat",
         syntax="config",
     ),
@@ -365,6 +375,9 @@ asana.get('/attachments', { params: { parent: '159874', limit: 50 } });
 ```""",
         # baseURL + '/attachments' -> expected URL; the instance's default header is sent.
         ok("correct", AUTH, "params.parent correct", "params.limit correct"),
+        # compat: the published scorer cuts from the first "axios." (axios.create) to the first
+        # "});": only the create call runs, no request, no error -> no config file: dropped.
+        compat=dropped(),
         mode="chat",
         syntax="instance",
     ),
@@ -432,6 +445,9 @@ console.log(await response.json());
         # No axios call at all -> no_request; expected args counted as missing: Authorization;
         # parent, limit (Accept excluded in both modes).
         err("no_request", **ASANA0_COUNTS),
+        # compat: no "axios." in the answer -> starter + answer; the starter's "axios." is cut
+        # together with the fetch code up to its "});" -> not JavaScript -> runtime error.
+        compat=err("runtime_error", **ASANA0_COUNTS),
         mode="chat",
     ),
     Case(
@@ -475,6 +491,9 @@ axios.get('https://app.asana.com/api/1.0/attachments', {
 ```""",
         # process.env is empty in the sandbox: the loop never ends -> timeout.
         err("timeout", **ASANA0_COUNTS),
+        # compat: the published scorer runs only the text from "axios.get(" to "});": the loop is
+        # not in it and `token` is not defined -> ReferenceError -> runtime error.
+        compat=err("runtime_error", **ASANA0_COUNTS),
         mode="chat",
     ),
     Case(
@@ -525,6 +544,9 @@ axios.post('https://app.asana.com/api/1.0/attachments', form, {
             "data.parent correct",
             "data.resource_subtype missing",
         ),
+        # compat: only "axios.post(...});" runs, without the lines that build `form` ->
+        # ReferenceError -> runtime error.
+        compat=err("runtime_error", headers=1, data=4),
         mode="chat",
         syntax="method",
     ),
@@ -900,19 +922,22 @@ def test_case_verdicts(evaluated, case: Case, mode: str):
         "args": want.arg_counter(),
     }
     assert got == expected, f"sandbox: status={result.status} error={result.error} request={result.execution}"
+    if want.error is not None:
+        assert v.expected_counts == want.counts
+    if mode == "compat" and case.compat is not None:
+        return  # the run's status and request are callbench's own (strict's)
     if want.error is None:
         assert result.status == "ok"
         if case.syntax is not None:
             assert result.execution["syntax"] == case.syntax
     else:
         assert result.status == want.error
-        assert v.expected_counts == want.counts
 
 
 def test_cases_cover_every_verdict():
     """The hand-written cases reach every verdict of every kind (in at least one mode)."""
     wants = [c.want(m) for c in CASES for m in MODES]
-    assert {w.sample for w in wants} == {"correct", "wrong", "illegal", "nonexecutable"}
+    assert {w.sample for w in wants} == {"correct", "wrong", "illegal", "nonexecutable", "dropped"}
     for part in ("url", "method", "endpoint"):
         assert {getattr(w, part) for w in wants} - {None} == {"correct", "wrong", "illegal"}
     assert {w.error for w in wants} - {None} == {
@@ -943,7 +968,8 @@ AGG_CASES = (
     "timeout_busy_wait",  # X3
 )
 
-# n = 11 samples, 8 executable (A B C D E G H K), 3 errors (no_request, runtime_error, timeout).
+# n = 11 samples, 8 executable (A B C D E G H K), 3 errors (strict: no_request, runtime_error,
+# timeout; compat: three runtime errors, see the cases X1 and X3).
 #
 # Per executable sample (c = correct, iv = incorrect_value, m = missing, u = unnecessary, i = illegal):
 #            strict                         compat
@@ -1027,9 +1053,9 @@ AGG_EXPECTED: dict[str, dict[str, F | int]] = {
         "mean_argument_jaccard_e": F(71, 96),
         "mean_argument_value_conditional_accuracy_t": F(23, 24),
         "total_errors": 3,
-        "timeouts": 1,
-        "runtime_errors": 1,
-        "absent_requests": 1,
+        "timeouts": 0,
+        "runtime_errors": 3,
+        "absent_requests": 0,
     },
 }
 

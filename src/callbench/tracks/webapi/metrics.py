@@ -13,9 +13,12 @@ credentials (:func:`~callbench.tracks.webapi.scoring.correct_except_credentials`
 included); its gap to ``correct_implementations`` is the share lost only to credentials. It is
 ``None`` for runs scored before credential arguments were marked.
 
-Compat quirk kept in ``compat`` mode only: a non-executable sample whose expected arguments are
+Compat quirks kept in ``compat`` mode only: a non-executable sample whose expected arguments are
 all ignored headers still counts in the recall/Jaccard denominators (with 0). ``strict`` counts a
-sample in a mean only when it has at least one argument in that denominator.
+sample in a mean only when it has at least one argument in that denominator. A sample compat
+marks ``dropped`` (its code ran cleanly and sent no request: the published scorer then has no
+config file for it and never counts it) is left out of every figure; ``dropped_samples`` says how
+many (0 in strict, which counts such a sample as an absent request).
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ def _has_location(counter: Counter, mode: str, *, error: bool) -> bool:
 
 def aggregate(verdicts: Iterable[SampleVerdict], mode: str = "strict") -> dict[str, Any]:
     verdicts = list(verdicts)
+    # compat: samples the published scorer never saw (no request, no error) are in no figure
+    dropped = sum(1 for v in verdicts if v.dropped)
+    verdicts = [v for v in verdicts if not v.dropped]
     n = len(verdicts)
     executable = [v for v in verdicts if v.error is None]
     n_e = len(executable)
@@ -158,6 +164,7 @@ def aggregate(verdicts: Iterable[SampleVerdict], mode: str = "strict") -> dict[s
     for err, name in _ERROR_COUNT_NAMES.items():
         m[name] = sum(1 for e in errors if e == err)
     m["argument_counts"] = {"expected_t": tot["expected"], "all_t": all_t, **{f"{k}_e": exe[k] for k in exe}}
+    m["dropped_samples"] = dropped
     return m
 
 

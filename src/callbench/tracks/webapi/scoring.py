@@ -108,9 +108,12 @@ class SampleVerdict:
     arguments: list[ArgumentVerdict] = field(default_factory=list)
     # For non-executable samples: expected argument counts per location (WAPIIBench keeps these).
     expected_counts: dict[str, int] = field(default_factory=dict)
+    # compat only: the published scorer never sees this sample (its code ran without error and
+    # sent no request, so no config file was written): it is in no figure, no denominator.
+    dropped: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "error": self.error,
             "url": self.url,
             "method": self.method,
@@ -119,6 +122,9 @@ class SampleVerdict:
             "arguments": [a.as_dict() for a in self.arguments],
             "expected_counts": self.expected_counts,
         }
+        if self.dropped:  # stored rows of other samples stay as they were
+            out["dropped"] = True
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleVerdict:
@@ -130,6 +136,7 @@ class SampleVerdict:
             sample=d.get("sample", "nonexecutable"),
             arguments=[ArgumentVerdict(**a) for a in d.get("arguments", [])],
             expected_counts=dict(d.get("expected_counts", {})),
+            dropped=bool(d.get("dropped", False)),
         )
 
 

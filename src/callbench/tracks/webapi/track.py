@@ -16,6 +16,7 @@ from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
 from callbench.specs import ApiSpec, load_spec
 from callbench.tracks.base import Sample, SampleResult, Track, file_sha256
+from callbench.tracks.webapi import upstream_scorer
 from callbench.tracks.webapi.constraints import summarize_constraint_stats
 from callbench.tracks.webapi.dataset import (
     DEFAULT_DATA_FILE,
@@ -38,6 +39,8 @@ from callbench.tracks.webapi.prompting import (
     templates_hash,
 )
 from callbench.tracks.webapi.scoring import SCORING_MODES, SampleVerdict, compare_requests, error_verdict
+from callbench.tracks.webapi.upstream_call import script_error
+from callbench.tracks.webapi.upstream_compare import published_error
 
 BASE_URL_HINTS: tuple[str, ...] = ("auto", "on", "off")
 
@@ -438,23 +441,38 @@ class WebApiTrack(Track):
 
     def evaluate_many(self, items: list[tuple[Sample, ModelOutput]]) -> list[SampleResult]:
         """Score several answers; their programs go to the V8 worker together
-        (:meth:`JsSandbox.run_many`), each still run and checked on its own."""
+        (:meth:`JsSandbox.run_many`), each still run and checked on its own. Where compat scoring
+        follows the published scorer (:mod:`.upstream_scorer`), the text that scorer would run
+        goes to the worker too, as a batch of its own."""
         results: list[SampleResult | None] = [None] * len(items)
         to_run: list[int] = []
         programs: list[tuple[str, dict | None]] = []
         stats: list[dict[str, Any]] = []
+        calls: dict[int, Any] = {}  # sample -> the published scorer's call (compat)
+        compat_runs: dict[int, Any] = {}
+        compat_programs: list[tuple[int, str]] = []
         for k, (sample, output) in enumerate(items):
             early, cd_stats, program = self._before_run(sample, output)
             stats.append(cd_stats)
             if early is not None:
                 results[k] = early
-            else:
-                to_run.append(k)
-                programs.append((program, sample.payload.definitions))
+                continue
+            to_run.append(k)
+            programs.append((program, sample.payload.definitions))
+            task: WebApiTask = sample.payload
+            if upstream_scorer.applies(task, self._spec_for(task)):
+                call = upstream_scorer.compat_call(self._prompt(task).starter, output.text, output.mode)
+                calls[k] = call
+                if call.code is not None and script_error(call.code) is None:
+                    compat_programs.append((k, call.code))
+        if compat_programs:
+            for j, run in self.sandbox.run_many([(code, None) for _, code in compat_programs], extract=False):
+                compat_runs[compat_programs[j][0]] = run
         if programs:
             for j, run in self.sandbox.run_many(programs):
                 k = to_run[j]
-                results[k] = self._scored_run(items[k][0], run, stats[k])
+                compat = (calls[k], compat_runs.get(k)) if k in calls else None
+                results[k] = self._scored_run(items[k][0], run, stats[k], compat)
         return results  # type: ignore[return-value]
 
     def _before_run(self, sample: Sample, output: ModelOutput) -> tuple[SampleResult | None, dict[str, Any], str]:
@@ -472,25 +490,40 @@ class WebApiTrack(Track):
             if output.extra.get(flag):
                 spec, expected = self._spec_for(task), task.config.as_dict()
                 verdicts = {m: error_verdict(status, expected, spec, m).as_dict() for m in SCORING_MODES}
+                if upstream_scorer.applies(task, spec):  # the published scorer's error, its counts
+                    verdicts["compat"] = published_error(status, expected, spec).as_dict()
                 parsed = output.text if status == "unsatisfiable" else None
                 return SampleResult(status=status, parsed=parsed, verdicts=verdicts, error=why, stats=cd_stats), cd_stats, ""
         return None, cd_stats, assemble_program(self._prompt(task).starter, output.text, output.mode)
 
-    def _scored_run(self, sample: Sample, result: Any, cd_stats: dict[str, Any]) -> SampleResult:
-        """Verdicts for what the sandbox captured, in every scoring mode."""
+    def _scored_run(
+        self, sample: Sample, result: Any, cd_stats: dict[str, Any], compat: tuple[Any, Any] | None = None
+    ) -> SampleResult:
+        """Verdicts for what the sandbox captured, in every scoring mode. ``compat``: the
+        published scorer's call and its run, when compat follows the published scorer (else
+        compat compares the request callbench's own run recorded)."""
         task: WebApiTask = sample.payload
         spec = self._spec_for(task)
         expected = task.config.as_dict()
         if getattr(result, "stubbed_modules", None):  # modules that ran as inert stand-ins
             cd_stats = {**cd_stats, "stubbed_modules": list(result.stubbed_modules)}
+        published = None
+        if compat is not None:
+            verdict, note = upstream_scorer.compat_verdict(expected, spec, compat[0], compat[1])
+            published = verdict.as_dict()
+            cd_stats = {**cd_stats, "compat": {"run": note, "call": compat[0].code}}
         if result.status != "ok" or result.request is None:
             err = _STATUS_TO_ERROR.get(result.status, "runtime_error") if result.status != "ok" else "no_request"
             verdicts = {m: error_verdict(err, expected, spec, m).as_dict() for m in SCORING_MODES}
+            if published is not None:
+                verdicts["compat"] = published
             return SampleResult(
                 status=err, parsed=result.code, execution=None, verdicts=verdicts, error=result.error, stats=cd_stats
             )
         request = result.request
         verdicts = {m: compare_requests(expected, request, spec, m).as_dict() for m in SCORING_MODES}
+        if published is not None:
+            verdicts["compat"] = published
         return SampleResult(status="ok", parsed=result.code, execution=request, verdicts=verdicts, stats=cd_stats)
 
     @classmethod

@@ -1,0 +1,108 @@
+"""Compat scoring: WAPIIBench's published scorer, end to end, for one answer.
+
+The published pipeline (``evaluation.py`` with ``mock.js``, real axios and axios-mock-adapter
+under Node) and what stands for each step here:
+
+1. the program text and the axios call cut out of it by text -> :mod:`.upstream_call`;
+2. that call run as a script after mock.js -> the sandbox runs exactly the cut text
+   (``extract=False``), each request recording the config axios hands its adapter;
+3. mock.js's rewriting of that config into the logged one -> :mod:`.upstream_mock`;
+4. the comparison with the expected config and the verdicts -> :mod:`.upstream_compare`.
+
+Outcomes as the published scorer has them: no ``axios.`` or no cut point -> ``no_request`` /
+``incomplete_request``; Node exits with an error -> ``runtime_error`` (an exception, a rejected axios
+promise -- nothing in the cut text handles one --, mock.js throwing, a module Node cannot find, a
+script Node refuses to start); the call runs cleanly but sends no request -> no config file, so
+the sample is in no figure (**dropped**: an upstream defect the paper's numbers contain; strict
+counts it as an absent request). With several requests the file holds the one written last (the
+writes race; the last request's config is taken). A run over the sandbox's time limit is a
+``timeout`` (the published scorer would wait forever).
+
+Where it applies: tasks the published scorer can run -- the published starter (no starter code of
+the task's own, no definitions) and a spec with exactly one server URL without variables
+(evaluation.py asserts one server). Other tasks (own starters, synthesized tasks on other specs)
+are scored in compat by :func:`~callbench.tracks.webapi.scoring.compare_requests`: the published
+definitions applied to the request callbench's own run recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from callbench.specs import ApiSpec
+from callbench.tracks.webapi.upstream_call import (
+    PublishedCall,
+    published_call,
+    published_program,
+    script_error,
+)
+from callbench.tracks.webapi.upstream_compare import published_error, published_verdict
+from callbench.tracks.webapi.upstream_mock import MockError, mock_log
+
+__all__ = ["NODE_MODULES", "applies", "compat_call", "compat_verdict"]
+
+# What `require` finds where the published scorer runs: Node 20's built-in modules and the
+# packages npm installs with axios and axios-mock-adapter. Any other module: "Cannot find module".
+NODE_MODULES = frozenset(
+    "assert async_hooks buffer child_process cluster console constants crypto dgram diagnostics_channel "
+    "dns domain events fs http http2 https inspector module net os path perf_hooks process punycode "
+    "querystring readline repl stream string_decoder sys timers tls trace_events tty url util v8 vm wasi "
+    "worker_threads zlib "
+    "axios axios-mock-adapter agent-base async-function async-generator-function asynckit "
+    "call-bind-apply-helpers combined-stream debug delayed-stream dunder-proto es-define-property "
+    "es-errors es-object-atoms es-set-tostringtag fast-deep-equal follow-redirects form-data "
+    "function-bind generator-function get-intrinsic get-proto gopd has-symbols has-tostringtag hasown "
+    "https-proxy-agent is-buffer math-intrinsics mime-db mime-types ms proxy-from-env".split()
+)
+
+
+def applies(task: Any, spec: ApiSpec) -> bool:
+    """Can the published scorer run this task (see the module docstring)?"""
+    if getattr(task, "starter_code", None) or getattr(task, "definitions", None):
+        return False
+    servers = spec.document.get("servers") or ()
+    first = servers[0] if len(servers) == 1 else None
+    return isinstance(first, Mapping) and "{" not in str(first.get("url", "{"))
+
+
+def compat_call(starter: str, output: str, mode: str) -> PublishedCall:
+    """The text the published scorer runs for this answer (or why it runs none)."""
+    return published_call(published_program(starter, output, mode))
+
+
+def _found(module: str) -> bool:
+    name = module[5:] if module.startswith("node:") else module
+    if name.startswith("@"):
+        name = "/".join(name.split("/")[:2])
+    else:
+        name = name.split("/")[0]
+    return name in NODE_MODULES
+
+
+def compat_verdict(expected: dict[str, Any], spec: ApiSpec, call: PublishedCall, run: Any) -> tuple[Any, str]:
+    """The published verdict for an answer whose cut call ``call`` ran as ``run`` (a JsResult,
+    None when nothing ran), and a one-line note of how it ended."""
+    if call.code is None:
+        return published_error(call.error or "no_request", expected, spec), call.error or "no_request"
+    problem = script_error(call.code)
+    if problem is not None:
+        return published_error("runtime_error", expected, spec), problem
+    assert run is not None
+    if run.status == "timeout":
+        return published_error("timeout", expected, spec), "timeout"
+    missing = [m for m in run.stubbed_modules if not _found(m)]
+    if missing:
+        return published_error("runtime_error", expected, spec), f"Error: Cannot find module '{missing[0]}'"
+    if run.status not in ("ok", "no_request") or run.error or run.rejected:
+        why = run.error or (run.rejected[0] if run.rejected else run.status)
+        return published_error("runtime_error", expected, spec), f"runtime_error: {why}"
+    if not run.raw:
+        verdict = published_error("no_request", expected, spec)
+        verdict.dropped, verdict.sample, verdict.error = True, "dropped", None
+        return verdict, "dropped: no request, no error (no config file upstream)"
+    try:
+        logged = [mock_log(raw) for raw in run.raw][-1]
+    except MockError as e:
+        return published_error("runtime_error", expected, spec), f"mock.js: {e}"
+    return published_verdict(expected, logged, spec), "ok"
