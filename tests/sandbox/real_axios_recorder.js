@@ -97,9 +97,12 @@ function rawView(config) {
   } else if (d !== undefined) Object.assign(out.data, jsonFacts(d));
   out.headers = jsonFacts(config.headers).json;
   if (hasOwn(config, 'path_params')) out.path_params = jsonFacts(config.path_params);
-  // what mock.js serializes: the config without the adapter axios-mock-adapter deletes first
-  const whole = jsonFacts(config);
-  if (whole.json_error) out.json_error = whole.json_error;
+  // the rest of what mock.js serializes (axios-mock-adapter deleted `adapter` already)
+  const rest = {};
+  for (const k of Object.keys(config)) if (!['url', 'params', 'data', 'headers', 'adapter'].includes(k)) rest[k] = config[k];
+  const facts = jsonFacts(rest);
+  out.rest = facts.json;
+  if (facts.json_error) out.json_error = facts.json_error;
   return out;
 }
 

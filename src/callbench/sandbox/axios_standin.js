@@ -1246,6 +1246,7 @@ globalThis.__callbenchStandin = (function () {
     }
     var hash = u.indexOf('#');
     if (hash !== -1) u = u.slice(0, hash);
+    var full = u;
     var q = u.indexOf('?');
     var query = null;
     if (q !== -1) {
@@ -1262,7 +1263,30 @@ globalThis.__callbenchStandin = (function () {
         });
       }
     }
-    return { url: u, query: query };
+    return { url: resolveDotSegments(u), query: query, full: full };
+  }
+
+  // The path's `.` and `..` segments (also written `%2e`) resolved, as the WHATWG URL parser does
+  // before axios sends the request (`/a/../b` goes out as `/b`); nothing else in the URL changes.
+  function resolveDotSegments(u) {
+    var m = /^([a-z][a-z\d+\-.]*:\/\/[^/]*)?(.*)$/i.exec(u);
+    var head = m[1] || '';
+    var path = m[2];
+    if (!/\.|%2e/i.test(path)) return u;
+    var segs = path.split('/');
+    var out = [];
+    for (var i = 0; i < segs.length; i++) {
+      var last = i === segs.length - 1;
+      if (isDotDotSegment(segs[i])) {
+        if (out.length > 1 || (out.length === 1 && out[0] !== '')) out.pop();
+        if (last) out.push('');
+      } else if (isDotSegment(segs[i])) {
+        if (last) out.push('');
+      } else out.push(segs[i]);
+    }
+    var joined = out.join('/');
+    if (path[0] === '/' && joined[0] !== '/') joined = '/' + joined;
+    return head + joined;
   }
 
   function paramsToObject(params) {
@@ -1329,14 +1353,22 @@ globalThis.__callbenchStandin = (function () {
     } else if (d !== undefined) Object.assign(out.data, jsonFacts(d));
     out.headers = jsonFacts(config.headers).json;
     if (hasOwn(config, 'path_params')) out.path_params = jsonFacts(config.path_params);
-    var whole = jsonFacts(config);
-    if (whole.json_error) out.json_error = whole.json_error;
+    // the rest of the config as mock.js writes it (axios-mock-adapter deletes `adapter` first):
+    // how long each request's log is decides which one a shared config file ends up holding
+    var rest = {};
+    Object.keys(config).forEach(function (k) {
+      if (REWRITTEN_FIELDS.indexOf(k) === -1) put(rest, k, config[k]);
+    });
+    var facts = jsonFacts(rest);
+    out.rest = facts.json;
+    if (facts.json_error) out.json_error = facts.json_error;
     return out;
   }
 
   // ------------------------------------------------------------------ what goes on the wire (sent)
 
   var AXIOS_VERSION = '1.21.1';
+  var REWRITTEN_FIELDS = ['url', 'params', 'data', 'headers', 'adapter'];
   var NO_BODY_METHODS = ['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'];
   var FORM_BOUNDARY = 'axios-1.21.1-boundary-0000000000000000000000000';
   var ABSOLUTE_RE = /^([a-z][a-z\d+\-.]*:)?\/\//i;
@@ -1649,7 +1681,10 @@ globalThis.__callbenchStandin = (function () {
 
   function makeDefaults() {
     return {
-      transitional: { silentJSONParsing: true, forcedJSONParsing: true, clarifyTimeoutError: false },
+      transitional: {
+        silentJSONParsing: true, forcedJSONParsing: true, clarifyTimeoutError: false, legacyInterceptorReqResOrdering: true,
+        advertiseZstdAcceptEncoding: false, validateStatusUndefinedResolves: true, encodeBasicAuthUsername: false
+      },
       adapter: ['xhr', 'http', 'fetch'],
       transformRequest: [defaultTransformRequest],
       transformResponse: [function (data) { return data; }],
@@ -1713,6 +1748,22 @@ globalThis.__callbenchStandin = (function () {
       rec.syntax = syntax;
       rec.raw = rawView(config);
       rec.sent = sentView(config);
+      if (!rec.sent.error) {
+        // What the server gets where the config does not say it: an `auth` option (or a URL's
+        // user:password) becomes the Basic Authorization header, replacing any other, and a
+        // custom paramsSerializer decides the query (read back from the query as sent).
+        if (config.auth || /^[a-z][a-z\d+.-]*:\/\/[^/?#]*@/i.test(target.full)) {
+          var authKey = findKey(rec.headers, 'authorization');
+          if (authKey) delete rec.headers[authKey];
+          rec.headers.Authorization = rec.sent.headers.Authorization;
+        }
+        if (config.paramsSerializer != null && config.params != null) {
+          var q = rec.sent.target.indexOf('?');
+          var sentQuery = splitUrl(null, q === -1 ? '' : rec.sent.target.slice(q)).query;
+          if (sentQuery) rec.params = sentQuery;
+          else delete rec.params;
+        }
+      }
       if (marked && state.markedIndex === -1) state.markedIndex = state.requests.length;
       state.requests.push(JSON.stringify(rec));
     }
@@ -1759,6 +1810,10 @@ globalThis.__callbenchStandin = (function () {
         config = configOrUrl || {};
       }
       config = mergeConfig(ctx.defaults, config);
+      if (typeof config.paramsSerializer === 'function') config.paramsSerializer = { serialize: config.paramsSerializer };
+      if (config.allowAbsoluteUrls === undefined) {
+        config.allowAbsoluteUrls = ctx.defaults.allowAbsoluteUrls !== undefined ? ctx.defaults.allowAbsoluteUrls : true;
+      }
       config.method = String(config.method || ctx.defaults.method || 'get').toLowerCase();
       // axios 1.21: the `common` and per-method defaults are buckets (plain objects); a header
       // literally named like a method (`get: 'x'`) is a header
@@ -2275,10 +2330,10 @@ globalThis.__callbenchStandin = (function () {
     makeTimers, makeDefaults, InterceptorManager, makeAxios, makeRequire, makeProcess, makeStubs,
     stubToPrimitive, stubToString, REFUSED_MODULES, PackageFormData, escapeFormParam, partText, jsonFacts,
     typeName, rawView, axiosEncode, utf8Percent, percentEncode, isDotSegment, isDotDotSegment, wireUrl,
-    buildQueryURL, byteStringValue, multipartBody, sentView, SPECIAL_PORTS,
+    buildQueryURL, byteStringValue, multipartBody, sentView, SPECIAL_PORTS, resolveDotSegments,
     createEnv,
     METHODS_NO_DATA, METHODS_WITH_DATA, ENTRIES, DEFAULT_PORTS, FROM_CONFIG2, DEFAULT_TO_CONFIG2, URL_RE, FORM_RE,
-    ABSOLUTE_RE, MISSING_SLASHES_RE, HEADER_BUCKETS, NO_BODY_METHODS, formEntries, headerSlot
+    ABSOLUTE_RE, MISSING_SLASHES_RE, HEADER_BUCKETS, NO_BODY_METHODS, formEntries, headerSlot, REWRITTEN_FIELDS
   ];
   return createEnv;
 })();

@@ -77,6 +77,7 @@ __all__ = [
     "Extraction",
     "budget_error",
     "extract_invocation",
+    "implicit_globals",
     "prepare_code",
     "script_problem",
     "strip_fences",
@@ -1392,3 +1393,48 @@ def _inside_function(n: Node) -> bool:
             return True
         cur = cur.parent
     return False
+
+
+_SCOPE_DECLARATORS = frozenset(
+    {"variable_declarator", "function_declaration", "generator_function_declaration", "class_declaration"}
+)
+
+
+def implicit_globals(code: str) -> list[str]:
+    """Names ``code`` creates by assigning to them undeclared -- the global variables Node makes
+    of them in sloppy mode, where the sandbox's strict mode throws ReferenceError. A name counts
+    when its first use is the target of a plain ``=`` and nothing in the code declares it (a
+    parameter, a ``var``/``let``/``const``, a function, class or catch name). In text order."""
+    if budget_error(code) is not None:
+        return []
+    src = _Src(code)
+    root = _parser().parse(src.data).root_node
+    declared: set[str] = set()
+    first_use: dict[str, bool] = {}  # name -> is its first use the target of a plain '='?
+    for n in _walk(root):
+        if n.type in _SCOPE_DECLARATORS:
+            name = n.child_by_field_name("name")
+            if name is not None:
+                names: list[str] = []
+                _pattern_names(name, src, names)
+                declared.update(names)
+        elif n.type in ("formal_parameters", "catch_clause"):
+            names = []
+            target = n if n.type == "formal_parameters" else n.child_by_field_name("parameter")
+            if target is not None:
+                _pattern_names(target, src, names)
+                declared.update(names)
+        elif n.type == "arrow_function":
+            param = n.child_by_field_name("parameter")
+            if param is not None and param.type == "identifier":
+                declared.add(src.node(param))
+        elif n.type == "identifier":
+            name = src.node(n)
+            if name not in first_use:
+                parent = n.parent
+                first_use[name] = (
+                    parent is not None
+                    and parent.type == "assignment_expression"
+                    and parent.child_by_field_name("left") == n
+                )
+    return [name for name, assigned in first_use.items() if assigned and name not in declared]

@@ -587,6 +587,51 @@ axios.post('https://app.asana.com/api/1.0/attachments', form, {
         # Form body decoded to {channel, text} (strings, as expected); Content-Type not counted.
         ok("correct", AUTH, "data.channel correct", "data.text correct"),
     ),
+    # ---------------------------------------------------------------- what the server gets (strict)
+    Case(
+        "basic_auth_with_bearer_header",
+        "asana_0",
+        """get('https://app.asana.com/api/1.0/attachments', {
+  params: { parent: '159874', limit: 50 },
+  headers: { Authorization: 'Bearer <token>' },
+  auth: { username: 'u', password: 'p' },
+});
+""",
+        # strict: axios sends `auth` as `Authorization: Basic dTpw`, replacing the Bearer header ->
+        # the credential the server gets is wrong -> wrong. compat: the config mock.js logs still
+        # holds the Bearer header (`auth` is no field the scorer reads) -> correct.
+        ok("wrong", "headers.Authorization incorrect_value", "params.parent correct", "params.limit correct"),
+        compat=ok("correct", AUTH, "params.parent correct", "params.limit correct"),
+    ),
+    Case(
+        "dot_segments_in_url",
+        "asana_0",
+        """get('https://app.asana.com/api/1.0/projects/../attachments', {
+  params: { parent: '159874', limit: 50 },
+  headers: { Authorization: 'Bearer <token>' },
+});
+""",
+        # strict: the request goes out for /api/1.0/attachments (the URL parser resolves `..`)
+        # -> correct. compat: the published scorer matches the logged text /projects/../attachments
+        # against the paths as written -> no path -> illegal URL.
+        ok("correct", AUTH, "params.parent correct", "params.limit correct"),
+        compat=ok("illegal", AUTH, "params.parent correct", "params.limit correct", url="illegal"),
+    ),
+    Case(
+        "custom_params_serializer",
+        "asana_0",
+        """get('https://app.asana.com/api/1.0/attachments', {
+  params: { parent: '159874', limit: 50 },
+  paramsSerializer: (p) => 'parent=' + p.parent + '&limit=' + p.limit + '&debug=1',
+  headers: { Authorization: 'Bearer <token>' },
+});
+""",
+        # strict: the serializer decides the query, so the params are read from the query as sent:
+        # parent '159874', limit '50' (the spec's integer), and debug, which the operation does
+        # not define -> illegal. compat: mock.js logs the params object -> correct.
+        ok("illegal", AUTH, "params.parent correct", "params.limit correct", "params.debug illegal"),
+        compat=ok("correct", AUTH, "params.parent correct", "params.limit correct"),
+    ),
     Case(
         "lowercase_content_type_header",
         "slack_79",

@@ -39,7 +39,7 @@ from callbench.tracks.webapi.prompting import (
     templates_hash,
 )
 from callbench.tracks.webapi.scoring import SCORING_MODES, SampleVerdict, compare_requests, error_verdict
-from callbench.tracks.webapi.upstream_call import script_error
+from callbench.tracks.webapi.upstream_call import sandbox_script, script_error
 from callbench.tracks.webapi.upstream_compare import published_error
 
 BASE_URL_HINTS: tuple[str, ...] = ("auto", "on", "off")
@@ -464,7 +464,7 @@ class WebApiTrack(Track):
                 call = upstream_scorer.compat_call(self._prompt(task).starter, output.text, output.mode)
                 calls[k] = call
                 if call.code is not None and script_error(call.code) is None:
-                    compat_programs.append((k, call.code))
+                    compat_programs.append((k, sandbox_script(call.code)))
         if compat_programs:
             for j, run in self.sandbox.run_many([(code, None) for _, code in compat_programs], extract=False):
                 compat_runs[compat_programs[j][0]] = run
@@ -524,7 +524,9 @@ class WebApiTrack(Track):
         verdicts = {m: compare_requests(expected, request, spec, m).as_dict() for m in SCORING_MODES}
         if published is not None:
             verdicts["compat"] = published
-        return SampleResult(status="ok", parsed=result.code, execution=request, verdicts=verdicts, stats=cd_stats)
+        # stored with what axios would put on the wire for it (method, url, headers, body)
+        execution = {**request, "sent": result.sent[0]} if getattr(result, "sent", None) else request
+        return SampleResult(status="ok", parsed=result.code, execution=execution, verdicts=verdicts, stats=cd_stats)
 
     @classmethod
     def aggregate(cls, samples: list[Sample], results: list[SampleResult], scoring: str) -> dict[str, Any]:

@@ -15,14 +15,16 @@ the published scorer sees: everything before the first ``axios.`` is gone (defin
 ``const`` the call uses), a later ``.then`` in the text can pull in a second statement (and its
 request), a call without ``;`` or ``)`` after it is incomplete, and code Node would not start as
 a script (``import``, ``await`` outside a function, a second ``const axios``) is a runtime error
-(:func:`script_error`). Reimplemented from the published code's behaviour, not copied.
+(:func:`script_error`); a name the text assigns without declaring it is a global under Node's
+sloppy mode, so the sandbox (strict) gets it declared (:func:`sandbox_script`). Reimplemented
+from the published code's behaviour, not copied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from callbench.sandbox.js_extract import script_problem
+from callbench.sandbox.js_extract import implicit_globals, script_problem
 
 __all__ = [
     "CUT_POINTS",
@@ -94,3 +96,11 @@ def published_call(program: str) -> PublishedCall:
 def script_error(call: str) -> str | None:
     """Why Node would refuse to start the call as the script after mock.js (one line), or None."""
     return script_problem(call, PRELUDE_NAMES)
+
+
+def sandbox_script(call: str) -> str:
+    """The cut text as the sandbox runs it: Node runs the script in sloppy mode, where assigning
+    an undeclared name makes a global variable; the sandbox runs strict code, so such names are
+    declared up front (``var cfg;``), and the rest of the text is unchanged."""
+    names = [n for n in implicit_globals(call) if n not in PRELUDE_NAMES]
+    return (f"var {', '.join(names)};\n" if names else "") + call

@@ -35,7 +35,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["MOCK_VERBS", "MockError", "decode_uri_component", "js_json_parse", "mock_log"]
+__all__ = ["MOCK_VERBS", "MockError", "decode_uri_component", "js_json_parse", "log_size", "mock_log"]
 
 # The methods axios-mock-adapter keeps handler lists for (onAny's handler is found through them).
 MOCK_VERBS = ("get", "post", "head", "delete", "patch", "put", "options", "list", "link", "unlink")
@@ -394,3 +394,19 @@ def mock_log(raw: dict[str, Any]) -> dict[str, Any]:
     if raw.get("json_error"):
         raise MockError(str(raw["json_error"]))
     return out
+
+
+def log_size(raw: dict[str, Any], logged: dict[str, Any]) -> int:
+    """Bytes of the file mock.js writes for this request (``JSON.stringify(config, null, 2)``):
+    the logged fields and the rest of the config the stand-in recorded (``raw["rest"]``).
+
+    Why it matters: every request of a sample writes the same file, at the same time. The writes
+    race; the file is only valid JSON when the longest text was written last (a shorter one over a
+    longer leaves the longer one's tail, and the published ``compare()`` raises on the file), so
+    a sample the published scorer scores at all holds its longest log."""
+    whole = dict(raw.get("rest") or {})
+    for key in ("url", "params", "headers", "data"):
+        if key in logged:
+            whole[key] = logged[key]
+    text = json.dumps(whole, indent=2, ensure_ascii=False)
+    return len(text.encode("utf-8", errors="surrogatepass"))

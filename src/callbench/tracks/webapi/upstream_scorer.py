@@ -14,9 +14,10 @@ Outcomes as the published scorer has them: no ``axios.`` or no cut point -> ``no
 promise -- nothing in the cut text handles one --, mock.js throwing, a module Node cannot find, a
 script Node refuses to start); the call runs cleanly but sends no request -> no config file, so
 the sample is in no figure (**dropped**: an upstream defect the paper's numbers contain; strict
-counts it as an absent request). With several requests the file holds the one written last (the
-writes race; the last request's config is taken). A run over the sandbox's time limit is a
-``timeout`` (the published scorer would wait forever).
+counts it as an absent request). With several requests every one writes the same file at once:
+the published scorer can only read it when the longest log was written last, so a sample it
+scores at all holds its longest log (:func:`~.upstream_mock.log_size`; ties: the last request).
+A run over the sandbox's time limit is a ``timeout`` (the published scorer would wait forever).
 
 Where it applies: tasks the published scorer can run -- the published starter (no starter code of
 the task's own, no definitions) and a spec with exactly one server URL without variables
@@ -38,7 +39,7 @@ from callbench.tracks.webapi.upstream_call import (
     script_error,
 )
 from callbench.tracks.webapi.upstream_compare import published_error, published_verdict
-from callbench.tracks.webapi.upstream_mock import MockError, mock_log
+from callbench.tracks.webapi.upstream_mock import MockError, log_size, mock_log
 
 __all__ = ["NODE_MODULES", "applies", "compat_call", "compat_verdict"]
 
@@ -102,7 +103,9 @@ def compat_verdict(expected: dict[str, Any], spec: ApiSpec, call: PublishedCall,
         verdict.dropped, verdict.sample, verdict.error = True, "dropped", None
         return verdict, "dropped: no request, no error (no config file upstream)"
     try:
-        logged = [mock_log(raw) for raw in run.raw][-1]
+        logs = [(log_size(raw, log), i, log) for i, raw in enumerate(run.raw) for log in [mock_log(raw)]]
     except MockError as e:
         return published_error("runtime_error", expected, spec), f"mock.js: {e}"
-    return published_verdict(expected, logged, spec), "ok"
+    _, which, logged = max(logs, key=lambda t: (t[0], t[1]))  # the longest log (ties: the last)
+    note = "ok" if len(logs) == 1 else f"ok: request {which + 1} of {len(logs)} (the longest log)"
+    return published_verdict(expected, logged, spec), note
