@@ -1746,7 +1746,12 @@ globalThis.__callbenchStandin = (function () {
       rec.headers = headers.toJSON();
       if (config.data !== undefined) rec.data = decodeBody(config.data, headers.getContentType());
       rec.syntax = syntax;
-      rec.raw = rawView(config);
+      // the two views never cost the scored request: a value whose getters throw gives an error
+      try {
+        rec.raw = rawView(config);
+      } catch (e) {
+        rec.raw = { error: describeError(e) };
+      }
       rec.sent = sentView(config);
       if (!rec.sent.error) {
         // What the server gets where the config does not say it: an `auth` option (or a URL's

@@ -48,9 +48,10 @@ Behaviour a caller should know: sample code runs in strict mode, so assigning an
 undeclared variable throws ReferenceError (Node would create a global), top-level
 `this` is undefined, and writing to any builtin throws TypeError.  `require('axios')` gives
 the stand-in; 'fs', 'fs/promises' and 'child_process' throw "require('<name>') is not
-allowed in the sandbox"; any other module (express, ws, lodash, './config', ...) gives an
-inert stand-in that never throws (called, constructed, read, chained, awaited) and records
-nothing; `JsResult.stubbed_modules` lists those the code requires by name.
+allowed in the sandbox"; `require('form-data')` gives the stand-in's model of that package (a
+multipart body with its own boundary and parts); any other module (express, ws, lodash,
+'./config', ...) gives an inert stand-in that never throws (called, constructed, read, chained,
+awaited) and records nothing; `JsResult.stubbed_modules` lists those the code requires by name.
 
 Real-world starters (see `js_extract`): when the axios call sits in a function, method,
 promise executor or callback that the text leaves open, the code is cut after the call and

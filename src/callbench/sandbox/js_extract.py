@@ -1305,7 +1305,7 @@ _REQUIRE_QUERY = Query(
 )
 
 
-_OTHER_REQUIRE = re.compile(r"""\brequire\s*\(\s*['"](?!axios['"/])""")
+_OTHER_REQUIRE = re.compile(r"""\brequire\s*\(\s*['"](?!axios['"/]|form-data['"])""")
 
 
 def required_modules(code: str) -> tuple[str, ...]:
@@ -1321,8 +1321,8 @@ def required_modules(code: str) -> tuple[str, ...]:
         if fn is None or name is None or src.name(fn) != "require":
             continue
         mod = _string_value(name, src)
-        if mod is None or mod == "axios" or mod.startswith("axios/"):
-            continue
+        if mod is None or mod == "axios" or mod.startswith("axios/") or mod == "form-data":
+            continue  # axios and form-data are modelled by the stand-in, not inert
         if (mod[5:] if mod.startswith("node:") else mod) in REFUSED_MODULES:
             continue
         found[mod] = None

@@ -140,7 +140,7 @@ def test_mock_view_equals_the_logged_config(fixture):
             mine = max(logs, key=lambda t: (t[0], t[1]))[2]  # the longest log (see log_size)
             assert {k: mine[k] for k in LOGGED_FIELDS if k in mine} == logged, pid
             checked["config"] += 1
-    assert checked["config"] > 0.8 * len(fixture["predictions"])
+    assert checked["config"] > 0 and sum(checked.values()) == len(fixture["predictions"])
     assert checked["dropped"] == sum(1 for v in fixture["per_sample"].values() if v["dropped"])
 
 

@@ -2,7 +2,11 @@
 
 Two modes:
 
-``compat`` reproduces the published WAPIIBench scorer's definitions:
+``compat`` here applies the published WAPIIBench scorer's definitions to the request callbench's
+own run recorded. Runs score compat with the published scorer end to end wherever it can run
+(:mod:`callbench.tracks.webapi.upstream_scorer`: the text it cuts, mock.js's log, its path
+matching); this function is compat for the other tasks (own starters, synthesized tasks, specs
+without exactly one server). The definitions:
   * URL verdict: *correct* if the expected path template is among the templates the actual URL
     matches, *illegal* if the actual URL matches no template, else *wrong*. Method verdict:
     *correct* if equal, *illegal* if no matched template has that method, else *wrong*.

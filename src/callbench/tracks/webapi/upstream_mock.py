@@ -30,6 +30,7 @@ reproduces mock.js, and its rules are the scorer's definition.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 import re
@@ -115,7 +116,9 @@ def _js_double(value: float) -> Any:
     if math.isinf(value) or math.isnan(value):
         return None
     if value.is_integer() and abs(value) < 1e21:
-        return int(value)
+        # JavaScript writes the shortest digits that read back as this double, then zeros
+        # (12345678901234567890 -> 12345678901234567000); Python's repr has the same digits
+        return int(decimal.Decimal(repr(value)))
     return value
 
 
@@ -373,6 +376,8 @@ def _logged_data(raw: dict[str, Any]) -> tuple[bool, Any]:
 def mock_log(raw: dict[str, Any]) -> dict[str, Any]:
     """The config mock.js writes for the adapter config ``raw`` describes, restricted to the
     fields evaluation.py reads. Raises MockError where mock.js or axios-mock-adapter throws."""
+    if "error" in raw:  # the stand-in could not read the config (a getter threw): so would mock.js
+        raise MockError(str(raw["error"]))
     method = raw.get("method")
     if not isinstance(method, str) or method.lower() not in MOCK_VERBS:
         raise MockError(f"TypeError: axios-mock-adapter has no handlers for method {method!r}")
