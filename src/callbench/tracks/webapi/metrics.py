@@ -196,4 +196,5 @@ COUNT_ROWS: tuple[tuple[str, str], ...] = (
     ("Runtime errors", "runtime_errors"),
     ("Timeouts", "timeouts"),
     ("Unsatisfiable constraints", "unsatisfiable_constraints"),
+    ("Dropped samples (compat)", "dropped_samples"),
 )
