@@ -275,7 +275,7 @@ def __from_json__(v):
         return value.clone()
     return v
 
-for __name in list(__preload__):
+for __name in list(globals().get("__preload__", ())):
     globals()[__name] = __from_json__(globals()[__name])
 
 def __to_json__(v):

@@ -292,7 +292,7 @@ from callbench.tracks.stateful.services.speech_lab import Speech, SpeechLab
 import callbench.tracks.stateful.services.speech_lab as __speech_lab
 api = VoiceService.from_snapshot(__initial__) if __initial__ else VoiceService()
 __lab__ = SpeechLab()
-{_BIND}for __name in list(__preload__):
+{_BIND}for __name in list(globals().get("__preload__", ())):
     __value = globals()[__name]
     if isinstance(__value, dict) and set(__value) == {{"__load__"}}:
         globals()[__name] = __speech_lab.speech_from_json(__value["__load__"])
