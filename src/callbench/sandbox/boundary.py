@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from callbench import pyast
 from callbench.errors import CallbenchError
 
 SITE = "/opt/callbench/site"  # packages on the view, inside the sandbox
@@ -191,7 +192,7 @@ class View:
         packages: set[str] = set()
         modules: set[str] = set()
         for source in sources:
-            for node in ast.walk(ast.parse(source or "")):
+            for node in ast.walk(pyast.parse(source or "")):
                 names = []
                 if isinstance(node, ast.Import):
                     names = [a.name for a in node.names]

@@ -21,7 +21,6 @@ Bounds: resolved arguments and tool outputs are at most ``max_value_chars`` as J
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,15 +135,10 @@ def answers_match(predicted: Any, gold: Any, rel_tol: float = 1e-6) -> bool:
     return predicted == gold
 
 
-# PythonSandbox() parses the tool sources (boundary.View.of_sources: ast.parse). CPython 3.11's
-# ast.parse can fail with "SystemError: AST constructor recursion depth mismatch" when threads parse
-# at once (each evaluation thread builds its own executor), so sandboxes are built one at a time.
-_BUILD_LOCK = threading.Lock()
-
-
 def _sandbox(modules: list[ToolModule], limits: Limits | None) -> PythonSandbox:
-    with _BUILD_LOCK:
-        return PythonSandbox(modules, limits)
+    # Each evaluation thread builds its own executor; PythonSandbox() parses the tool sources
+    # (boundary.View.of_sources), through callbench.pyast, which threads may call at once.
+    return PythonSandbox(modules, limits)
 
 
 def run_calls(
@@ -204,8 +198,7 @@ class NestedExecutor:
         if self.fresh_per_sequence:
             self.sandbox.close()  # global state of one sequence's tools never leaks into the next
         if self.library is not None:
-            with _BUILD_LOCK:  # reads (ast.parse) the tool files: see _BUILD_LOCK
-                extra = self.library.modules_for({c.name for c in calls} - self._own_names)
+            extra = self.library.modules_for({c.name for c in calls} - self._own_names)
             paths = tuple(m.path for m in extra)
             if paths != self._extra:
                 self.sandbox.close()

@@ -24,9 +24,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any
+
+from callbench import pyast
 
 _TAGS = re.compile(
     r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)|<\|tool_call\|>\s*(.*?)\s*(?:<\|/tool_call\|>|$)|\[TOOL_CALLS\]\s*(.*)"
@@ -427,15 +428,10 @@ def bracket_depth(src: str) -> int:
     return deepest
 
 
-_AST_LOCK = threading.Lock()
-
-
 def parse_python(source: str, mode: str = "eval") -> Any:
-    """``ast.parse`` under a lock: answers are read in evaluation threads, and concurrent parses on
-    Python 3.11 can fail with SystemError ('AST constructor recursion depth mismatch'), which would
-    turn a readable answer into a parse error at random."""
-    with _AST_LOCK:
-        return ast.parse(source, mode=mode)
+    """An answer's Python text as a syntax tree; answers are read in evaluation threads, so the
+    parse goes through :func:`callbench.pyast.parse`."""
+    return pyast.parse(source, mode=mode)
 
 
 def pythonic_calls(text: str, limits: ParseLimits = DEFAULT_LIMITS) -> list[dict] | None:

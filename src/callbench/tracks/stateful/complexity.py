@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from callbench import pyast
+
 
 def _root(func: ast.AST) -> str | None:
     """``api`` for ``api.x(...)`` / ``torch.nn.functional.f(...)``, ``f`` for a bare ``f(...)``
@@ -34,7 +36,7 @@ def free_function_roots(code: str) -> set[str]:
     functions (upstream StateEval's voice mock), those are its API calls."""
     import builtins
 
-    tree = ast.parse(code)
+    tree = pyast.parse(code)
     defined = {
         n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     } | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -117,7 +119,7 @@ class _Flow(ast.NodeVisitor):
 
 
 def analyse(code: str, roots: Iterable[str]) -> dict[str, int]:
-    tree = ast.parse(code)
+    tree = pyast.parse(code)
     flow = _Flow(roots)
     for stmt in tree.body:
         flow.visit(stmt)

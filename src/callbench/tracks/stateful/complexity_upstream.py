@@ -47,6 +47,8 @@ import math
 import warnings
 from functools import cache
 
+from callbench import pyast
+
 __all__ = ["analyse_upstream"]
 
 # Top-level modules of Python 3.9's standard library, as the ``stdlib-list`` package lists them
@@ -291,7 +293,7 @@ def analyse_upstream(code: str) -> dict[str, int]:
     """``n_calls``, ``binding_count``, ``path_depth`` by upstream's rules, and ``code_lines`` (as
     callbench counts them: non-blank lines that are not comments). SyntaxError when not Python."""
     counter = _Counter()
-    counter.visit(ast.parse(code))
+    counter.visit(pyast.parse(code))
     edges = {
         (arg, assigned)
         for assigned, reads, _name, _line in counter.calls

@@ -26,10 +26,10 @@ dropped as failing on its own inputs). The CLI checks the same before the first 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import shutil
 import tempfile
-import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -74,18 +74,11 @@ class Outcome:
         return asdict(self)
 
 
-_VIEWS: dict[str, View] = {}
-_VIEWS_LOCK = threading.Lock()
-
-
+@functools.lru_cache(maxsize=64)
 def _view(setup: str) -> View:
-    """The sandbox view a setup needs, computed once per setup. Evaluation threads run cases at
-    the same time, and CPython 3.11's ``ast.parse`` (which :meth:`View.of_sources` calls) is not
-    safe across threads (``SystemError: AST constructor recursion depth mismatch``)."""
-    with _VIEWS_LOCK:
-        if setup not in _VIEWS:
-            _VIEWS[setup] = View.of_sources(setup)
-        return _VIEWS[setup]
+    """The sandbox view a setup needs, parsed once per setup rather than once per case (the
+    parse itself is safe in evaluation threads: :mod:`callbench.pyast`)."""
+    return View.of_sources(setup)
 
 
 def default_limits(scenario: Scenario, timeout_s: float = 20.0, memory_mb: int = 2048) -> ProgramLimits:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callbench import pyast
 from callbench.errors import DataError
 from callbench.files import read_text
 
@@ -49,7 +50,7 @@ class ToolModule:
 def _module(path: Path) -> ToolModule:
     source = read_text(path)
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = pyast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise DataError(f"{path}:{exc.lineno}: syntax error ({exc.msg})") from exc
     names = tuple(
@@ -264,7 +265,7 @@ def _ends(body: list[ast.stmt]) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _outputs_of(path: str, source: str) -> dict[str, ToolOutputs]:
-    tree = ast.parse(source, filename=path)
+    tree = pyast.parse(source, filename=path)
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     memo: dict[str, tuple[tuple[str, Any], ...]] = {}
 

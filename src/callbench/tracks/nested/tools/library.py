@@ -27,6 +27,7 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from callbench import pyast
 from callbench.data.func_map import read_func_file_map
 from callbench.errors import DataError
 from callbench.tracks.nested.tools import ToolModule, _module
@@ -87,7 +88,7 @@ def _load(path: str) -> ToolModule:
 @functools.lru_cache(maxsize=512)
 def _defined(path: str, source: str) -> tuple[str, ...]:
     """Every top-level function of a tool file, private ones too (the map names e.g. ``_format``)."""
-    tree = ast.parse(source, filename=path)
+    tree = pyast.parse(source, filename=path)
     return tuple(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
