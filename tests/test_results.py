@@ -282,6 +282,30 @@ def test_show_webapi_prints_expected_and_generated_request(webapi_runs, data_roo
     assert "strict: sample" in out and "compat: sample" in out
 
 
+def test_show_prints_the_chat_template_as_sent(webapi_runs, tmp_path):
+    """An in-process chat backend records the rendered template: show prints that, not the
+    completion-form prompt the track also built, and keeps the long texts out of Extra."""
+    import shutil
+    import sqlite3
+
+    gold, _ = webapi_runs
+    run_dir = tmp_path / gold.name
+    shutil.copytree(gold, run_dir)
+    sid = _rows(run_dir)[0]["id"]
+    sent = "<|im_start|>user\nWrite the call.<|im_end|>\n<|im_start|>assistant\n```javascript\naxios."
+    extra = {"prompt_format": "chat-prefill", "prompt_sent": sent, "prompt_decoded": "user\nWrite the call.\nassistant\n"}
+    con = sqlite3.connect(run_dir / "run.sqlite")
+    with con:
+        con.execute("UPDATE samples SET extra = ? WHERE id = ?", (json.dumps(extra), sid))
+    con.close()
+    res = _invoke("show", run_dir, sid)
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "Prompt as sent (chat template rendered, answer prefilled)" in out and "<|im_start|>assistant" in out
+    assert "\nPrompt ─" not in out and "Prompt ─" not in out.replace("Prompt as sent", "")
+    assert "prompt_decoded" not in out and '"prompt_format": "chat-prefill"' in out
+
+
 def test_show_side_by_side_on_a_wide_terminal(webapi_runs, monkeypatch):
     from rich.console import Console
 

@@ -34,23 +34,26 @@ def load_backend(model: str, options: dict[str, Any], *, concurrency: int, track
 
     The openai backend's own in-flight bound follows the run's concurrency; constrained runs need
     logits (or, where the track allows it, a server-side grammar) and a prompt the grammar
-    continues: completion mode, or an in-process chat template with a prefilled answer. A backend
-    left in ``auto`` mode uses the model's chat template for tracks that prefill the answer.
+    continues: completion mode, or a chat template rendered in-process (the answer prefilled, or
+    free and shaped from its first token). A backend left in ``auto`` mode uses the model's chat
+    template for tracks that ask for it.
     """
     options = dict(options)
     if model.startswith("openai:"):
         options.setdefault("concurrency", concurrency)
     backend = load_model(model, **options)
-    prefill = getattr(track, "chat_prefill", False)
-    if prefill and hasattr(backend, "prefer_chat_template"):
+    templated = getattr(track, "chat_template", False) or getattr(track, "chat_prefill", False)
+    if templated and hasattr(backend, "prefer_chat_template"):
         backend.prefer_chat_template()
     if constrained and backend.name not in ("gold", "replay"):
         server_ok = track.server_constraints and backend.name == "openai"
         if not (backend.steerable or server_ok):
             where = "llamacpp:, hf: or a vLLM server via openai:" if track.server_constraints else "llamacpp: or hf:"
             raise ConfigError(f"--constrained: backend '{backend.name}' exposes no logits (use {where})")
-        # A prefilled chat answer continues the prompt like a completion; a free chat answer does not.
-        chat_ok = prefill and hasattr(backend, "prefer_chat_template")
+        # A chat template rendered in-process lets the grammar shape the answer from its first
+        # token (a prefilled answer continues the prompt like a completion; a free one is constrained
+        # as if it continued the track's starter); a chat API's answer cannot be shaped.
+        chat_ok = templated and hasattr(backend, "prefer_chat_template")
         if backend.mode == "chat" and not chat_ok:
             raise ConfigError("--constrained needs completion mode (--mode completion): the grammar continues the prompt")
     return backend

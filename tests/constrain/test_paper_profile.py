@@ -471,3 +471,100 @@ def test_random_decoding_under_the_paper_profile(api, wapii_specs, real_vocab):
             if req.get("data") is not None:
                 assert not _typed_strings(req["data"], op.body_schema()), program
     assert finished >= n // 2, f"only {finished} of {n} walks finished"
+
+
+# ------------------------------------------------------------------------------ credentials
+# WAPIIBench's CD (openapi_utils._get_possible_requests / _create_arguments_regex) makes each
+# security scheme of the global + operation requirement a key with any string value, required only
+# when exactly one scheme is named. Hand-written specs in the shapes of the four APIs: Slack's
+# operations name one oauth2 scheme, Asana's two (oauth2 and an http bearer).
+SECURED_SPEC = """\
+openapi: 3.0.0
+info: {title: secured, version: "1"}
+servers: [{url: "https://api.example.com"}]
+security: [{oauth2: []}, {pat: []}]
+paths:
+  /two:
+    get:
+      responses: {"200": {description: ok}}
+  /one:
+    get:
+      security: [{slackAuth: []}]
+      responses: {"200": {description: ok}}
+  /key:
+    get:
+      security: [{apikey: []}]
+      responses: {"200": {description: ok}}
+components:
+  securitySchemes:
+    oauth2: {type: oauth2, flows: {implicit: {authorizationUrl: "https://x/a", scopes: {}}}}
+    pat: {type: http, scheme: bearer}
+    slackAuth: {type: oauth2, flows: {implicit: {authorizationUrl: "https://x/a", scopes: {}}}}
+    apikey: {type: apiKey, in: query, name: api_key}
+"""
+BASE = "https://api.example.com"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    from callbench.specs import load_spec
+
+    path = tmp_path_factory.mktemp("paper-cred") / "secured.yaml"
+    path.write_text(SECURED_SPEC)
+    return load_spec(path)
+
+
+@pytest.mark.parametrize(
+    "call,callbench_ok,paper_ok",
+    [
+        # two schemes named (global union): nothing forced upstream; callbench wants the placeholder
+        (f"get('{BASE}/two');", False, True),
+        (f"get('{BASE}/two', {{headers: {{Authorization: 'Bearer <token>'}}}});", True, True),
+        (f"get('{BASE}/two', {{headers: {{Authorization: 'Bearer sk-live-123'}}}});", False, True),
+        (f"get('{BASE}/two', {{headers: {{Authorization: 'token'}}}});", False, True),
+        # one scheme (the operation's own plus the global two: three names -> optional upstream)
+        (f"get('{BASE}/one');", False, True),
+        (f"get('{BASE}/one', {{headers: {{Authorization: 'xoxb-1'}}}});", False, True),
+        # an apiKey in the query: its own name, in params
+        (f"get('{BASE}/key', {{params: {{api_key: 'abc'}}}});", False, True),
+        (f"get('{BASE}/key', {{params: {{api_key: '<key>'}}}});", True, True),
+    ],
+)
+def test_paper_credentials_any_value_and_optional_with_several_schemes(secured, call, callbench_ok, paper_ok):
+    assert check_continuation(secured, call, options=LENIENT).allowed is callbench_ok, call
+    res = check_continuation(secured, call, options=PAPER)
+    assert res.allowed is paper_ok, (call, res.reason)
+
+
+SLACK_LIKE = """\
+openapi: 3.0.0
+info: {title: slack-like, version: "1"}
+servers: [{url: "https://slack.example.com/api"}]
+paths:
+  /chat.postMessage:
+    get:
+      security: [{slackAuth: [chat:write]}]
+      responses: {"200": {description: ok}}
+components:
+  securitySchemes:
+    slackAuth: {type: oauth2, flows: {implicit: {authorizationUrl: "https://x/a", scopes: {}}}}
+"""
+
+
+def test_paper_credentials_required_with_one_scheme_any_value(tmp_path):
+    from callbench.specs import load_spec
+
+    path = tmp_path / "slack.yaml"
+    path.write_text(SLACK_LIKE)
+    spec = load_spec(path)
+    url = "https://slack.example.com/api/chat.postMessage"
+    assert PAPER.credentials == "paper" and LENIENT.credentials == "required"
+    assert GrammarOptions(profile="paper", credential_rule="callbench").credentials == "required"
+    without = check_continuation(spec, f"get('{url}');", options=PAPER)
+    assert not without.allowed
+    for value in ("Bearer <token>", "Bearer xoxb-123", "<token>"):
+        call = f"get('{url}', {{headers: {{Authorization: '{value}'}}}});"
+        assert check_continuation(spec, call, options=PAPER).allowed, value
+        assert check_continuation(spec, call, options=LENIENT).allowed is (value == "Bearer <token>"), value
+    with pytest.raises(GrammarError, match="credential rule"):
+        GrammarOptions(credential_rule="strict")  # type: ignore[arg-type]

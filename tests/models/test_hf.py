@@ -250,8 +250,8 @@ def test_prefilled_chat_continues_the_assistant_prefix(tiny_gpt2_dir):
     auto.prefer_chat_template()
     assert auto.mode == "chat" and auto.identity.endswith("[chat,heal]")
     inp = _heal_inp(prompt="ignored in chat mode", prefix="```javascript\n" + AXIOS_PROMPT)
-    inp.prefill_messages = [{"role": "user", "content": "the instructions, without the starter"}]
-    rendered = auto.tokenizer.apply_chat_template(inp.prefill_messages, tokenize=False, add_generation_prompt=True)
+    inp.template_messages = [{"role": "user", "content": "the instructions, without the starter"}]
+    rendered = auto.tokenizer.apply_chat_template(inp.template_messages, tokenize=False, add_generation_prompt=True)
     out = _gen(auto, inp, max_tokens=3)
     assert out.mode == "completion" and out.extra["token_healing"]["removed"] == "."
     n = len(auto.tokenizer(rendered + inp.assistant_prefix, add_special_tokens=False)["input_ids"])

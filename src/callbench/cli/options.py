@@ -270,7 +270,8 @@ class ValueTypes(str, Enum):  # noqa: UP042 - typer needs the str mixin
 CD_PROFILE_HELP = (
     "Limits of the grammar: callbench (default: schemas nest as deep as they allow, free-form values 6 levels, arrays unbounded) or "
     "paper (WAPIIBench's CD: objects/arrays nested at most 3 levels inside an argument, at most 5 array "
-    "items, and --value-types paper unless given)."
+    "items, credentials as keys with any string value, required only where one security scheme is named, "
+    "and --value-types paper unless given)."
 )
 VALUE_TYPES_HELP = (
     "Typing of request-body values: lenient (default; '3'/'true' also accepted for integer/number/boolean "

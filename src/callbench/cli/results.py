@@ -366,8 +366,14 @@ def show_cmd(
     if ref.note:
         out_console.print(ref.note, style="yellow", markup=False, highlight=False, soft_wrap=True)
 
+    extra = row["extra"] if isinstance(row["extra"], dict) else {}
+    rendered = extra.get("prompt_sent")  # an in-process chat template, as the model got it
     sent = row.get("mode")  # what the backend was given: a completion prompt or chat messages
-    if row["messages"] and sent != "completion":
+    if isinstance(rendered, str):
+        prefilled = extra.get("prompt_format") == "chat-prefill"
+        _section("Prompt as sent (chat template rendered" + (", answer prefilled)" if prefilled else ")"))
+        _plain(rendered)
+    elif row["messages"] and sent != "completion":
         _section("Messages")
         for m in row["messages"]:
             if isinstance(m, dict):
@@ -375,7 +381,7 @@ def show_cmd(
                 _plain(m.get("content") if isinstance(m.get("content"), str) else _pretty(m.get("content")))
             else:
                 _plain(_pretty(m))
-    if row["prompt"] and (sent != "chat" or not row["messages"]):
+    if not isinstance(rendered, str) and row["prompt"] and (sent != "chat" or not row["messages"]):
         _section("Prompt")
         _plain(row["prompt"])
     _section("Raw output")
@@ -406,9 +412,10 @@ def show_cmd(
             _webapi_verdict(mode, v)
         else:
             _generic_verdict(mode, v)
-    if row["extra"]:
+    shown = {k: v for k, v in extra.items() if k not in ("prompt_sent", "prompt_decoded")} if extra else row["extra"]
+    if shown:
         _section("Extra")
-        _plain(_pretty(row["extra"]))
+        _plain(_pretty(shown))
     _section("Error")
     _plain(row["error"] if row["error"] else "(none)")
 

@@ -3,6 +3,7 @@ stateful track's other commands in :mod:`callbench.cli.stateful`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -110,6 +111,17 @@ def run_webapi(
             "for APIs other than WAPIIBench's four, e.g. a private API in --tasks), on or off.",
         ),
     ] = "auto",
+    chat_handling: Annotated[
+        str,
+        typer.Option(
+            "--chat-handling",
+            help="How an instruct model run in-process (llamacpp:, hf: in chat mode) answers: prefill "
+            "(callbench's: its answer starts with the starter code, so it continues it like a completion) or "
+            "published (WAPIIBench's: it answers freely and the program is cut from the decoded text where "
+            "the starter occurs, as upstream's generate() does; needs --prompt published). Default auto: "
+            "published with --prompt published, else prefill.",
+        ),
+    ] = "auto",
     model_arg: Annotated[
         list[str] | None,
         typer.Option(
@@ -161,7 +173,6 @@ def run_webapi(
     token and the answer must start by re-writing it (so 'axios.' is not left as a bare '.' token).
     """
     from callbench.api import answer_mode, load_backend, make_track
-    from callbench.models.base import GenerationConfig
     from callbench.report.table import print_summary
     from callbench.runs.runner import RunOptions
 
@@ -195,6 +206,7 @@ def run_webapi(
             context_chars=context_chars,
             base_url_hint=base_url_hint,
             strict_data=strict_data,
+            chat_handling=chat_handling,
         )
         if track.published is not None:
             err_console.print(f"[dim]prompt: WAPIIBench's published prompt ({escape(path_text(track.published.path))})[/dim]")
@@ -202,7 +214,7 @@ def run_webapi(
         if backend.mode != "completion" and model.startswith("gold"):
             raise ConfigError("gold answers in completion mode only")
         gen = track.default_generation(answer_mode(backend, track))
-        gen = GenerationConfig(max_tokens=max_tokens, temperature=temperature, stop=gen.stop, seed=seed)
+        gen = dataclasses.replace(gen, max_tokens=max_tokens, temperature=temperature, seed=seed)
         if backend.identity.startswith("llamacpp") and getattr(backend, "note", None):
             err_console.print(f"[yellow]{escape(backend.note)}[/yellow]")
         outcome = run_track(

@@ -1094,7 +1094,7 @@ class KeyTracker:
             self._lost()
             return
         opt = self.grammar.options
-        args = self._model.op_args(match.operation, opt.require_credentials, opt.allow_url_query)
+        args = self._model.op_args(match.operation, opt.credentials, opt.allow_url_query)
         if opt.allow_url_query:  # required query parameters the URL carries are given
             args = self._model.given_in_url(args, frozenset(request_query(url)))
         self._args = args

@@ -156,8 +156,10 @@ VALUE_TYPES: tuple[str, ...] = ("lenient", "paper")
 #: literal-typed values); see docs/constrained-decoding.md for what differs.
 CD_PROFILES: dict[str, dict[str, Any]] = {
     "callbench": {},
-    "paper": {"max_nesting": 3, "max_array_items": 5, "value_types": "paper"},
+    "paper": {"max_nesting": 3, "max_array_items": 5, "value_types": "paper", "credential_rule": "paper"},
 }
+CredentialRule = Literal["callbench", "paper"]
+CREDENTIAL_RULES: tuple[str, ...] = ("callbench", "paper")
 
 
 class GrammarError(CallbenchError, ValueError):
@@ -182,6 +184,15 @@ class GrammarOptions:
     require_credentials: an operation whose security requirement is not optional must carry one
         of its accepted credentials, in its place, with the placeholder value (off: credentials
         are optional keys with any string value, the behaviour before this switch).
+    credential_rule: ``"callbench"`` (the default: ``require_credentials`` as above) or
+        ``"paper"`` (WAPIIBench's CD, ``openapi_utils._get_possible_requests`` and
+        ``_create_arguments_regex``): every security scheme named by the spec's global or the
+        operation's own requirement (their union; alternatives are not told apart) is a key in its
+        place -- an apiKey under its name in headers or params, any other scheme ``Authorization``
+        in headers -- whose value is any string; the key is required only when the union holds
+        exactly one scheme (the paper's code: "multiple security schemes are not supported
+        properly yet"). Asana's and Google's operations name two schemes, so no credential is
+        forced there; Slack's name one, so ``Authorization`` must be written, with any value.
     value_types: ``"lenient"`` (callbench's default): ``numeric_strings`` applies everywhere.
         ``"paper"`` (WAPIIBench's CD): in the request body (the ``data`` argument, or ``data`` in
         the config) an integer field takes only an integer literal (``3``), a number field only a
@@ -216,6 +227,7 @@ class GrammarOptions:
     require_credentials: bool = True
     value_types: ValueTypes = None  # type: ignore[assignment] - None: the profile's, resolved below
     max_nesting: int | None = None
+    credential_rule: CredentialRule = None  # type: ignore[assignment] - None: the profile's
     profile: CdProfile = "callbench"
     staged: bool | None = None
 
@@ -227,12 +239,26 @@ class GrammarOptions:
                 object.__setattr__(self, name, value)
         if self.value_types is None:
             object.__setattr__(self, "value_types", "lenient")
+        if self.credential_rule is None:
+            object.__setattr__(self, "credential_rule", "callbench")
+        if self.credential_rule not in CREDENTIAL_RULES:
+            raise GrammarError(
+                f"unknown credential rule {self.credential_rule!r} (choose from {', '.join(CREDENTIAL_RULES)})"
+            )
         if self.value_types not in VALUE_TYPES:
             raise GrammarError(f"unknown value typing {self.value_types!r} (choose from {', '.join(VALUE_TYPES)})")
         for name in ("max_nesting", "max_array_items"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 0):
                 raise GrammarError(f"{name} must be a non-negative integer or None, not {v!r}")
+
+    @property
+    def credentials(self) -> str:
+        """How credentials enter the grammar: ``"required"`` (the placeholder, where the security
+        requirement asks for one), ``"paper"`` (WAPIIBench's rule) or ``"off"``."""
+        if self.credential_rule == "paper":
+            return "paper"
+        return "required" if self.require_credentials else "off"
 
     @property
     def paper_body_types(self) -> bool:
@@ -543,14 +569,15 @@ class SpecModel:
         return out
 
     # -- operations ----------------------------------------------------------------------
-    def op_args(self, op: Operation, require_credentials: bool = True, url_query: bool = False) -> OpArgs:
-        """Arguments of ``op``'s call, mirroring :meth:`ApiSpec.is_legal_argument`; with
-        ``require_credentials``, plus the credential its security requirement asks for.
+    def op_args(self, op: Operation, credentials: str = "required", url_query: bool = False) -> OpArgs:
+        """Arguments of ``op``'s call, mirroring :meth:`ApiSpec.is_legal_argument`, plus the
+        credentials (:attr:`GrammarOptions.credentials`): ``"required"``, the credential its
+        security requirement asks for; ``"paper"``, WAPIIBench's keys (:meth:`_paper_credentials`).
 
         ``url_query`` (``GrammarOptions.allow_url_query``): the URL may carry query parameters,
         so required ones do not make ``params`` (or ``config``) mandatory in the grammar; the key
         tracker checks them once it has read the URL (:meth:`given_in_url`)."""
-        key = (id(op), require_credentials, url_query)
+        key = (id(op), credentials, url_query)
         hit = self._ops.get(key)
         if hit is not None:
             return hit
@@ -583,7 +610,15 @@ class SpecModel:
             params.setdefault(name, _STRING)
             params_req.add(name)
         headers_req = set(p.name.lower() for p in op.params_in("header") if p.required)
-        alts = credential_requirement(spec, op) if require_credentials else ()
+        alts = credential_requirement(spec, op) if credentials == "required" else ()
+        if credentials == "paper":
+            for loc, name, required in self._paper_credentials(op):
+                target = headers if loc == "headers" else params
+                if loc == "headers":  # a declared header of another spelling keeps its spelling
+                    name = next((k for k in target if k.lower() == name.lower()), name)
+                target.setdefault(name, _STRING)
+                if required:
+                    (headers_req if loc == "headers" else params_req).add(name.lower() if loc == "headers" else name)
         cred_any: tuple[frozenset[tuple[str, str]], ...] = ()
         if alts:
             values: dict[tuple[str, str], Credential] = {}
@@ -645,6 +680,29 @@ class SpecModel:
             cred_any=cred_any,
         )
         self._ops[key] = out
+        return out
+
+    def _paper_credentials(self, op: Operation) -> list[tuple[str, str, bool]]:
+        """WAPIIBench's credential keys for ``op``: (place, name, required) per scheme named by
+        the global or the operation's requirement (see :attr:`GrammarOptions.credential_rule`);
+        a cookie apiKey, which the paper's code would put in a header of its name, is left out
+        (its value travels in ``Cookie``)."""
+        top = self.spec.document.get("security")
+        names: dict[str, None] = {}
+        for reqs in (top if isinstance(top, (list, tuple)) else (), op.security):
+            for req in reqs:
+                if isinstance(req, Mapping):
+                    names.update(dict.fromkeys(str(n) for n in req))
+        out: list[tuple[str, str, bool]] = []
+        for scheme_name in names:
+            scheme = self.spec.security_schemes.get(scheme_name)
+            scheme = scheme if isinstance(scheme, Mapping) else {}
+            if scheme.get("type") == "apiKey" and isinstance(scheme.get("name"), str) and scheme.get("name"):
+                if scheme.get("in") not in ("header", "query"):
+                    continue
+                out.append(("headers" if scheme["in"] == "header" else "params", scheme["name"], len(names) == 1))
+            else:
+                out.append(("headers", "Authorization", len(names) == 1))
         return out
 
     def given_in_url(self, args: OpArgs, names: frozenset[str]) -> OpArgs:
@@ -869,7 +927,7 @@ class WebApiGrammar:
     _tails: dict[int, tuple[str, frozenset[int]]] = field(default_factory=dict, repr=False, compare=False)
 
     def op_args(self, op: Operation) -> OpArgs:
-        return self.model.op_args(op, self.options.require_credentials, self.options.allow_url_query)
+        return self.model.op_args(op, self.options.credentials, self.options.allow_url_query)
 
     def tail_lark(self, op: Operation) -> str:
         """A staged grammar's second stage for ``op``: the ``full`` grammar of that operation
@@ -1052,7 +1110,7 @@ def _build_deep(
     b = _Builder(spec, model, idents, options)
     args = None
     if op is not None:
-        args = model.op_args(op, options.require_credentials, options.allow_url_query)
+        args = model.op_args(op, options.credentials, options.allow_url_query)
         if options.allow_url_query and url is not None:
             args = model.given_in_url(args, frozenset(request_query(url)))
         start = f"start: WS? {b.rest_rule(args)}"
@@ -1726,7 +1784,7 @@ class _Builder:
         return tuple(emit(root))
 
     def _args(self, op: Operation) -> OpArgs:
-        return self.model.op_args(op, self.opt.require_credentials, self.opt.allow_url_query)
+        return self.model.op_args(op, self.opt.credentials, self.opt.allow_url_query)
 
     def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: Templates, head: bool) -> str:
         """The URLs as one regex lexeme per template, shadowing cut out by regex negation: exact

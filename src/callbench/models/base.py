@@ -25,6 +25,10 @@ class GenerationConfig:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int = 0
+    # Stop strings that stay in the answer: in-process backends end it with the token that
+    # completes one and keep that token, as Hugging Face's ``stop_strings`` do (the published
+    # scorers' generation); API backends send them as ``stop``, which their servers cut off.
+    stop_kept: tuple[str, ...] = ()
 
 
 @dataclass
@@ -47,9 +51,15 @@ class ModelInput:
     the text the assistant's turn starts with. The web API track puts its code fence and starter
     code there, so a chat model's answer continues the starter exactly like a completion (and
     constrained decoding applies). Backends that cannot prefill ignore it and answer freely.
-    ``prefill_messages`` is the conversation that goes before the prefilled answer (default:
-    ``messages``); the web API track's leaves the starter out of the user turn, so it appears
-    once, where the answer starts.
+    ``template_messages`` is the conversation such backends render through the chat template
+    (default: ``messages``, which API backends send): with a prefilled answer, the web API track's
+    leaves the starter out of the user turn, so it appears once, where the answer starts; with
+    WAPIIBench's published chat handling it is the one user message upstream gave its in-process
+    instruct models (API models get ``messages``, a system/user split).
+    Such backends record what they rendered in ``ModelOutput.extra``: ``prompt_sent`` (the
+    template's text plus any prefill, special tokens written out) and ``prompt_decoded`` (the
+    prompt's tokens decoded without special tokens, as a Hugging Face
+    ``decode(skip_special_tokens=True)`` gives it -- the text upstream scorers search answers in).
 
     ``heal_boundary``: the prompt may end inside what the tokenizer would write as one token (the
     web API starter ends with ``axios.``). Backends that tokenize the prompt themselves back it up
@@ -65,7 +75,7 @@ class ModelInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] | None = None
     assistant_prefix: str | None = None
-    prefill_messages: list[dict[str, Any]] | None = None
+    template_messages: list[dict[str, Any]] | None = None
     heal_boundary: bool = False
 
 

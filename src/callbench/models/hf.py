@@ -178,7 +178,7 @@ class HFBackend(ModelBackend):
 
     def _text_for(self, inp: ModelInput) -> str:
         if self.mode == "chat":
-            messages = inp.prefill_messages if inp.assistant_prefix is not None and inp.prefill_messages else inp.messages
+            messages = inp.template_messages or inp.messages
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             # A prefilled answer (the web API starter) makes the output a continuation of it.
             return text + (inp.assistant_prefix or "")
@@ -187,7 +187,8 @@ class HFBackend(ModelBackend):
     def _prompt_ids(self, inp: ModelInput) -> tuple[list[int], Healing | None]:
         # A chat template already contains any BOS the model wants; do not add a second one.
         ids = self.tokenizer(self._text_for(inp), add_special_tokens=self.mode != "chat")["input_ids"]
-        if not (inp.heal_boundary and self.token_healing):  # never for seq2seq (token_healing off)
+        free_answer = self.mode == "chat" and inp.assistant_prefix is None  # a new turn: no open boundary
+        if not (inp.heal_boundary and self.token_healing) or free_answer:  # never for seq2seq (healing off)
             return list(ids), None
         table = self._prefix_table()
         special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
@@ -222,8 +223,8 @@ class HFBackend(ModelBackend):
         else:
             # Clear sampling knobs a checkpoint's generation_config may set, so greedy is plain greedy.
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        if config.stop:
-            kwargs.update(stop_strings=list(config.stop), tokenizer=self.tokenizer)
+        if config.stop or config.stop_kept:
+            kwargs.update(stop_strings=list(config.stop) + list(config.stop_kept), tokenizer=self.tokenizer)
         return kwargs
 
     def _run_batch(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
@@ -296,6 +297,11 @@ class HFBackend(ModelBackend):
                 if self.mode == "completion"
                 else ("chat-prefill" if inputs[i].assistant_prefix is not None else "chat"),
             }
+            if self.mode == "chat":
+                extra["prompt_sent"] = self._text_for(inputs[i])
+                if inputs[i].assistant_prefix is None:
+                    ids = prompts[i][0]
+                    extra["prompt_decoded"] = self.tokenizer.decode(ids, skip_special_tokens=True)
             if self.is_encoder_decoder:
                 extra["encoder_decoder"] = True
             if healing is not None and healing.prefix:

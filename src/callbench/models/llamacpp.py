@@ -170,15 +170,19 @@ class LlamaCppBackend(ModelBackend):
     def _prefix_table(self) -> Any:
         return prefix_table(self._llama, lambda: llama_token_bytes(self._llama))
 
+    def _rendered_chat(self, inp: ModelInput) -> str:
+        """The GGUF's chat template rendered here over the input's template conversation, followed
+        by the prefilled answer start (if any)."""
+        messages = inp.template_messages or inp.messages
+        return self._chat_formatter()(messages=messages).prompt + (inp.assistant_prefix or "")
+
     def _prompt_ids(self, inp: ModelInput) -> list[int]:
         """The prompt as token ids, as llama-cpp-python would build them; in chat mode the GGUF's
         template rendered here, followed by the prefilled answer start."""
         llama = self._llama
         if self.mode == "chat":
-            messages = inp.prefill_messages if inp.assistant_prefix is not None and inp.prefill_messages else inp.messages
-            text = self._chat_formatter()(messages=messages).prompt + (inp.assistant_prefix or "")
             # The rendered template holds the BOS the model wants (as llama-cpp-python's chat path).
-            return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+            return llama.tokenize(self._rendered_chat(inp).encode("utf-8"), add_bos=False, special=True)
         bos = llama.token_bos()
         ids = [bos] if bos != -1 and llama._model.add_bos_token() else []
         return ids + llama.tokenize(inp.prompt.encode("utf-8"), add_bos=False, special=True)
@@ -209,18 +213,30 @@ class LlamaCppBackend(ModelBackend):
             "stop": list(config.stop),
             "seed": config.seed,
         }
-        # Chat inputs without a prefilled answer go through llama-cpp-python's own chat path.
+        if config.stop_kept:
+            params["stopping_criteria"] = self._llama_cpp.StoppingCriteriaList([_KeptStop(self._llama, config.stop_kept)])
+        # Chat inputs without a prefilled answer go through llama-cpp-python's own chat path,
+        # unless they bring their own template conversation: that one is rendered here (so what
+        # was sent can be recorded) and answered freely.
         free_chat = self.mode == "chat" and inp.assistant_prefix is None
+        via_chat_api = free_chat and inp.template_messages is None
         healing: Healing | None = None
+        extra: dict[str, Any] = {"constrained": inp.constraint is not None}
         with self._lock:
             started = time.perf_counter()
             try:
-                if free_chat:
+                if via_chat_api:
                     params["logits_processor"] = self._logits_processors(inp, None, config.max_tokens)
                     result = self._llama.create_chat_completion(messages=inp.messages, **params)
                 else:
                     ids = self._prompt_ids(inp)
-                    if inp.heal_boundary and self.token_healing:
+                    if self.mode == "chat":
+                        extra["prompt_sent"] = self._rendered_chat(inp)
+                    if free_chat:
+                        detok = self._llama.detokenize(ids, special=False)
+                        extra["prompt_decoded"] = detok.decode("utf-8", errors="replace")
+                    # A free answer starts a new turn: there is no open boundary to heal.
+                    elif inp.heal_boundary and self.token_healing:
                         table = self._prefix_table()
                         healing = heal_prompt(ids, lambda i: table.token_bytes[i] if i < table.size else b"")
                     prompt_ids = healing.ids if healing is not None else ids
@@ -236,13 +252,12 @@ class LlamaCppBackend(ModelBackend):
                 raise CallbenchError(f"{self.identity}: generation failed: {exc}") from exc
             latency = time.perf_counter() - started
         choice = result["choices"][0]
-        if free_chat:
+        if via_chat_api:
             text = choice["message"].get("content") or ""
         else:
             text = strip_healed(choice.get("text") or "", healing)
         usage = result.get("usage") or {}
-        fmt = "chat" if free_chat else ("chat-prefill" if self.mode == "chat" else "completion")
-        extra: dict[str, Any] = {"constrained": inp.constraint is not None, "prompt_format": fmt}
+        extra["prompt_format"] = "chat" if free_chat else ("chat-prefill" if self.mode == "chat" else "completion")
         if healing is not None and healing.prefix:
             extra["token_healing"] = healing.as_record()
         return ModelOutput(
@@ -263,6 +278,30 @@ class LlamaCppBackend(ModelBackend):
         llama, self._llama = getattr(self, "_llama", None), None
         if llama is not None and hasattr(llama, "close"):
             llama.close()
+
+
+class _KeptStop:
+    """Ends the generation with the token that completes one of ``stops`` (the token stays in the
+    answer, as with Hugging Face's ``stop_strings``; llama.cpp's own ``stop`` cuts the string off).
+    llama-cpp-python calls it as it samples each token, with the ids evaluated so far (the prompt
+    at the first call, then up to the previous token; True drops the token just sampled) and once
+    more at the end; only the bytes of ids not seen before are read."""
+
+    def __init__(self, llama: Any, stops: tuple[str, ...]):
+        self._llama = llama
+        self._stops = [s.encode("utf-8") for s in stops if s]
+        self._keep = max((len(s) for s in self._stops), default=1)
+        self._seen: int | None = None
+        self._tail = b""
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        n = len(input_ids)
+        if self._seen is None:  # the first call: the prompt alone
+            self._seen = n
+        new = [int(t) for t in input_ids[self._seen : n]]
+        self._seen = n
+        self._tail = (self._tail + self._llama.detokenize(new, special=False))[-(self._keep + 64) :]
+        return any(s in self._tail for s in self._stops)
 
 
 @register_model("llamacpp")

@@ -328,8 +328,8 @@ class OpenAICompatBackend(ModelBackend):
         }
         if config.seed is not None:
             params["seed"] = config.seed
-        if config.stop:
-            params["stop"] = list(config.stop)
+        if config.stop or config.stop_kept:
+            params["stop"] = list(config.stop) + list(config.stop_kept)
         extra_body = dict(self.extra_body or {})
         hook = getattr(inp.constraint, "vllm_extra_body", None) if inp.constraint is not None else None
         if inp.constraint is not None and hook is None:

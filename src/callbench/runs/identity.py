@@ -60,11 +60,20 @@ def build_identity(track: Any, model: Any, gen: Any) -> dict[str, Any]:
         "mode": model.mode,
         "model_options": dict(getattr(model, "identity_options", None) or {}),
         **track.fingerprint(),
-        "generation": asdict(gen),
+        "generation": _generation(gen),
     }
     scoring = getattr(track, "scoring_fingerprint", None)
     ident[SCORING] = {**(scoring() if scoring else {}), "callbench_version": __version__}
     return _json(ident)
+
+
+def _generation(gen: Any) -> dict[str, Any]:
+    """The decoding settings; a setting added later is recorded only when it is not at its
+    default, so the runs made before it keep their identity (and resume)."""
+    out = asdict(gen)
+    if not out.get("stop_kept"):
+        out.pop("stop_kept", None)
+    return out
 
 
 def generation_digest(ident: dict[str, Any]) -> str:

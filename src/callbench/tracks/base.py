@@ -66,9 +66,12 @@ class Track(abc.ABC):
     # How many evaluation threads by default: "cpu" (one per core: the sandbox work is CPU-bound)
     # or "concurrency" (one per request in flight: each evaluation mostly waits on a process).
     evaluation_pool: str = "cpu"
-    # Does the track prompt instruct models through their chat template with a prefilled answer
-    # start (``ModelInput.assistant_prefix``)? Then an in-process backend left in "auto" mode uses
-    # the model's chat template when it has one, and constrained decoding works in chat mode.
+    # Does the track prompt instruct models through their chat template rendered in-process? Then
+    # an in-process backend left in "auto" mode uses the model's chat template when it has one, and
+    # constrained decoding works in chat mode (the constraint shapes the answer from its first token).
+    chat_template: bool = False
+    # ... with a prefilled answer start (``ModelInput.assistant_prefix``)? Then the answer
+    # continues the prompt like a completion (and is generated and parsed as one).
     chat_prefill: bool = False
     # Rows of the data that ``load_samples`` skipped or kept despite a finding (each a dict with
     # file, row, task, reason, action): recorded in config.json and listed by summary and report,

@@ -25,7 +25,7 @@ def test_prefilled_chat_shows_the_starter_once_at_the_start_of_the_answer(wapii_
     for task in wapii_tasks[::50]:
         p = build_prompt(task, setup)
         assert p.assistant_prefix == "```javascript\n" + p.starter
-        system, user = p.prefill_messages
+        system, user = p.template_messages
         assert system == p.messages[0] and user["role"] == "user"
         assert p.starter not in user["content"] and "```" not in user["content"]
         assert user["content"].endswith("which your answer starts with; continue it from where it stops:")
@@ -39,7 +39,7 @@ def test_track_inputs_ask_for_healing_and_prefill(data_root):
     track = make_track("webapi", data=str(data_root), prompt_version="v1")
     sample = track.load_samples()[0]
     inp = track.build_input(sample)
-    assert inp.heal_boundary and inp.assistant_prefix.endswith("axios.") and inp.prefill_messages
+    assert inp.heal_boundary and inp.assistant_prefix.endswith("axios.") and inp.template_messages
     assert track.fingerprint()["prompt_version"] == "v1"
     with pytest.raises(ConfigError, match="--prompt-version"):
         make_track("webapi", data=str(data_root), prompt_version="v3")

@@ -60,6 +60,7 @@ def test_prompt_is_the_fetched_file_filled_then_the_starter(tmp_path, data_root,
     root = _data_dir(tmp_path, data_root)
     text = (root / "wapiibench" / PROMPT_FILE).read_text(encoding="utf-8")
     track = _track(root, setup=setup)
+    prefill = _track(root, setup=setup, chat_handling="prefill")
     track.load_samples()
     for task in list(track._tasks.values())[::60]:
         starter = f"// {task.task}\nconst axios = require('axios');\n\naxios."
@@ -72,9 +73,12 @@ def test_prompt_is_the_fetched_file_filled_then_the_starter(tmp_path, data_root,
         assert p.completion_prompt == _filled(text, api, "") + starter
         # instruct models run in-process: the whole input as one user message, "without any
         # explanations" appended to the last sentence's end without a space (as upstream)
-        assert p.prefill_messages == [{"role": "user", "content": _filled(text, api, "without any explanations") + starter}]
-        assert "snippetwithout any explanations:" in p.prefill_messages[0]["content"]
-        assert p.assistant_prefix == "```javascript\n" + starter
+        assert p.template_messages == [{"role": "user", "content": _filled(text, api, "without any explanations") + starter}]
+        assert "snippetwithout any explanations:" in p.template_messages[0]["content"]
+        # upstream's handling (the default with this prompt): no prefill, the answer is searched
+        assert p.assistant_prefix is None
+        # callbench's prefill on request: the fence and the starter open the answer
+        assert prefill._prompt(task).assistant_prefix == "```javascript\n" + starter
 
 
 def test_the_task_is_written_as_the_dataset_has_it(tmp_path, data_root):

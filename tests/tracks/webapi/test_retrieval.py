@@ -189,8 +189,8 @@ def test_rag_context_comes_before_the_task_in_every_format(data_root):
     head = "Documentation of the Slack Web API endpoints most relevant to the task:\n\n"
     assert inp.prompt.startswith(head) and inp.prompt.endswith(inp.metadata["starter"])
     assert inp.messages[1]["content"].startswith(head)
-    assert inp.prefill_messages[1]["content"].startswith(head)
-    assert inp.messages[0] == inp.prefill_messages[0]  # the system message is unchanged
+    assert inp.template_messages[1]["content"].startswith(head)
+    assert inp.messages[0] == inp.template_messages[0]  # the system message is unchanged
     assert inp.prompt.index(head) < inp.prompt.index("You write HTTP requests")
 
 

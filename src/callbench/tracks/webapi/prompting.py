@@ -18,7 +18,7 @@ Three prompt formats, chosen by the backend's mode (see docs/webapi-prompts.md):
 
 * completion (base models): ``completion_prompt`` = instructions + code fence + starter; the
   model continues the starter.
-* chat with a prefilled answer (instruct models run in-process): ``prefill_messages`` through the
+* chat with a prefilled answer (instruct models run in-process): ``template_messages`` through the
   model's chat template, and the assistant's turn starts with ``assistant_prefix`` (the code fence
   and the starter), so the answer continues the starter exactly as a completion does. The user
   turn holds the instructions but not the starter: shown there too, inside a closed code block,
@@ -79,7 +79,7 @@ class Prompt:
     completion_prompt: str  # instructions + fence + starter (for completion models)
     messages: list[dict[str, str]]  # same request for chat models
     assistant_prefix: str  # fence + starter: how a prefilled chat answer begins
-    prefill_messages: list[dict[str, str]]  # the conversation before the prefilled answer
+    template_messages: list[dict[str, str]]  # the conversation before the prefilled answer
 
 
 def starter_code(task: WebApiTask, setup: Setup, version: str = PROMPT_VERSION, *, task_text: str | None = None) -> str:
@@ -138,13 +138,13 @@ def build_prompt(
     prefill_user = pre + t["instructions.md"].strip().format(
         syntax="axios.method(url[, data][, config])", api=api, extra=_PREFILL_EXTRA
     )
-    prefill_messages = [messages[0], {"role": "user", "content": prefill_user}]
+    template_messages = [messages[0], {"role": "user", "content": prefill_user}]
     return Prompt(
         starter=starter,
         completion_prompt=completion_prompt,
         messages=messages,
         assistant_prefix=assistant_prefix,
-        prefill_messages=prefill_messages,
+        template_messages=template_messages,
     )
 
 

@@ -27,11 +27,14 @@ The three prompt formats (docs/webapi-prompts.md) map onto upstream's three kind
 * completion (base models): the input as is, ``{extra_instructions}`` empty;
 * chat (API models; upstream's OpenAI/Gemini models): the same input split at its first
   ``". "`` into a system message (up to and with that ``.``) and a user message (the rest);
-* chat with a prefilled answer (instruct models run in-process; upstream's Hugging Face models
-  with ``-instruct`` in their name): the input with ``{extra_instructions}`` filled as one user
-  message and no system message, as upstream; the assistant's turn then starts with the code
-  fence and the starter (callbench's prefill, where upstream searched the free answer for the
-  starter).
+* in-process instruct models (upstream's Hugging Face models with ``-instruct`` in their name):
+  the input with ``{extra_instructions}`` filled as one user message and no system message, as
+  upstream, through the model's chat template. With ``--chat-handling published`` (the default
+  with this prompt) the model answers freely and the program is built as upstream's
+  ``generate()`` builds it, from the decoded sequence searched for the starter
+  (:func:`~callbench.tracks.webapi.upstream_call.published_chat_program`); with
+  ``--chat-handling prefill`` the assistant's turn starts with the code fence and the starter
+  (callbench's handling: the model cannot fail to continue the starter).
 """
 
 from __future__ import annotations
@@ -108,8 +111,11 @@ def split_system_user(text: str, source: Path | str = PROMPT_FILE) -> list[dict[
 
 
 def build_published_prompt(
-    task: WebApiTask, setup: Setup, template: PublishedTemplate, *, context: str = ""
+    task: WebApiTask, setup: Setup, template: PublishedTemplate, *, context: str = "", prefill: bool = True
 ) -> Prompt:
+    """The published prompt in every format. ``prefill``: an in-process instruct model's answer
+    starts with the fence and the starter (callbench's handling); without it the model answers
+    freely and the answer is searched for the starter (upstream's)."""
     api = KNOWN_APIS.get(task.api, task.api)
     starter = published_starter(task, setup)
     head = f"{context}\n\n\n" if context else ""
@@ -119,6 +125,6 @@ def build_published_prompt(
         starter=starter,
         completion_prompt=model_input,
         messages=split_system_user(model_input, template.path),
-        assistant_prefix=f"```javascript\n{starter}",
-        prefill_messages=[{"role": "user", "content": instruct_input}],
+        assistant_prefix=f"```javascript\n{starter}" if prefill else None,
+        template_messages=[{"role": "user", "content": instruct_input}],
     )

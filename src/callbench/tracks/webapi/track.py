@@ -39,7 +39,13 @@ from callbench.tracks.webapi.prompting import (
     templates_hash,
 )
 from callbench.tracks.webapi.scoring import SCORING_MODES, SampleVerdict, compare_requests, error_verdict
-from callbench.tracks.webapi.upstream_call import sandbox_script, script_error
+from callbench.tracks.webapi.upstream_call import (
+    published_call,
+    published_chat_program,
+    published_program,
+    sandbox_script,
+    script_error,
+)
 from callbench.tracks.webapi.upstream_compare import published_error
 
 BASE_URL_HINTS: tuple[str, ...] = ("auto", "on", "off")
@@ -73,6 +79,13 @@ class WebApiOptions:
     context_chars: int = 30_000  # rag: the context's cut, at an endpoint boundary
     base_url_hint: str = "auto"  # name the spec's base URL: auto (APIs other than the 4 known) | on | off
     strict_data: bool = False  # a row that contradicts its spec fails the run instead of being skipped
+    # How an in-process instruct model gets the prompt (CHAT_HANDLINGS): "prefill" (callbench's:
+    # the starter opens the answer), "published" (WAPIIBench's: a free answer searched for the
+    # starter); "auto" = published with the published prompt, else prefill.
+    chat_handling: str = "auto"
+
+
+CHAT_HANDLINGS = ("auto", "prefill", "published")
 
 
 class WebApiTrack(Track):
@@ -81,7 +94,9 @@ class WebApiTrack(Track):
     # Each evaluation thread drives its own V8 worker process, so samples score in parallel.
     evaluate_in_thread = True
     server_constraints = True
-    # Instruct models get their chat template with the starter prefilled as the answer's start.
+    # Instruct models get their chat template, with the starter prefilled as the answer's start
+    # unless the published chat handling is asked for (then set per instance, in __init__).
+    chat_template = True
     chat_prefill = True
 
     def __init__(self, options: WebApiOptions | None = None):
@@ -95,6 +110,8 @@ class WebApiTrack(Track):
         self._check_context_options()
         self.root = data_dir(self.options.data)
         self.published = None  # WAPIIBench's published prompt (--prompt published)
+        self.chat_handling = self._resolve_chat_handling()
+        self.chat_prefill = self.chat_handling == "prefill"
         if self.options.prompt_version == PUBLISHED:
             if self.options.base_url_hint == "on":
                 raise ConfigError("--base-url-hint on: the published prompt has no base-URL hint (use callbench's v1/v2)")
@@ -122,6 +139,17 @@ class WebApiTrack(Track):
             from callbench.tracks.webapi.constraints import ConstraintFactory
 
             self._constraints = ConstraintFactory(self.options.setup, self.options.grammar_options)
+
+    def _resolve_chat_handling(self) -> str:
+        handling = self.options.chat_handling
+        if handling not in CHAT_HANDLINGS:
+            raise ConfigError(f"--chat-handling '{handling}': choose from {', '.join(CHAT_HANDLINGS)}")
+        published_prompt = self.options.prompt_version == PUBLISHED
+        if handling == "auto":
+            return "published" if published_prompt else "prefill"
+        if handling == "published" and not published_prompt:
+            raise ConfigError("--chat-handling published searches answers for the published starter: it needs --prompt published")
+        return handling
 
     def _check_context_options(self) -> None:
         o = self.options
@@ -280,6 +308,8 @@ class WebApiTrack(Track):
                 else {"prompt_hash": self.published.sha256[:16], "prompt_file_sha256": self.published.sha256}
             ),
             "prompts_sha256": self._prompts_digest(),
+            # how answers become programs (the prompts digest covers what is sent)
+            **({"chat_handling": "published"} if self.chat_handling == "published" else {}),
             "constrained": self.options.constrained,
             **self._context_fingerprint(),
             **({"grammar_options": repr(self._grammar_options())} if self.options.constrained else {}),
@@ -334,7 +364,7 @@ class WebApiTrack(Track):
         h = hashlib.sha256()
         for task in self._all_tasks():
             p = self._prompt(task)
-            parts = (p.completion_prompt, p.messages, p.assistant_prefix, p.prefill_messages)
+            parts = (p.completion_prompt, p.messages, p.assistant_prefix, p.template_messages)
             h.update(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode())
         return h.hexdigest()[:16]
 
@@ -347,7 +377,11 @@ class WebApiTrack(Track):
 
     def default_generation(self, mode: str) -> GenerationConfig:
         """250 new tokens as in the paper; completions stop at the closing code fence. Chat answers
-        get no stop string, since many open with prose and a fence."""
+        get no stop string, since many open with prose and a fence. The published chat handling
+        generates as upstream does, chat or not: the answer ends with the token that completes
+        ``\n```\n``, which stays in it (the program text is then cut as upstream cuts it)."""
+        if self.chat_handling == "published":
+            return GenerationConfig(max_tokens=250, stop_kept=("\n```\n",))
         stop = ("\n```",) if mode == "completion" else ()
         return GenerationConfig(max_tokens=250, stop=stop)
 
@@ -367,7 +401,7 @@ class WebApiTrack(Track):
             constraint=constraint,
             metadata={"starter": prompt.starter, "api": task.api},
             assistant_prefix=prompt.assistant_prefix,
-            prefill_messages=prompt.prefill_messages,
+            template_messages=prompt.template_messages,
             # The starter ends mid-expression ('axios.'): let tokenizing backends heal the boundary.
             heal_boundary=True,
         )
@@ -383,6 +417,7 @@ class WebApiTrack(Track):
                 self.options.setup,  # type: ignore[arg-type]
                 self.published,
                 context=self._context(task),
+                prefill=self.chat_handling == "prefill",
             )
             self._prompts[task.id] = prompt
         if prompt is None:
@@ -461,7 +496,7 @@ class WebApiTrack(Track):
             programs.append((program, sample.payload.definitions))
             task: WebApiTask = sample.payload
             if upstream_scorer.applies(task, self._spec_for(task)):
-                call = upstream_scorer.compat_call(self._prompt(task).starter, output.text, output.mode)
+                call = published_call(self._published_text(task, output))
                 calls[k] = call
                 if call.code is not None and script_error(call.code) is None:
                     compat_programs.append((k, sandbox_script(call.code)))
@@ -494,7 +529,23 @@ class WebApiTrack(Track):
                     verdicts["compat"] = published_error(status, expected, spec).as_dict()
                 parsed = output.text if status == "unsatisfiable" else None
                 return SampleResult(status=status, parsed=parsed, verdicts=verdicts, error=why, stats=cd_stats), cd_stats, ""
+        if self._upstream_chat(output):  # WAPIIBench's own handling of chat answers
+            return None, cd_stats, self._published_text(task, output)
         return None, cd_stats, assemble_program(self._prompt(task).starter, output.text, output.mode)
+
+    def _upstream_chat(self, output: ModelOutput) -> bool:
+        return self.chat_handling == "published" and output.mode == "chat"
+
+    def _published_text(self, task: WebApiTask, output: ModelOutput) -> str:
+        """The program text WAPIIBench's ``generate()`` builds from this answer: for a chat answer
+        in the published handling, from the whole decoded sequence where the backend rendered the
+        template in-process (as upstream's Hugging Face models), else as for its API models; a
+        completion continues the starter. Empty where upstream's search finds no starter."""
+        starter = self._prompt(task).starter
+        decoded = output.extra.get("prompt_decoded")
+        if self._upstream_chat(output) and isinstance(decoded, str):
+            return published_chat_program(starter, decoded, output.text) or ""
+        return published_program(starter, output.text, output.mode)
 
     def _scored_run(
         self, sample: Sample, result: Any, cd_stats: dict[str, Any], compat: tuple[Any, Any] | None = None

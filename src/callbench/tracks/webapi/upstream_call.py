@@ -22,6 +22,7 @@ from the published code's behaviour, not copied.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from callbench.sandbox.js_extract import implicit_globals, script_problem
@@ -31,6 +32,7 @@ __all__ = [
     "PRELUDE_NAMES",
     "PublishedCall",
     "published_call",
+    "published_chat_program",
     "published_program",
     "script_error",
 ]
@@ -69,6 +71,40 @@ def published_program(starter: str, output: str, mode: str) -> str:
     if stop >= 0:
         output = output[: stop + len(_STOP)]
     code = starter + output
+    return code[:-1] if code.endswith("```\n") else code
+
+
+# evaluation.py's role-marker cut for in-process chat answers (first match anywhere, once).
+_ROLE_MARKER = re.compile(r"\s*(?:#+ )?(?:Assistant|Response):\s*")
+
+
+def published_chat_program(starter: str, prompt_decoded: str, answer: str) -> str | None:
+    """The program text evaluation.py's ``generate()`` builds for an in-process chat model (a
+    Hugging Face model with ``-instruct`` in its name): its output is the whole sequence decoded
+    without special tokens -- the rendered prompt (``prompt_decoded``), then the answer, which the
+    ``\\n```\\n`` stop string ends. The program starts at the first occurrence of the starter (in
+    the prompt's user turn). If the starter's last line (``axios.``, ``axios.get('<url>',``) occurs
+    again later (the answer repeats it), everything between its first and its last occurrence is
+    cut out; otherwise the first ``Assistant:``/``Response:`` marker and the whitespace around it
+    are removed (a template whose turns are not written that way -- ChatML's ``assistant\\n`` --
+    keeps its role line in the program). A trailing fence's line break is dropped.
+
+    None where the decoded text does not contain the starter at all: upstream's ``str.index``
+    raises there and its run stops; callbench scores such an answer as an absent request."""
+    stop = answer.find(_STOP)
+    if stop >= 0:
+        answer = answer[: stop + len(_STOP)]
+    text = prompt_decoded + answer
+    at = text.find(starter)
+    if at < 0:
+        return None
+    code = text[at:]
+    last_line = starter[starter.rfind("\n") + 1 :]
+    first, last = code.find(last_line), code.rfind(last_line)
+    if first != last:
+        code = code[:first] + code[last:]
+    else:
+        code = _ROLE_MARKER.sub("", code, count=1)
     return code[:-1] if code.endswith("```\n") else code
 
 
