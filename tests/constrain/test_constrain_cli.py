@@ -63,13 +63,22 @@ def _smol_env(monkeypatch):
     monkeypatch.setenv("CALLBENCH_CACHE_DIR", "/nonexistent-callbench-cache")
 
 
-def test_constrained_free_chat_is_refused(tmp_path, monkeypatch):
-    """A free chat answer does not continue the prompt, so a grammar that does cannot apply: the
-    nested track (no prefilled answer) refuses chat mode under --constrained."""
+@pytest.mark.slow
+def test_constrained_nested_chat_answer_follows_the_grammar(tmp_path, monkeypatch):
+    """An instruct GGUF gets its chat template for the nested track (auto mode), and under
+    --constrained the grammar shapes the free answer from its first token: a JSON call list."""
     _smol_env(monkeypatch)
-    res = runner.invoke(app, ["run", "nested", "--model", "llamacpp:default", "--model-arg", "mode=chat",
-                              "--constrained", "--limit", "1", "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "completion mode" in _flat(res.output)
+    from callbench.api import run
+    from callbench.runs.store import RunStore
+
+    outcome = run("nested", "llamacpp:default", out_dir=tmp_path, limit=1, constrained=True, model_options={"n_ctx": 2048})
+    store = RunStore.open(outcome.run_dir)
+    try:
+        (row,) = list(store.rows())
+    finally:
+        store.close()
+    assert row["mode"] == "chat" and row["raw_output"].lstrip().startswith("[")
+    assert row["status"] != "parse_error", row["raw_output"]
 
 
 def test_webapi_chat_mode_prefills_the_answer_so_constraints_apply(data_root, monkeypatch):
@@ -85,13 +94,19 @@ def test_webapi_chat_mode_prefills_the_answer_so_constraints_apply(data_root, mo
         assert answer_mode(backend, track) == "completion"  # a continuation of the starter either way
 
 
-def test_python_api_applies_the_same_constrained_guards(tmp_path, monkeypatch):
-    from callbench.api import run
+def test_constrained_chat_needs_a_template_rendered_in_process(data_root, monkeypatch):
+    """A chat backend that renders no template itself (a chat API) cannot have its answer shaped
+    by a grammar that continues the starter: one line, before any request."""
+    import callbench.api as api
     from callbench.errors import ConfigError
 
-    _smol_env(monkeypatch)
+    class ChatApi:
+        name, mode, steerable = "fake", "chat", True
+
+    monkeypatch.setattr(api, "load_model", lambda model, **opts: ChatApi())
+    track = api.make_track("webapi", data=str(data_root), constrained=True)
     with pytest.raises(ConfigError, match="completion mode"):
-        run("nested", "llamacpp:default", out_dir=tmp_path, limit=1, constrained=True, model_options={"mode": "chat"})
+        api.load_backend("fake:x", {}, concurrency=1, track=track, constrained=True)
 
 
 def test_spec_of_the_apis_guru_directory(wild_specs_dir, tmp_path):

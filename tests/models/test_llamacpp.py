@@ -111,6 +111,8 @@ def test_chat_mode_uses_gguf_template():
     assert out.mode == "chat" and out.text.strip()
     # The template wraps the message in role markers, so the prompt is longer than the message.
     assert out.prompt_tokens > 10
+    # what llama-cpp-python's chat path rendered is recorded (callbench show prints it)
+    assert "Reply with one word: hello" in out.extra["prompt_sent"] and "<|im_start|>" in out.extra["prompt_sent"]
     assert backend.identity.endswith("[chat,heal]")
     asyncio.run(backend.aclose())
 

@@ -268,7 +268,9 @@ def run_nested(
             "--mode",
             help="direct (default: the whole call list in one answer), react (one call per turn as text, executed, "
             "output fed back) or tools (the server's native tool-calling API, one turn per round of calls). "
-            "The backend's own mode is set with --model-arg mode=chat|completion.",
+            "The backend's own mode is set with --model-arg mode=chat|completion (default for llamacpp:/hf:: an "
+            "instruct model with a chat template gets it with callbench's prompt; published templates, which hold "
+            "their model's chat markup, go as completion prompts).",
         ),
     ] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", hidden=True, help="Deprecated alias of --mode.")] = None,

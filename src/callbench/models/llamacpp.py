@@ -176,6 +176,17 @@ class LlamaCppBackend(ModelBackend):
         messages = inp.template_messages or inp.messages
         return self._chat_formatter()(messages=messages).prompt + (inp.assistant_prefix or "")
 
+    def _render_quietly(self, messages: list[dict[str, Any]]) -> str | None:
+        """The GGUF's template over ``messages`` as llama-cpp-python's chat path renders it (the
+        same template, formatter and tokens), for the record; None where it cannot be rendered
+        here (e.g. turns the template does not know)."""
+        if not self.chat_template:
+            return None
+        try:
+            return self._chat_formatter()(messages=messages).prompt
+        except Exception:  # noqa: BLE001 - only the record is lost, never the answer
+            return None
+
     def _prompt_ids(self, inp: ModelInput) -> list[int]:
         """The prompt as token ids, as llama-cpp-python would build them; in chat mode the GGUF's
         template rendered here, followed by the prefilled answer start."""
@@ -228,6 +239,9 @@ class LlamaCppBackend(ModelBackend):
                 if via_chat_api:
                     params["logits_processor"] = self._logits_processors(inp, None, config.max_tokens)
                     result = self._llama.create_chat_completion(messages=inp.messages, **params)
+                    sent = self._render_quietly(inp.messages)
+                    if sent is not None:
+                        extra["prompt_sent"] = sent
                 else:
                     ids = self._prompt_ids(inp)
                     if self.mode == "chat":

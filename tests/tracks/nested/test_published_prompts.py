@@ -120,6 +120,28 @@ def test_override_names_a_family_or_a_template(nestful_dir):
     assert _track(nestful_dir, prompt="callbench", prompt_template="callbench-v1").published is None
 
 
+def test_instruct_models_get_their_chat_template_only_for_callbenchs_prompt(nestful_dir, monkeypatch):
+    """An in-process backend left in auto mode follows the track's chat_template: callbench's
+    prompt goes through an instruct model's template; a published template already holds its
+    model's markup and stays a completion prompt."""
+    assert _track(nestful_dir).chat_template is True
+    assert _track(nestful_dir, prompt_template="LLAMA").chat_template is False
+
+    class Auto:
+        name, mode, steerable = "fake", "completion", True
+
+        def prefer_chat_template(self):
+            self.mode = "chat"
+
+    import callbench.api as api
+
+    for kw, mode in (({}, "chat"), ({"prompt_template": "LLAMA"}, "completion")):
+        backend = Auto()
+        monkeypatch.setattr(api, "load_model", lambda model, b=backend, **opts: b)
+        api.load_backend("fake:x", {}, concurrency=1, track=_track(nestful_dir, **kw), constrained=False)
+        assert backend.mode == mode, kw
+
+
 @pytest.mark.parametrize(
     "kw,message",
     [

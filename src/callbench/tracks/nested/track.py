@@ -95,6 +95,10 @@ class NestedTrack(Track):
         if self.options.constrained and self.options.mode != "direct":
             raise ConfigError("--constrained works with --mode direct only (the strategy direct: one JSON answer per sample)")
         self.published = self._choose_prompt()  # None: callbench's own prompt
+        # An instruct model run in-process gets its chat template for callbench's prompt (in
+        # completion mode instruct GGUFs repeat themselves to the token limit); a published
+        # template already holds its model's chat markup, so it stays a completion prompt.
+        self.chat_template = self.published is None
         self.parser = self._choose_parser()
         self._constraints = None
         self._active: dict[str, Any] = {}
