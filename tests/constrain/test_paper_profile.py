@@ -70,13 +70,18 @@ components:
 URL = "https://api.example.com/items"
 
 
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory):
+def _inline_spec(directory: Any, text: str) -> Any:
+    """A spec written out to ``directory`` and loaded as a file would be."""
     from callbench.specs import load_spec
 
-    path = tmp_path_factory.mktemp("paper") / "mini.yaml"
-    path.write_text(MINI_SPEC)
+    path = directory / "spec.yaml"
+    path.write_text(text)
     return load_spec(path)
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    return _inline_spec(tmp_path_factory.mktemp("paper"), MINI_SPEC)
 
 
 def _post(body: str, params: str = "{}") -> str:
@@ -507,11 +512,7 @@ BASE = "https://api.example.com"
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    from callbench.specs import load_spec
-
-    path = tmp_path_factory.mktemp("paper-cred") / "secured.yaml"
-    path.write_text(SECURED_SPEC)
-    return load_spec(path)
+    return _inline_spec(tmp_path_factory.mktemp("paper-cred"), SECURED_SPEC)
 
 
 @pytest.mark.parametrize(
@@ -552,11 +553,7 @@ components:
 
 
 def test_paper_credentials_required_with_one_scheme_any_value(tmp_path):
-    from callbench.specs import load_spec
-
-    path = tmp_path / "slack.yaml"
-    path.write_text(SLACK_LIKE)
-    spec = load_spec(path)
+    spec = _inline_spec(tmp_path, SLACK_LIKE)
     url = "https://slack.example.com/api/chat.postMessage"
     assert PAPER.credentials == "paper" and LENIENT.credentials == "required"
     assert GrammarOptions(profile="paper", credential_rule="callbench").credentials == "required"
