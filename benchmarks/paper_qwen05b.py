@@ -1,7 +1,8 @@
 """A published WAPIIBench table row beside callbench's numbers: Qwen2.5-Coder-0.5B, all four cells.
 
     python benchmarks/paper_qwen05b.py [--model llamacpp:default] [--harness paper,callbench]
-        [--paper-mode completion|chat] [--subset N] [--parallel 2] [--out DIR] [--json PATH]
+        [--paper-mode completion|chat] [--subset N] [--callbench-subset N] [--parallel 2]
+        [--out DIR] [--json PATH] [--report-only]
 
 Runs the four cells of the paper's table (full/args setup x unconstrained/constrained decoding) on
 the 395 WAPIIBench tasks through the normal runner (resumable: re-running the command continues
@@ -20,7 +21,9 @@ where it stopped; ``--parallel`` cells at a time, one process per core), in two 
 Every metric of ``summary.json`` gets a seeded percentile-bootstrap 95 % interval (samples
 resampled, the metrics recomputed by the track's own aggregation on each resample), and the paper's
 values (:data:`PAPER`) are set beside them: inside the interval, or how far outside.
-``--subset N`` takes the first N tasks of every API (a quick check; the committed figures use all).
+``--subset N`` takes the first N tasks of every API (a quick check; the committed paper cells use
+all 395); ``--callbench-subset N`` sets the callbench harness's own (the figures of a cell are
+computed over its subset only).
 """
 
 from __future__ import annotations
@@ -109,14 +112,18 @@ def subset_ids(n: int) -> list[str] | None:
     return out
 
 
-def verdicts_of(run_dir: Path, scoring: str) -> list[Any]:
-    """The run's per-sample verdicts in ``scoring`` mode, in sample order."""
+def verdicts_of(run_dir: Path, scoring: str, ids: list[str] | None = None) -> list[Any]:
+    """The run's per-sample verdicts in ``scoring`` mode, in sample order (only ``ids``, if given:
+    a run directory may hold more samples than the figures are about)."""
     from callbench.runs.store import RunStore
     from callbench.tracks.webapi.scoring import SampleVerdict
 
+    keep = set(ids) if ids is not None else None
     store = RunStore.open(run_dir)
     try:
-        return [SampleVerdict.from_dict(r["verdicts"][scoring]) for r in store.rows()]
+        return [
+            SampleVerdict.from_dict(r["verdicts"][scoring]) for r in store.rows() if keep is None or r["id"] in keep
+        ]
     finally:
         store.close()
 
@@ -144,10 +151,10 @@ def bootstrap(verdicts: list[Any], scoring: str, n_boot: int = N_BOOT, seed: int
     return out
 
 
-def cell_figures(run_dir: Path, scoring: str, n_boot: int) -> dict[str, Any]:
+def cell_figures(run_dir: Path, scoring: str, n_boot: int, ids: list[str] | None = None) -> dict[str, Any]:
     from callbench.tracks.webapi.metrics import aggregate
 
-    verdicts = verdicts_of(run_dir, scoring)
+    verdicts = verdicts_of(run_dir, scoring, ids)
     metrics = aggregate(verdicts, scoring)
     return {
         "n": len(verdicts),
@@ -202,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", default=",".join(CELLS), help="comma-separated subset of " + ", ".join(CELLS))
     ap.add_argument("--paper-mode", choices=("completion", "chat"), default="completion")
     ap.add_argument("--subset", type=int, default=0, help="first N tasks of every API (0 = all 395)")
+    ap.add_argument(
+        "--callbench-subset", type=int, default=None, help="the callbench harness's subset (default: --subset)"
+    )
     ap.add_argument("--parallel", type=int, default=2, help="cells run at a time (one process each)")
     ap.add_argument("--out", default="runs/paper_qwen05b", help="directory of the runs (resumed when re-run)")
     ap.add_argument("--n-boot", type=int, default=N_BOOT)
@@ -217,10 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     bad = [h for h in harnesses if h not in ("paper", "callbench")] + [c for c in cells if c not in CELLS]
     if bad:
         ap.error(f"unknown harness/cell: {', '.join(bad)}")
-    ids = subset_ids(args.subset)
+    subsets = {"paper": args.subset, "callbench": args.subset if args.callbench_subset is None else args.callbench_subset}
+    ids = {h: subset_ids(n) for h, n in subsets.items()}
     out = Path(args.out)
     jobs = [
-        (h, c, args.model, str(out), cell_options(c, h, args.paper_mode, model_args), ids) for h in harnesses for c in cells
+        (h, c, args.model, str(out), cell_options(c, h, args.paper_mode, model_args), ids[h])
+        for h in harnesses
+        for c in cells
     ]
     console = Console()
     started = time.perf_counter()
@@ -236,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     for (h, c), run_dir in dirs.items():
         scoring = "compat" if h == "paper" else "strict"
-        results.setdefault(h, {})[c] = cell_figures(run_dir, scoring, args.n_boot)
+        results.setdefault(h, {})[c] = cell_figures(run_dir, scoring, args.n_boot, ids[h])
     print_tables(console, results)
     figures = {
         "settings": {
@@ -244,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             "model": args.model,
             "model_args": model_args,
             "paper_mode": args.paper_mode,
-            "subset_per_api": args.subset or None,
+            "subset_per_api": {h: n or None for h, n in subsets.items()},
             "n_boot": args.n_boot,
             "seed": SEED,
             "cpu_count": os.cpu_count(),

@@ -99,6 +99,11 @@ def main() -> int:
     ap.add_argument("--subset", type=int, default=10, help="first N tasks per API (0 = all 395)")
     ap.add_argument("--out", type=Path, default=Path("runs"))
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--run-id-prefix",
+        help="name the runs PREFIX-<setup>-<ud|cd> (default: derived from the settings); e.g. 'callbench' "
+        "re-reads the callbench-harness cells of benchmarks/paper_qwen05b.py under the same --out",
+    )
     args = ap.parse_args()
     ids = subset_ids(args.subset)
     console = Console()
@@ -114,7 +119,8 @@ def main() -> int:
     for setup in ("full", "args"):
         for constrained in (False, True):
             name = f"{setup}-{'cd' if constrained else 'ud'}"
-            out = run("webapi", args.model, out_dir=args.out, ids=ids, concurrency=1, setup=setup,
+            run_id = f"{args.run_id_prefix}-{name}" if args.run_id_prefix else None
+            out = run("webapi", args.model, out_dir=args.out, run_id=run_id, ids=ids, concurrency=1, setup=setup,
                       constrained=constrained, progress=True, console=Console(stderr=True),
                       model_options=dict(model_options))
             s = out.summary
