@@ -247,3 +247,18 @@ def test_run_directory_of_an_older_version_still_resumes(bench):
     path.write_text(json.dumps(cfg))
     with pytest.raises(ConfigError, match="model other -> gold"):
         run("webapi", "gold", **kw)
+
+
+def test_kept_stop_strings_enter_the_identity_only_when_set():
+    """``stop_kept`` came after runs were made: left empty it is not recorded, so those runs keep
+    their identity (and directory name); set, it is part of the generation."""
+    from callbench.models.base import GenerationConfig
+    from callbench.runs.identity import build_identity, generation_digest
+
+    track = SimpleNamespace(name="webapi", fingerprint=dict, scoring_fingerprint=dict)
+    model = SimpleNamespace(identity="gold", mode="completion", identity_options={})
+    plain = build_identity(track, model, GenerationConfig(max_tokens=250, stop=("\n```",)))
+    kept = build_identity(track, model, GenerationConfig(max_tokens=250, stop_kept=("\n```\n",)))
+    assert "stop_kept" not in plain["generation"] and plain["generation"]["stop"] == ["\n```"]
+    assert kept["generation"]["stop_kept"] == ["\n```\n"]
+    assert generation_digest(plain) != generation_digest(kept)
