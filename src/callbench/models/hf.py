@@ -184,9 +184,11 @@ class HFBackend(ModelBackend):
             return text + (inp.assistant_prefix or "")
         return inp.prompt
 
-    def _prompt_ids(self, inp: ModelInput) -> tuple[list[int], Healing | None]:
+    def _prompt_ids(self, inp: ModelInput, text: str | None = None) -> tuple[list[int], Healing | None]:
+        """The prompt's token ids (``text``: :meth:`_text_for`, when the caller has it already)."""
+        text = text if text is not None else self._text_for(inp)
         # A chat template already contains any BOS the model wants; do not add a second one.
-        ids = self.tokenizer(self._text_for(inp), add_special_tokens=self.mode != "chat")["input_ids"]
+        ids = self.tokenizer(text, add_special_tokens=self.mode != "chat")["input_ids"]
         free_answer = self.mode == "chat" and inp.assistant_prefix is None  # a new turn: no open boundary
         if not (inp.heal_boundary and self.token_healing) or free_answer:  # never for seq2seq (healing off)
             return list(ids), None
@@ -229,7 +231,8 @@ class HFBackend(ModelBackend):
 
     def _run_batch(self, inputs: list[ModelInput], config: GenerationConfig) -> list[ModelOutput]:
         torch = self._torch
-        prompts = [self._prompt_ids(inp) for inp in inputs]
+        texts = [self._text_for(inp) for inp in inputs]
+        prompts = [self._prompt_ids(inp, text) for inp, text in zip(inputs, texts, strict=True)]
         enc = self.tokenizer.pad({"input_ids": [ids for ids, _ in prompts]}, return_tensors="pt", padding=True)
         enc = {k: v.to(self.device) for k, v in enc.items()}
         width = enc["input_ids"].shape[1]
@@ -298,7 +301,7 @@ class HFBackend(ModelBackend):
                 else ("chat-prefill" if inputs[i].assistant_prefix is not None else "chat"),
             }
             if self.mode == "chat":
-                extra["prompt_sent"] = self._text_for(inputs[i])
+                extra["prompt_sent"] = texts[i]
                 if inputs[i].assistant_prefix is None:
                     ids = prompts[i][0]
                     extra["prompt_decoded"] = self.tokenizer.decode(ids, skip_special_tokens=True)

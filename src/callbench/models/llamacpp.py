@@ -170,30 +170,35 @@ class LlamaCppBackend(ModelBackend):
     def _prefix_table(self) -> Any:
         return prefix_table(self._llama, lambda: llama_token_bytes(self._llama))
 
+    def _render(self, messages: list[dict[str, Any]]) -> str:
+        """The GGUF's chat template over ``messages``, as llama-cpp-python's chat path renders it
+        (the same template, formatter and tokens)."""
+        return self._chat_formatter()(messages=messages).prompt
+
     def _rendered_chat(self, inp: ModelInput) -> str:
-        """The GGUF's chat template rendered here over the input's template conversation, followed
-        by the prefilled answer start (if any)."""
-        messages = inp.template_messages or inp.messages
-        return self._chat_formatter()(messages=messages).prompt + (inp.assistant_prefix or "")
+        """The template over the input's template conversation, followed by the prefilled answer
+        start (if any)."""
+        return self._render(inp.template_messages or inp.messages) + (inp.assistant_prefix or "")
 
     def _render_quietly(self, messages: list[dict[str, Any]]) -> str | None:
-        """The GGUF's template over ``messages`` as llama-cpp-python's chat path renders it (the
-        same template, formatter and tokens), for the record; None where it cannot be rendered
-        here (e.g. turns the template does not know)."""
+        """:meth:`_render`, for the record only: None where the template cannot render
+        ``messages`` here (e.g. turns it does not know)."""
         if not self.chat_template:
             return None
         try:
-            return self._chat_formatter()(messages=messages).prompt
+            return self._render(messages)
         except Exception:  # noqa: BLE001 - only the record is lost, never the answer
             return None
 
-    def _prompt_ids(self, inp: ModelInput) -> list[int]:
+    def _prompt_ids(self, inp: ModelInput, rendered: str | None = None) -> list[int]:
         """The prompt as token ids, as llama-cpp-python would build them; in chat mode the GGUF's
-        template rendered here, followed by the prefilled answer start."""
+        template rendered here, followed by the prefilled answer start (``rendered``, when the
+        caller has it already)."""
         llama = self._llama
         if self.mode == "chat":
+            text = rendered if rendered is not None else self._rendered_chat(inp)
             # The rendered template holds the BOS the model wants (as llama-cpp-python's chat path).
-            return llama.tokenize(self._rendered_chat(inp).encode("utf-8"), add_bos=False, special=True)
+            return llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         bos = llama.token_bos()
         ids = [bos] if bos != -1 and llama._model.add_bos_token() else []
         return ids + llama.tokenize(inp.prompt.encode("utf-8"), add_bos=False, special=True)
@@ -243,9 +248,9 @@ class LlamaCppBackend(ModelBackend):
                     if sent is not None:
                         extra["prompt_sent"] = sent
                 else:
-                    ids = self._prompt_ids(inp)
                     if self.mode == "chat":
                         extra["prompt_sent"] = self._rendered_chat(inp)
+                    ids = self._prompt_ids(inp, extra.get("prompt_sent"))
                     if free_chat:
                         detok = self._llama.detokenize(ids, special=False)
                         extra["prompt_decoded"] = detok.decode("utf-8", errors="replace")

@@ -35,9 +35,9 @@ from callbench.sandbox import JsSandbox
 from callbench.tracks.webapi.metrics import aggregate
 from callbench.tracks.webapi.scoring import SampleVerdict
 from callbench.tracks.webapi.track import WebApiOptions, WebApiTrack
-from callbench.tracks.webapi.upstream_call import sandbox_script
+from callbench.tracks.webapi.upstream_call import published_call, published_program, sandbox_script
 from callbench.tracks.webapi.upstream_mock import MockError, log_size, mock_log
-from callbench.tracks.webapi.upstream_scorer import compat_call, compat_verdict
+from callbench.tracks.webapi.upstream_scorer import compat_verdict
 
 LOGGED_FIELDS = ("method", "url", "params", "headers", "data")
 UPSTREAM_ERROR = {"no_request": "ABSENT_REQUEST", "incomplete_request": "INCOMPLETE_REQUEST"}
@@ -109,7 +109,7 @@ def test_mock_view_equals_the_logged_config(fixture):
     jobs, calls = [], {}
     for p in fixture["predictions"]:
         starter = track[p["setup"]]._prompt(tasks[p["task"]]).starter
-        calls[p["pid"]] = call = compat_call(starter, p["completion"], "completion")
+        calls[p["pid"]] = call = published_call(published_program(starter, p["completion"], "completion"))
         if call.code is not None:
             jobs.append(p["pid"])
     runs = {}

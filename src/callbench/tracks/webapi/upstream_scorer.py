@@ -32,16 +32,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from callbench.specs import ApiSpec
-from callbench.tracks.webapi.upstream_call import (
-    PublishedCall,
-    published_call,
-    published_program,
-    script_error,
-)
+from callbench.tracks.webapi.upstream_call import PublishedCall, script_error
 from callbench.tracks.webapi.upstream_compare import published_error, published_verdict
 from callbench.tracks.webapi.upstream_mock import MockError, log_size, mock_log
 
-__all__ = ["NODE_MODULES", "applies", "compat_call", "compat_verdict"]
+__all__ = ["NODE_MODULES", "applies", "compat_verdict"]
 
 # What `require` finds where the published scorer runs: Node 20's built-in modules and the
 # packages npm installs with axios and axios-mock-adapter. Any other module: "Cannot find module".
@@ -65,11 +60,6 @@ def applies(task: Any, spec: ApiSpec) -> bool:
     servers = spec.document.get("servers") or ()
     first = servers[0] if len(servers) == 1 else None
     return isinstance(first, Mapping) and "{" not in str(first.get("url", "{"))
-
-
-def compat_call(starter: str, output: str, mode: str) -> PublishedCall:
-    """The text the published scorer runs for this answer (or why it runs none)."""
-    return published_call(published_program(starter, output, mode))
 
 
 def _found(module: str) -> bool:
