@@ -9,7 +9,8 @@ Two policies:
   bind, sendto, name lookups), fork/exec/subprocess, signals to other processes, ctypes loading, and
   writes/renames/deletes outside the temp dir;
 * ``program=True`` (whole programs, :mod:`callbench.sandbox.program`): the same for processes and
-  writes, plus ``resource.setrlimit`` (a root child could raise its own hard limits), gc object
+  writes, plus ``resource.setrlimit`` (a root child could raise its own hard limits; lowering the
+  CPU limit stays allowed, which the runner does when the program starts), gc object
   walking, listening sockets; ctypes may load installed libraries (torch
   does at import) but not look up or call foreign functions or touch raw memory; sockets may be
   created (libraries probe at import) but connect / name lookup only to ``allow_connect``, and bind
@@ -154,6 +155,18 @@ def install_guard(
         for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/opt"}
     ] + list(ext_roots or ())  # the view's packages (unsandboxed, they live in the venv)
 
+    def lowers_cpu_limit(args):
+        """``setrlimit(RLIMIT_CPU, (soft, hard))`` with both at most the current hard limit (finite):
+        it can only bring the CPU backstop nearer, never move it away (even for a root child)."""
+        if len(args) < 2 or args[0] != resource.RLIMIT_CPU:
+            return False
+        try:
+            soft, hard = (int(v) for v in args[1])
+        except (TypeError, ValueError):
+            return False
+        current = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        return current != resource.RLIM_INFINITY and 0 <= soft <= hard <= current
+
     def inside(path):
         try:
             p = os.fsdecode(path) if not isinstance(path, int) else None
@@ -230,6 +243,8 @@ def install_guard(
             refuse(f"sandbox: the C extension {name!r} ({path}) is not on the sandbox's allow-list")
 
     def hook(event, args):
+        if event == "resource.setrlimit" and program and lowers_cpu_limit(args):
+            return  # the runner lowers the CPU backstop when the program starts; never a raise
         if event in denied:
             refuse(f"sandbox: {event} is not allowed")
         if event == "import" and args:

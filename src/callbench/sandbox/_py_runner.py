@@ -71,6 +71,7 @@ def _jsonable(value):
 
 
 def main():
+    os.closerange(3, 1 << 20)  # bwrap's --args memfd and anything else inherited
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     cfg = json.loads(sys.stdin.readline())

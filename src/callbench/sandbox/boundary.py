@@ -36,10 +36,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from callbench import pyast
 from callbench.errors import CallbenchError
@@ -387,13 +387,6 @@ def _stdlib_extension_files(allowed: Iterable[str]) -> list[str]:
     return out
 
 
-@functools.cache
-def _empty_dir() -> str:
-    path = tempfile.mkdtemp(prefix="callbench-empty-")
-    os.chmod(path, 0o555)
-    return path
-
-
 def _root_args(layout: Layout) -> list[str]:
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -406,7 +399,8 @@ def _root_args(layout: Layout) -> list[str]:
     if not (base + os.sep).startswith("/usr/"):
         args += ["--ro-bind", base, base]
     for hidden in _hidden_package_dirs():
-        args += ["--ro-bind", _empty_dir(), hidden]
+        # an empty, read-only tmpfs: nothing on the host to create (or leave behind) for it
+        args += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
     for name in _ETC_FILES:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -426,10 +420,12 @@ def command(
     *,
     view: View = View(),
     sockets: Sequence[tuple[str, str]] = (),
+    socket_dir: str | None = None,
     layout: Layout = Layout(),
 ) -> list[str] | None:
     """``argv`` (starting with :func:`interpreter`) wrapped in bwrap with ``view`` and ``sockets``
-    ((host path, name under :data:`SOCKETS`)) bound in; None when running unsandboxed was allowed."""
+    ((host path, name under :data:`SOCKETS`)) bound in, or the host directory ``socket_dir`` bound at
+    :data:`SOCKETS`; None when running unsandboxed was allowed."""
     exe = bwrap()
     if exe is None:
         return None
@@ -440,10 +436,33 @@ def command(
         args += ["--ro-bind", "/dev/null", path]
     for host, inside in clo.binds:
         args += ["--ro-bind", host, inside]
+    if socket_dir is not None:  # a directory the harness links service sockets into, one run at a time
+        args += ["--ro-bind", socket_dir, SOCKETS]
     for host, name in sockets:
         args += ["--ro-bind", host, f"{SOCKETS}/{name}"]
     args += ["--chdir", WORKDIR, "--remount-ro", "/", "--", *argv]
     return args
+
+
+def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **kwargs)``; a bwrap command line from :func:`command` is passed to
+    bwrap through a memfd (``--args``), so the sandbox's PID 1 (a copy of bwrap) shows ``bwrap
+    --args N`` and no host path. The runner inside closes that fd before any program runs."""
+    exe = _probe()[0]
+    if not argv or exe is None or argv[0] != exe:
+        return subprocess.Popen(list(argv), **kwargs)
+    split = list(argv).index("--")  # bwrap takes the command itself from its real argv only
+    fd = os.memfd_create("bwrap-args", 0)  # inherited: bwrap reads it after exec
+    try:
+        data = memoryview(b"".join(a.encode("utf-8", "surrogateescape") + b"\0" for a in argv[1:split]))
+        while data:
+            data = data[os.write(fd, data) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        pass_fds = (*kwargs.pop("pass_fds", ()), fd)
+        command_line = ["bwrap", "--args", str(fd), *argv[split:]]
+        return subprocess.Popen(command_line, executable=exe, pass_fds=pass_fds, **kwargs)
+    finally:
+        os.close(fd)
 
 
 def extension_roots(view: View, sandboxed: bool) -> list[str]:

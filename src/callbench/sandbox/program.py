@@ -39,14 +39,20 @@ and ``unshare`` namespaces (where they work) remain: C code is then not containe
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import atexit
+import concurrent.futures
+import contextlib
 import functools
 import json
 import math
 import os
+import select
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -56,7 +62,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from callbench import pyast
 from callbench.sandbox import boundary
+from callbench.untrusted import UntrustedInputError, loads_json
 
 _HERE = Path(__file__).parent
 STATUSES = ("ok", "no_code", "syntax_error", "runtime_error", "timeout", "violation", "crash")
@@ -98,6 +106,10 @@ class Launch:
     view: boundary.View
     sockets: dict[str, str]  # host socket path -> path inside
 
+    def popen(self, **kwargs: Any) -> subprocess.Popen[bytes]:
+        """Start it (:func:`boundary.popen`: bwrap's arguments travel in a memfd, out of sight)."""
+        return boundary.popen(self.argv, **kwargs)
+
     def config(self) -> dict[str, Any]:
         """The config keys every runner needs to set up its side of the boundary."""
         return {
@@ -114,6 +126,7 @@ def launch(
     *,
     view: boundary.View,
     socket_paths: Sequence[str] = (),
+    socket_dir: str | None = None,
     network: bool = True,
     namespaces: bool = True,
     tmp_mb: int = 256,
@@ -123,7 +136,11 @@ def launch(
     argv = python_argv(runner)
     sockets = {path: f"{boundary.SOCKETS}/s{i}.sock" for i, path in enumerate(socket_paths)}
     wrapped = boundary.command(
-        argv, view=view, sockets=[(h, Path(i).name) for h, i in sockets.items()], layout=boundary.Layout(tmp_mb=tmp_mb)
+        argv,
+        view=view,
+        sockets=[(h, Path(i).name) for h, i in sockets.items()],
+        socket_dir=socket_dir,
+        layout=boundary.Layout(tmp_mb=tmp_mb),
     )
     if wrapped is not None:
         return Launch(wrapped, host_tmp, boundary.WORKDIR, True, view, sockets)
@@ -151,17 +168,24 @@ def unshare_prefix(network: bool = True) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ProgramLimits:
-    timeout_s: float = 10.0  # wall time for setup + program, from the child's start
+    timeout_s: float = (
+        10.0  # CPU seconds of the program (all its threads); start-up, imports, setup not charged
+    )
     memory_mb: int = 2048
     memory_limit: Literal["as", "data"] = "as"
-    cpu_s: int | None = None  # None: max(60, 4 * timeout_s), a backstop behind the wall time
+    cpu_s: int | None = None  # RLIMIT_CPU for setup + program; None: setup_cpu_s + timeout_s + grace_s + 2
+    setup_cpu_s: float = 60.0  # CPU seconds the trusted setup may take (more is a harness error)
+    wall_s: float | None = None  # wall-clock backstop per run; None: max(60, 5 * timeout_s) + grace_s
     fsize_mb: int = 64
     nproc: int = 256
     max_output_bytes: int = 64 * 1024  # tail kept per stream
     max_result_bytes: int = 16 * 1024 * 1024  # JSON of variables + state; larger values are replaced
-    grace_s: float = 2.0  # after timeout_s: time to collect results before the group is killed
+    grace_s: float = 2.0  # CPU seconds to collect results after the budget is spent
     namespaces: bool = True  # without bwrap (--unsafe-no-sandbox): use unshare when it works here
     tmp_mb: int = 256  # size of the sandbox's private /tmp
+
+    def backstop_s(self) -> float:
+        return self.wall_s if self.wall_s is not None else max(60.0, 5 * self.timeout_s) + self.grace_s
 
 
 @dataclass
@@ -176,7 +200,8 @@ class ProgramResult:
     finalize_error: str | None = None
     stdout: str = ""
     stderr: str = ""
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # wall clock of the run (start-up of a fresh sandbox included)
+    cpu_s: float | None = None  # CPU time of the program's process (setup included; start-up not)
 
     @property
     def ok(self) -> bool:
@@ -202,6 +227,67 @@ class _Tail:
         return f"[... {dropped} bytes truncated ...]\n{text}" if dropped else text
 
 
+MAX_VIOLATIONS = 100  # kept per run (the runner reports at most 20; the rest would be forged)
+
+
+class _Reports:
+    """The result channel, read as it arrives: violations are kept from the first byte on, so no
+    amount of output after them can push them out; one line longer than ``max_line`` (the runner's
+    report is bounded by ``max_result_bytes``) is skipped whole, and every line is parsed with
+    depth and size limits (:mod:`callbench.untrusted`)."""
+
+    def __init__(self, max_line: int):
+        self.max_line = max_line
+        self.partial = bytearray()
+        self.skipping = False
+        self.violations: list[str] = []
+        self.final: dict[str, Any] | None = None
+
+    def add(self, chunk: bytes) -> None:
+        lines = chunk.split(b"\n")
+        for i, piece in enumerate(lines):
+            last = i == len(lines) - 1
+            if not self.skipping:
+                self.partial += piece
+                if len(self.partial) > self.max_line:
+                    self.partial.clear()
+                    self.skipping = True
+            if not last:
+                if not self.skipping:
+                    self._line(bytes(self.partial))
+                self.partial.clear()
+                self.skipping = False
+
+    def close(self) -> None:
+        if not self.skipping and self.partial:
+            self._line(bytes(self.partial))
+        self.partial.clear()
+
+    def _line(self, raw: bytes) -> None:
+        if not raw.strip():
+            return
+        try:
+            msg = loads_json(raw, what="result channel line", max_depth=8)
+        except UntrustedInputError:
+            return  # not from the runner
+        if not isinstance(msg, dict):
+            return
+        if isinstance(msg.get("violation"), str):
+            if len(self.violations) < MAX_VIOLATIONS:
+                self.violations.append(_text(msg["violation"]))
+        elif msg.get("final") is True:
+            if self.final is not None:  # the runner writes one; a second means the program forged one
+                self.violations.append("sandbox: more than one result report (forged by the program)")
+                return
+            self.final = msg
+
+
+def _text(value: Any, limit: int = 2000) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -220,6 +306,380 @@ def _crash_message(rc: int | None) -> str:
     return f"SandboxCrash: the program process exited with code {rc} without a result"
 
 
+# -- the fork server ---------------------------------------------------------------------------
+
+MODES = ("forkserver", "fresh")
+_mode = os.environ.get("CALLBENCH_SANDBOX_MODE", "forkserver")
+
+
+def set_mode(mode: str) -> None:
+    """``forkserver`` (the default): warm sandboxed interpreters with the setup's imports loaded
+    fork a fresh child per program; ``fresh``: a new sandbox and interpreter per program (start-up
+    and imports paid each time; the figures before the fork server, kept for comparison)."""
+    global _mode
+    if mode not in MODES:
+        raise ValueError(f"sandbox mode must be one of {', '.join(MODES)}, not {mode!r}")
+    _mode = mode
+
+
+def mode() -> str:
+    return _mode
+
+
+class ServerError(Exception):
+    """The fork server could not start or died (an infrastructure failure, not the program's)."""
+
+
+def setup_imports(setup: str) -> tuple[str, ...]:
+    """Modules the trusted setup imports (absolute imports), loaded once by the fork server."""
+    names: set[str] = set()
+    for node in ast.walk(pyast.parse(setup or "")):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return tuple(sorted(names))
+
+
+# The sandbox's environment. One thread per math library: a program's CPU time then measures its
+# work, not the spinning of idle pool threads on a busy machine (and a sample uses one core).
+_THREADS_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+# Servers are started from one long-lived thread: bwrap --die-with-parent (and unshare's
+# --kill-child) signal on the exit of the *thread* that started them, which a scoring thread may be.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
+
+
+@dataclass(frozen=True)
+class _Key:
+    view: boundary.View
+    imports: tuple[str, ...]
+    tmp_mb: int
+    namespaces: bool
+    network: bool  # unsandboxed only: a new network namespace (False keeps the host's for services)
+
+
+class _Server:
+    """One sandbox (bwrap + interpreter) whose fork server runs one program at a time."""
+
+    def __init__(self, key: _Key, start_timeout_s: float = 300.0):
+        self.key = key
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.usable = False
+        self.tmp = tempfile.mkdtemp(prefix="callbench-prog-")
+        self.links: str | None = None
+        self.buf = b""
+        self.sock, theirs = socket.socketpair()
+        try:
+            self.links = tempfile.mkdtemp(prefix="callbench-sock-")
+            os.chmod(self.links, 0o755)
+            how = launch(
+                "_program_runner.py",
+                self.tmp,
+                view=key.view,
+                socket_dir=self.links,
+                network=key.network,
+                namespaces=key.namespaces,
+                tmp_mb=key.tmp_mb,
+            )
+            self.sandboxed = how.sandboxed
+            scratch = [how.tmpdir, "/dev/shm"] if how.sandboxed else [how.tmpdir]
+            self.config = {
+                "control_fd": theirs.fileno(),
+                "site_path": boundary.site_path(how.sandboxed, key.view),
+                "imports": list(key.imports),
+                "scratch": scratch,
+                "program": {**how.config(), "tmpdir": how.tmpdir},
+            }
+            env = {
+                "PATH": "/usr/bin:/bin",
+                "HOME": how.tmpdir,
+                "TMPDIR": how.tmpdir,
+                "LANG": "C.UTF-8",
+                **_THREADS_ENV,
+            }
+            self.log = open(os.path.join(self.tmp, ".server.log"), "wb")  # noqa: SIM115 - closed in close()
+            self.proc = _SPAWNER.submit(
+                boundary.popen,
+                how.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=self.log,
+                cwd=how.cwd,
+                env=env,
+                start_new_session=True,
+                pass_fds=(theirs.fileno(),),
+            ).result()
+            theirs.close()
+            threading.Thread(
+                target=_feed, args=(self.proc.stdin, json.dumps(self.config).encode()), daemon=True
+            ).start()
+            hello = self._reply(time.monotonic() + start_timeout_s)
+            if hello is None or hello.get("ready") is not True:
+                raise ServerError(f"the sandbox's fork server did not start ({self._log_tail()})")
+            self.import_errors = hello.get("import_errors") or []
+            self.usable = True
+        except BaseException:
+            theirs.close()
+            self.close()
+            raise
+
+    def _log_tail(self) -> str:
+        try:
+            text = Path(self.tmp, ".server.log").read_bytes()[-400:].decode("utf-8", "replace")
+        except OSError:
+            text = ""
+        return " ".join(text.split()) or f"exit {self.proc.poll() if self.proc else None}"
+
+    def _reply(self, deadline: float) -> dict[str, Any] | None:
+        """The next JSON line on the control socket; None at EOF or past ``deadline``."""
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.sock], [], [], left)
+            if not ready:
+                return None
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return None
+        return reply if isinstance(reply, dict) else None
+
+    def alive(self) -> bool:
+        return self.usable and self.proc is not None and self.proc.poll() is None
+
+    def run(
+        self, cfg: dict[str, Any], services: Sequence[tuple[str, str]], lim: ProgramLimits
+    ) -> ProgramResult:
+        """Run one program; marks the server unusable when it must not serve another."""
+        t0 = time.monotonic()
+        linked: list[str] = []
+        fds: list[int] = []
+        try:
+            inside = []
+            for i, (_, path) in enumerate(services):
+                if self.sandboxed:
+                    assert self.links is not None
+                    link = os.path.join(self.links, f"s{i}.sock")
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(link)
+                    os.link(path, link)  # the service's socket inode, seen at SOCKETS/s<i>.sock inside
+                    linked.append(link)
+                    inside.append(f"{boundary.SOCKETS}/s{i}.sock")
+                else:
+                    inside.append(path)
+            cfg = {
+                **cfg,
+                "services": [{"var": var, "path": p} for (var, _), p in zip(services, inside, strict=True)],
+                "allow_connect": inside,
+            }
+            payload = json.dumps(cfg).encode()  # TypeError: preload is not JSON
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+            res_r, res_w = os.pipe()
+            fds = [out_r, err_r, res_r]
+            try:
+                self.sock.settimeout(60)
+                socket.send_fds(self.sock, [len(payload).to_bytes(8, "big")], [out_w, err_w, res_w])
+                self.sock.sendall(payload)
+                self.sock.settimeout(None)
+            except OSError as e:
+                self.usable = False
+                raise ServerError(f"the sandbox's fork server is gone ({e})") from e
+            finally:
+                for fd in (out_w, err_w, res_w):
+                    os.close(fd)
+            out, err = _Tail(lim.max_output_bytes), _Tail(lim.max_output_bytes)
+            reports = _Reports(lim.max_result_bytes + (1 << 20))
+            reply, backstop = self._pump({out_r: out, err_r: err, res_r: reports}, t0 + lim.backstop_s())
+            reports.close()
+            if reply is None:
+                self.usable = False
+            elif reply.get("clean") is not True:
+                self.usable = False  # the program left files it could not be cleaned of
+            result = _judge(reports, reply, backstop, lim)
+            result.stdout, result.stderr = out.text(), err.text()
+            result.duration_s = time.monotonic() - t0
+            return result
+        finally:
+            for fd in fds:
+                os.close(fd)
+            for link in linked:
+                with contextlib.suppress(OSError):
+                    os.unlink(link)
+
+    def _pump(self, sinks: dict[int, Any], deadline: float) -> tuple[dict[str, Any] | None, bool]:
+        """Read the pipes and the control socket: (the server's reply or None, whether the wall-clock
+        backstop came first)."""
+        sel = selectors.DefaultSelector()
+        for fd in sinks:
+            sel.register(fd, selectors.EVENT_READ)
+        sel.register(self.sock, selectors.EVENT_READ)
+        reply: dict[str, Any] | None = None
+        drain_until: float | None = None
+        try:
+            while len(sel.get_map()) > (0 if reply is None else 1):
+                now = time.monotonic()
+                limit = deadline if drain_until is None else min(deadline, drain_until)
+                if now >= limit:
+                    return reply, reply is None
+                for key, _ in sel.select(limit - now):
+                    if key.fileobj is self.sock:
+                        chunk = self.sock.recv(1 << 16)
+                        if not chunk:  # the server died
+                            sel.unregister(self.sock)
+                            drain_until = time.monotonic() + 2
+                            continue
+                        self.buf += chunk
+                        if b"\n" in self.buf:
+                            line, _, self.buf = self.buf.partition(b"\n")
+                            try:
+                                reply = json.loads(line)
+                            except ValueError:
+                                reply = {}
+                            sel.unregister(self.sock)
+                            drain_until = time.monotonic() + 5  # the pipes are at EOF by now
+                        continue
+                    fd = key.fd
+                    chunk = os.read(fd, 1 << 16)
+                    if chunk:
+                        sinks[fd].add(chunk)
+                    else:
+                        sel.unregister(fd)
+            return reply, False
+        finally:
+            sel.close()
+
+    def close(self) -> None:
+        self.usable = False
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                _kill(proc)
+            proc.wait()
+            if proc.stdin:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        log = getattr(self, "log", None)
+        if log is not None:
+            log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.links:
+            shutil.rmtree(self.links, ignore_errors=True)
+
+
+def _judge(
+    reports: _Reports, reply: dict[str, Any] | None, backstop: bool, lim: ProgramLimits
+) -> ProgramResult:
+    """The verdict of one run from the result channel and the server's account of the child."""
+    final = reports.final
+    exit_code = reply.get("exit") if reply else None
+    cpu = reply.get("cpu_s") if reply and isinstance(reply.get("cpu_s"), (int, float)) else None
+    if final is not None and final.get("status") in STATUSES:
+        variables = final.get("variables")
+        variables = variables if isinstance(variables, dict) else {}
+        result = ProgramResult(
+            status=final["status"],
+            variables={str(k): _loads(v, f"result variable {str(k)[:80]!r}") for k, v in variables.items()},
+            state=_loads(final.get("state"), "final state"),
+            error=_text(final["error"]) if final.get("error") is not None else None,
+            line=final.get("line") if isinstance(final.get("line"), int) else None,
+            finalize_error=_text(final["finalize_error"])
+            if final.get("finalize_error") is not None
+            else None,
+        )
+    elif backstop:
+        result = ProgramResult(
+            status="infra_timeout",
+            error=f"InfraTimeout: the run passed the wall-clock backstop of {lim.backstop_s():g}s before the "
+            f"program used its {lim.timeout_s:g}s of CPU time (a busy or stalled machine, or a program that waits)",
+        )
+    elif reply is None:
+        result = ProgramResult(
+            status="crash", error="SandboxCrash: the sandbox's fork server died during the run"
+        )
+    elif exit_code == -signal.SIGXCPU or (
+        exit_code == -signal.SIGKILL and cpu is not None and cpu >= lim.timeout_s + lim.grace_s
+    ):  # the kernel's RLIMIT_CPU: the program swallowed its CPU timer and went on
+        result = ProgramResult(
+            status="timeout", error=f"TimeoutError: program exceeded {lim.timeout_s:g}s of CPU time"
+        )
+    else:
+        result = ProgramResult(
+            status="crash", error=_crash_message(exit_code if isinstance(exit_code, int) else None)
+        )
+    result.cpu_s = cpu
+    if reports.violations:
+        result.violations = reports.violations
+        result.error = reports.violations[0]
+        result.status = "violation"
+    return result
+
+
+def _loads(text: Any, what: str) -> Any:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        return {"__unserializable__": "report"}
+    try:
+        return loads_json(text, what=what)
+    except UntrustedInputError as e:
+        return {"__unreadable__": str(e)[:500]}
+
+
+class _Pool:
+    """Idle fork servers by key; a thread takes one for a run and gives it back."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.idle: dict[_Key, list[_Server]] = {}
+        self.max_idle = max(4, 2 * (os.cpu_count() or 1))
+
+    def acquire(self, key: _Key) -> _Server:
+        while True:
+            with self.lock:
+                free = self.idle.get(key)
+                server = free.pop() if free else None
+            if server is None:
+                return _Server(key)
+            if server.alive():
+                return server
+            server.close()
+
+    def release(self, server: _Server) -> None:
+        if server.alive():
+            with self.lock:
+                free = self.idle.setdefault(server.key, [])
+                if len(free) < self.max_idle:
+                    free.append(server)
+                    return
+        server.close()
+
+    def close(self) -> None:
+        with self.lock:
+            servers = [s for free in self.idle.values() for s in free]
+            self.idle.clear()
+        for server in servers:
+            server.close()
+
+
+_POOL = _Pool()
+atexit.register(_POOL.close)
+
+
+def close_servers() -> None:
+    """Stop every idle fork server (they are started again when needed)."""
+    _POOL.close()
+
+
 def run_program(
     code: str,
     *,
@@ -234,85 +694,57 @@ def run_program(
     """Run ``code`` in a fresh sandboxed process; see the module docstring.
 
     ``services``: (variable, host Unix socket path) pairs; ``view``: what may be imported beyond
-    the stdlib (default: what ``setup`` imports)."""
+    the stdlib (default: what ``setup`` imports). Status ``infra_timeout``: the wall-clock backstop
+    was hit (not the program's CPU budget); the caller decides whether to run it again."""
     lim = limits or ProgramLimits()
     if lim.memory_limit not in ("as", "data"):
         raise ValueError(f"memory_limit must be 'as' or 'data', not {lim.memory_limit!r}")
     view = boundary.View.of_sources(setup) if view is None else view
+    cfg = {
+        "code": code,
+        "setup": setup,
+        "preload": dict(preload or {}),
+        "result_vars": list(result_vars),
+        "finalize": finalize,
+        "timeout_s": lim.timeout_s,
+        "setup_cpu_s": lim.setup_cpu_s,
+        "grace_s": lim.grace_s,
+        "memory_mb": lim.memory_mb,
+        "memory_limit": lim.memory_limit,
+        "cpu_s": lim.cpu_s
+        if lim.cpu_s is not None
+        else math.ceil(lim.setup_cpu_s + lim.timeout_s + lim.grace_s) + 2,
+        "fsize_mb": lim.fsize_mb,
+        "nproc": lim.nproc,
+        "max_result_bytes": lim.max_result_bytes,
+    }
+    json.dumps(cfg["preload"])  # TypeError: preload is not JSON (before any sandbox starts)
+    key = _Key(view, setup_imports(setup), lim.tmp_mb, lim.namespaces, not services)
     t0 = time.monotonic()
-    tmp = tempfile.mkdtemp(prefix="callbench-prog-")
-    res_r, res_w = os.pipe()
-    proc = None
     try:
-        how = launch(
-            "_program_runner.py",
-            tmp,
-            view=view,
-            socket_paths=[path for _, path in services],
-            network=not services,
-            namespaces=lim.namespaces,
-            tmp_mb=lim.tmp_mb,
+        server = _POOL.acquire(key) if _mode == "forkserver" else _Server(key)
+    except ServerError as e:
+        return ProgramResult(
+            status="infra_timeout", error=f"InfraTimeout: {e}", duration_s=time.monotonic() - t0
         )
-        inside = [how.sockets[path] for _, path in services]
-        cfg = {
-            **how.config(),
-            "services": [{"var": var, "path": p} for (var, _), p in zip(services, inside, strict=True)],
-            "result_fd": res_w,
-            "code": code,
-            "setup": setup,
-            "preload": dict(preload or {}),
-            "result_vars": list(result_vars),
-            "finalize": finalize,
-            "allow_connect": inside,
-            "timeout_s": lim.timeout_s,
-            "grace_s": lim.grace_s,
-            "memory_mb": lim.memory_mb,
-            "memory_limit": lim.memory_limit,
-            "cpu_s": lim.cpu_s if lim.cpu_s is not None else max(60, math.ceil(4 * lim.timeout_s)),
-            "fsize_mb": lim.fsize_mb,
-            "nproc": lim.nproc,
-            "max_result_bytes": lim.max_result_bytes,
-        }
-        payload = json.dumps(cfg).encode()  # TypeError: preload is not JSON
-        env = {"PATH": "/usr/bin:/bin", "HOME": how.tmpdir, "TMPDIR": how.tmpdir, "LANG": "C.UTF-8"}
-        proc = subprocess.Popen(
-            how.argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=how.cwd,
-            env=env,
-            start_new_session=True,
-            pass_fds=(res_w,),
+    try:
+        result = server.run(cfg, services, lim)
+    except ServerError as e:
+        server.close()
+        return ProgramResult(
+            status="infra_timeout", error=f"InfraTimeout: {e}", duration_s=time.monotonic() - t0
         )
-        os.close(res_w)
-        res_w = -1
-        threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True).start()
-        out, err = _Tail(lim.max_output_bytes), _Tail(lim.max_output_bytes)
-        report = _Tail(lim.max_result_bytes + (1 << 20))
-        timed_out = _pump(
-            proc, {proc.stdout: out, proc.stderr: err, res_r: report}, t0 + lim.timeout_s + lim.grace_s
-        )
-        _kill(proc)  # whatever is left of the group (before reaping, so the pgid cannot be reused)
-        rc = proc.wait()
-        result = _parse(bytes(report.buf) if report.total == len(report.buf) else b"", timed_out, rc, lim)
-        # judged here, not taken from the report: a program may have emptied the runner's list
-        result.missing = [v for v in result_vars if v not in result.variables]
-        result.stdout, result.stderr = out.text(), err.text()
-        result.duration_s = time.monotonic() - t0
-        return result
-    finally:
-        if proc is not None:
-            if proc.poll() is None:
-                _kill(proc)
-                proc.wait()
-            for f in (proc.stdout, proc.stderr):
-                if f:
-                    f.close()
-        for fd in (res_r, res_w):
-            if fd >= 0:
-                os.close(fd)
-        shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        server.close()
+        raise
+    if _mode == "forkserver":
+        _POOL.release(server)
+    else:
+        server.close()
+    # judged here, not taken from the report: a program may have emptied the runner's list
+    result.missing = [v for v in result_vars if v not in result.variables]
+    result.duration_s = time.monotonic() - t0
+    return result
 
 
 def _feed(stream: Any, payload: bytes) -> None:
@@ -326,80 +758,6 @@ def _feed(stream: Any, payload: bytes) -> None:
             stream.close()
         except (BrokenPipeError, OSError, ValueError):
             pass
-
-
-def _pump(proc: subprocess.Popen[bytes], sinks: dict[Any, _Tail], deadline: float) -> bool:
-    """Read every pipe until all are closed; True when the deadline came first."""
-    sel = selectors.DefaultSelector()
-    for f in sinks:
-        sel.register(f, selectors.EVENT_READ)
-    try:
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True
-            for key, _ in sel.select(left):
-                fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
-                chunk = os.read(fd, 1 << 16)
-                if chunk:
-                    sinks[key.fileobj].add(chunk)
-                else:
-                    sel.unregister(key.fileobj)
-        left = deadline - time.monotonic()
-        try:
-            proc.wait(timeout=max(left, 0.01))
-        except subprocess.TimeoutExpired:
-            return True  # pipes closed but the process lives on
-        return False
-    finally:
-        sel.close()
-
-
-def _parse(data: bytes, timed_out: bool, rc: int | None, lim: ProgramLimits) -> ProgramResult:
-    violations: list[str] = []
-    final: dict[str, Any] | None = None
-    for raw in data.splitlines():
-        try:
-            msg = json.loads(raw)
-        except ValueError:
-            continue  # not from the runner
-        if not isinstance(msg, dict):
-            continue
-        if isinstance(msg.get("violation"), str):
-            violations.append(msg["violation"])
-        elif msg.get("final") is True:
-            if final is not None:  # the runner writes one; a second means the program forged one
-                violations.append("sandbox: more than one result report (forged by the program)")
-                continue
-            final = msg
-    if final is not None and final.get("status") in STATUSES:
-        result = ProgramResult(
-            status=final["status"],
-            variables={k: _loads(v) for k, v in (final.get("variables") or {}).items()},
-            missing=list(final.get("missing") or []),
-            state=_loads(final.get("state")),
-            error=final.get("error"),
-            line=final.get("line"),
-            finalize_error=final.get("finalize_error"),
-        )
-    elif timed_out:
-        result = ProgramResult(status="timeout", error=f"TimeoutError: program exceeded {lim.timeout_s:g}s")
-    else:
-        result = ProgramResult(status="crash", error=_crash_message(rc))
-    if violations:
-        result.violations = violations
-        result.error = violations[0]
-        result.status = "violation"
-    return result
-
-
-def _loads(text: Any) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return {"__unserializable__": "report"}
 
 
 async def run_program_async(code: str, **kwargs: Any) -> ProgramResult:

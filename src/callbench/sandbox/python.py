@@ -66,8 +66,7 @@ class PythonSandbox:
         self._tmp = tempfile.mkdtemp(prefix="callbench-py-")
         how = launch("_py_runner.py", self._tmp, view=self.view, namespaces=self.namespaces, tmp_mb=64)
         env = {"PATH": "/usr/bin:/bin", "HOME": how.tmpdir, "TMPDIR": how.tmpdir, "LANG": "C.UTF-8"}
-        self._proc = subprocess.Popen(
-            how.argv,
+        self._proc = how.popen(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
