@@ -203,15 +203,27 @@ def setup_sandbox(unsafe: bool) -> None:
 
 
 def parse_model_args(items: list[str] | None) -> dict[str, object]:
+    """``--model-arg KEY=VALUE`` items as a dict, each VALUE read as JSON where it is JSON (within
+    the limits of :mod:`callbench.untrusted`), else as the string. The backend checks the keys."""
+    from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
+
     opts: dict[str, object] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--model-arg '{item}': expected KEY=VALUE")
+        if key in opts:
+            raise ConfigError(f"--model-arg {key}: given twice")
         try:
-            opts[key] = json.loads(value)
+            parsed: object = json.loads(value)
         except json.JSONDecodeError:
-            opts[key] = value
+            parsed = value
+        except RecursionError:
+            raise ConfigError(f"--model-arg {key}: nested deeper than {DOCUMENT_MAX_DEPTH} levels") from None
+        try:
+            opts[key] = check_value(parsed, what=f"--model-arg {key}", max_depth=DOCUMENT_MAX_DEPTH)
+        except UntrustedInputError as exc:
+            raise ConfigError(str(exc)) from None
     return opts
 
 

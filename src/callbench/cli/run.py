@@ -41,6 +41,9 @@ from callbench.cli.options import (
 from callbench.cli.root import run_app
 from callbench.errors import CallbenchError, ConfigError
 
+#: ``run webapi --mode``: the prompt format (the backend's mode; ``auto`` lets the backend choose).
+WEBAPI_MODES = ("auto", "chat", "completion")
+
 
 @run_app.command("webapi")
 def run_webapi(
@@ -173,6 +176,7 @@ def run_webapi(
     token and the answer must start by re-writing it (so 'axios.' is not left as a bare '.' token).
     """
     from callbench.api import answer_mode, load_backend, make_track
+    from callbench.models.registry import check_model_options
     from callbench.report.table import print_summary
     from callbench.runs.runner import RunOptions
 
@@ -191,8 +195,13 @@ def run_webapi(
         elif prompt == "callbench" and prompt_version == "published":
             raise ConfigError("--prompt callbench contradicts --prompt-version published")
         opts = parse_model_args(model_arg)
-        if mode:
+        if mode is not None:
+            if mode not in WEBAPI_MODES:
+                raise ConfigError(f"--mode {mode}: choose from {', '.join(WEBAPI_MODES)}")
+            if "mode" in opts and opts["mode"] != mode:
+                raise ConfigError(f"--mode {mode} contradicts --model-arg mode={opts['mode']}")
             opts["mode"] = mode
+        check_model_options(model, opts)  # before the data and the weights load
         track = make_track(
             "webapi",
             setup=setup.value,
@@ -356,6 +365,7 @@ def run_nested(
     """
     from callbench.api import load_backend, make_track
     from callbench.models.base import GenerationConfig
+    from callbench.models.registry import check_model_options
     from callbench.report.table import print_nested_summary
     from callbench.runs.runner import RunOptions, check_generation
 
@@ -372,6 +382,7 @@ def run_nested(
         if strategy is not None and mode is not None and strategy != mode:
             raise ConfigError(f"--strategy {strategy} contradicts --mode {mode} (--strategy is a deprecated alias of --mode)")
         opts = parse_model_args(model_arg)
+        check_model_options(model, opts)  # before the data and the weights load
         track = make_track(
             "nested",
             data=str(data) if data else None,

@@ -211,6 +211,7 @@ def run_stateful(
     import dataclasses
 
     from callbench.api import load_backend, make_track
+    from callbench.models.registry import check_model_options
     from callbench.report.table import print_stateful_summary
     from callbench.runs.runner import RunOptions
 
@@ -218,6 +219,8 @@ def run_stateful(
         check_seed(seed)
         id_list = csv_list(ids, "--ids")
         setup_sandbox(unsafe_no_sandbox)
+        opts = parse_model_args(model_arg)
+        check_model_options(model, opts)  # before the benchmark loads
         track = make_track(
             "stateful",
             bench=str(bench) if bench else None,
@@ -229,7 +232,7 @@ def run_stateful(
             mode=mode,
             max_steps=max_steps,
         )
-        backend = load_backend(model, parse_model_args(model_arg), concurrency=concurrency, track=track, constrained=False)
+        backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=False)
         if mode == "mcp":
             from callbench.models.base import require_tools
 

@@ -20,10 +20,12 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class Opt:
-    """One known option: its type (``int``, ``float``, ``bool``, ``str``, ``dict``) and default."""
+    """One known option: its type (``int``, ``float``, ``bool``, ``str``, ``dict``), default and,
+    for an option with a fixed set of values, those values (``choices``)."""
 
     type: type
     default: Any = None
+    choices: tuple[Any, ...] | None = None
 
 
 def _coerce(backend: str, name: str, value: Any, kind: type) -> Any:
@@ -71,13 +73,18 @@ def _coerce(backend: str, name: str, value: Any, kind: type) -> Any:
 
 
 def read_options(backend: str, options: dict[str, Any], known: dict[str, Opt]) -> dict[str, Any]:
-    """Return every known option (given or default), coerced; unknown names are a ConfigError."""
+    """Return every known option (given or default), coerced; an unknown name or a value outside an
+    option's ``choices`` is a one-line ConfigError naming the option and what is accepted."""
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ConfigError(
-            f"model '{backend}': unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
-        )
+        accepted = ", ".join(sorted(known)) or "none"
+        raise ConfigError(f"model '{backend}': unknown option(s) {', '.join(unknown)} (known: {accepted})")
     out: dict[str, Any] = {}
     for name, opt in known.items():
-        out[name] = _coerce(backend, name, options[name], opt.type) if name in options else opt.default
+        value = _coerce(backend, name, options[name], opt.type) if name in options else opt.default
+        if name in options and opt.choices is not None and value not in opt.choices:
+            raise ConfigError(
+                f"model '{backend}': option {name}={options[name]!r} is not one of {', '.join(map(str, opt.choices))}"
+            )
+        out[name] = value
     return out

@@ -12,8 +12,13 @@ import json
 from typing import Any
 
 from callbench.errors import ConfigError
+from callbench.models._options import Opt, read_options
 from callbench.models.base import GenerationConfig, ModelBackend, ModelInput, ModelOutput
 from callbench.models.registry import register_model
+
+#: gold answers with the reference as written: a completion (a tool-call reference comes back as
+#: the chat message it is), so the only option is the mode, and only completion is one.
+OPTIONS: dict[str, Opt] = {"mode": Opt(str, "auto", choices=("auto", "completion"))}
 
 
 class GoldModel(ModelBackend):
@@ -43,8 +48,13 @@ class GoldModel(ModelBackend):
         )
 
 
-@register_model("gold")
+def _check_options(options: dict[str, Any]) -> None:
+    read_options("gold", options, OPTIONS)
+
+
+@register_model("gold", check=_check_options)
 def _factory(target: str, options: dict[str, Any]) -> GoldModel:
+    _check_options(options)
     if target:
         raise ConfigError(f"--model gold:{target}: 'gold' takes no target")
     return GoldModel()

@@ -57,7 +57,7 @@ from callbench.models.registry import register_model
 OPTIONS: dict[str, Opt] = {
     # "auto": the tokenizer's chat template (with the track's prefilled answer start) when the
     # track asks for it (web API) and the tokenizer has one; completion otherwise.
-    "mode": Opt(str, "auto"),
+    "mode": Opt(str, "auto", choices=("auto", "chat", "completion")),
     # Back the prompt up to a token boundary and regenerate the removed text (inputs that ask).
     "token_healing": Opt(bool, True),
     # "auto": CUDA when available, else CPU.
@@ -379,10 +379,14 @@ class _RowProcessors:
         return scores
 
 
-@register_model("hf")
+def _check_options(options: dict[str, Any]) -> dict[str, Any]:
+    return read_options("hf", options, OPTIONS)
+
+
+@register_model("hf", check=_check_options)
 def _factory(target: str, options: dict[str, Any]) -> HFBackend:
+    opts = _check_options(options)  # a typo is said before a missing extra
     _import_stack()
-    opts = read_options("hf", options, OPTIONS)
     target = target.strip()
     if not target:
         raise ConfigError("model 'hf': missing target (expected hf:/path/to/model_dir)")

@@ -39,7 +39,7 @@ from callbench.models.registry import register_model
 OPTIONS: dict[str, Opt] = {
     # "auto": the chat template (with the track's prefilled answer start) for a GGUF that carries
     # one when the track asks for it (web API), completion otherwise; see docs/webapi-prompts.md.
-    "mode": Opt(str, "auto"),
+    "mode": Opt(str, "auto", choices=("auto", "chat", "completion")),
     # Back the prompt up to a token boundary and regenerate the removed text (inputs that ask).
     "token_healing": Opt(bool, True),
     "n_ctx": Opt(int, 4096),
@@ -323,10 +323,14 @@ class _KeptStop:
         return any(s in self._tail for s in self._stops)
 
 
-@register_model("llamacpp")
+def _check_options(options: dict[str, Any]) -> dict[str, Any]:
+    return read_options("llamacpp", options, OPTIONS)
+
+
+@register_model("llamacpp", check=_check_options)
 def _factory(target: str, options: dict[str, Any]) -> LlamaCppBackend:
+    opts = _check_options(options)  # a typo is said before a missing extra
     _import_llama_cpp()
-    opts = read_options("llamacpp", options, OPTIONS)
     allow_download = opts.pop("allow_download")
     target = target.strip()
     if not target:

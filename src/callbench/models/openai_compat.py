@@ -58,7 +58,7 @@ from callbench.models.base import BackendError, GenerationConfig, Mode, ModelBac
 from callbench.models.registry import register_model
 
 OPTIONS: dict[str, Opt] = {
-    "mode": Opt(str, "chat"),
+    "mode": Opt(str, "chat", choices=("auto", "chat", "completion")),
     "timeout": Opt(float, 120.0),
     "max_retries": Opt(int, 5),
     "concurrency": Opt(int, 8),
@@ -638,9 +638,13 @@ def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]] | None:
     return out or None
 
 
-@register_model("openai")
+def _check_options(options: dict[str, Any]) -> dict[str, Any]:
+    return read_options("openai", options, OPTIONS)
+
+
+@register_model("openai", check=_check_options)
 def _factory(target: str, options: dict[str, Any]) -> OpenAICompatBackend:
+    opts = _check_options(options)  # a typo is said before a missing extra
     _aiohttp()  # a missing extra is said now, not at the first request
-    opts = read_options("openai", options, OPTIONS)
     model, base_url = parse_target(target)
     return OpenAICompatBackend(model, base_url, **opts)

@@ -17,8 +17,11 @@ from callbench.errors import ConfigError
 from callbench.models.base import ModelBackend
 
 Factory = Callable[[str, dict[str, Any]], ModelBackend]
+#: ``check(options)``: a one-line ConfigError for an option the backend does not accept.
+OptionCheck = Callable[[dict[str, Any]], Any]
 
 _FACTORIES: dict[str, Factory] = {}
+_CHECKS: dict[str, OptionCheck] = {}
 
 # name -> module that registers it on import
 _BUILTIN_MODULES: dict[str, str] = {
@@ -30,11 +33,14 @@ _BUILTIN_MODULES: dict[str, str] = {
 }
 
 
-def register_model(name: str) -> Callable[[Factory], Factory]:
-    """Decorator: register ``factory(target, options) -> ModelBackend`` under ``name``."""
+def register_model(name: str, *, check: OptionCheck | None = None) -> Callable[[Factory], Factory]:
+    """Decorator: register ``factory(target, options) -> ModelBackend`` under ``name``; ``check``
+    validates options without building anything (:func:`check_model_options`)."""
 
     def decorate(factory: Factory) -> Factory:
         _FACTORIES[name] = factory
+        if check is not None:
+            _CHECKS[name] = check
         return factory
 
     return decorate
@@ -61,6 +67,18 @@ def _ensure_registered(name: str) -> None:
 def parse_model_spec(spec: str) -> tuple[str, str]:
     name, _, target = spec.partition(":")
     return name.strip(), target.strip()
+
+
+def check_model_options(spec: str, options: dict[str, Any]) -> None:
+    """A one-line ConfigError now for a backend option ``spec``'s backend does not accept (or a
+    value outside an option's choices), before data or weights load; a backend that registered no
+    ``check`` has its options checked when it is built."""
+    name, _ = parse_model_spec(spec)
+    if not name:
+        return  # load_model says what is wrong with the spec
+    _ensure_registered(name)
+    if name in _CHECKS:
+        _CHECKS[name](dict(options))
 
 
 def load_model(spec: str, **options: Any) -> ModelBackend:

@@ -1,0 +1,123 @@
+"""Options and input files that used to be accepted without a word (issue 28, item 6) or took the
+run down (item 3): each is a one-line error naming the option or the file and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from callbench.cli import app
+from callbench.cli.options import parse_model_args
+from callbench.errors import ConfigError, DataError
+from callbench.models import load_model
+
+runner = CliRunner()
+
+
+def _run(tmp_path, *args):
+    return runner.invoke(app, [*map(str, args), "--out", str(tmp_path / "runs"), "--no-progress"])
+
+
+# -- modes and backend options ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--mode", "telepathy"], ["--mode telepathy", "choose from auto, chat, completion"]),
+        (["--mode", "chat", "--model-arg", "mode=completion"], ["--mode chat contradicts --model-arg mode=completion"]),
+        # gold writes its reference as a completion: a chat mode used to be dropped silently
+        (["--mode", "chat"], ["model 'gold'", "mode='chat'", "not one of auto, completion"]),
+        (["--model-arg", "temperature=0.5"], ["model 'gold'", "unknown option(s) temperature", "known: mode"]),
+    ],
+)
+def test_webapi_mode_and_model_args_are_checked(tmp_path, args, needles, one_line_error):
+    res = _run(tmp_path, "run", "webapi", "--model", "gold", *args, "--data", tmp_path / "no-data")
+    one_line_error(res, *needles)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_stateful_unknown_model_arg_is_refused_before_the_run(tmp_path, one_line_error):
+    res = _run(tmp_path, "run", "stateful", "--model", "gold", "--model-arg", "n_threads=2", "--limit", "1")
+    one_line_error(res, "model 'gold'", "unknown option(s) n_threads", "(known: mode)")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("spec", "options", "needles"),
+    [
+        ("gold", {"top_k": 1}, ["model 'gold'", "top_k", "known: mode"]),
+        ("replay:preds.jsonl", {"timeout": 3}, ["model 'replay'", "timeout", "known: none"]),
+        ("replay:preds.jsonl", {"mode": "chat"}, ["model 'replay'", "each row of the file gives its own mode"]),
+        ("openai:m@http://127.0.0.1:9/v1", {"mode": "telepathy"}, ["model 'openai'", "mode='telepathy'", "auto, chat, completion"]),
+        ("openai:m@http://127.0.0.1:9/v1", {"temprature": 0}, ["model 'openai'", "temprature", "known: api_key"]),
+        # checked before the optional package is imported: a typo is said even where it is missing
+        ("llamacpp:x.gguf", {"mode": "telepathy"}, ["model 'llamacpp'", "mode='telepathy'"]),
+        ("llamacpp:x.gguf", {"n_thread": 1}, ["model 'llamacpp'", "n_thread", "n_threads"]),
+        ("hf:/nowhere", {"mode": "telepathy"}, ["model 'hf'", "mode='telepathy'"]),
+        ("hf:/nowhere", {"bach_size": 2}, ["model 'hf'", "bach_size", "batch_size"]),
+    ],
+)
+def test_every_backend_names_its_accepted_options(spec, options, needles):
+    with pytest.raises(ConfigError) as exc:
+        load_model(spec, **options)
+    line = str(exc.value)
+    assert "\n" not in line
+    for needle in needles:
+        assert needle in line, line
+
+
+def test_gold_accepts_its_one_mode():
+    assert load_model("gold", mode="completion").mode == "completion"
+    assert load_model("gold", mode="auto").mode == "completion"
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (["x=" + "[" * 100_000], "--model-arg x: nested deeper than"),
+        (["x=" + "[" * 500 + "]" * 500], "--model-arg x: nested deeper than"),
+        (["mode=chat", "mode=completion"], "--model-arg mode: given twice"),
+    ],
+)
+def test_model_arg_values_are_bounded(items, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_model_args(items)
+    assert parse_model_args(["a=1", "b={\"k\": [1]}", "c=text"]) == {"a": 1, "b": {"k": [1]}, "c": "text"}
+
+
+# -- replay files -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "needles"),
+    [
+        # used to end the run with a RecursionError (json.loads); now the file's one-line error
+        ('{"id": "a", "output": ' + "[" * 100_000 + "]" * 100_000 + "}", [":1: nested deeper than 100 levels"]),
+        ('{"id": "a", "output": "x\\ud800y"}', [":1.output: contains a lone surrogate (U+D800 at character 1)"]),
+        ('{"id": "a\\udfff", "output": "x"}', [":1.id: contains a lone surrogate"]),
+        ('{"id": "a", "ouptut": "x", "output": "y"}', [":1.ouptut: unknown field", "known: code, id, index, mode, output"]),
+        ('{"id": {"a": 1}, "output": "x"}', [":1.id: expected a string or an integer, got dict"]),
+        ('{"id": "a", "output": "x", "mode": "telepathy"}', [":1.mode: 'telepathy' is not 'completion' or 'chat'"]),
+        ('{"id": "a", "code": 5}', [":1.code: expected a string"]),
+        ('{"id": "a", "output": "x"}\n{"index": "a", "output": "y"}', [":2.index: sample 'a' has an output on an earlier line"]),
+    ],
+)
+def test_bad_replay_rows_are_one_line_errors(tmp_path, line, needles):
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(line + "\n")
+    with pytest.raises(DataError) as exc:
+        load_model(f"replay:{preds}")
+    message = str(exc.value)
+    assert "\n" not in message and message.startswith(str(preds))
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_deep_replay_file_is_one_line_on_the_command_line(tmp_path, one_line_error):
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"id": "x", "output": "y"}) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    res = _run(tmp_path, "run", "stateful", "--model", f"replay:{preds}", "--limit", "1")
+    one_line_error(res, f"{preds}:2: nested deeper than")
