@@ -77,7 +77,10 @@ def test_stateful_bench_without_tasks(tmp_path, one_line_error):
     [
         ("bad.json", b"\xff\xfe[]", ["not UTF-8"]),
         ("bad.jsonl", b'{"index": 0}\n\xff\n', ["not UTF-8"]),
-        ("deep.json", "[" * 100_000 + "]" * 100_000, ["nested too deeply"]),
+        ("deep.json", "[" * 100_000 + "]" * 100_000, ["nested deeper than 200 levels"]),
+        # parses (under json's recursion limit) but would break every recursive walk after it
+        ("deep.jsonl", json.dumps({**WEBAPI_ROW, "config": {"data": "X"}}).replace('"X"', "[" * 300 + "]" * 300) + "\n",
+         [":1: nested deeper than 200 levels"]),
         ("rows.jsonl", "\n" + json.dumps(WEBAPI_ROW) + "\n\n[1, 2]\n", ["[1]: expected an object, got list", "line 4"]),
         ("rows.jsonl", json.dumps({k: v for k, v in WEBAPI_ROW.items() if k != "task"}) + "\n", ["[0].task", "line 1"]),
         ("rows.json", json.dumps([WEBAPI_ROW, "x"]), ["[1]: expected an object, got str"]),
@@ -95,7 +98,9 @@ def test_webapi_malformed_task_file(tmp_path, data_root, name, content, needles,
     [
         ("bad.jsonl", b"\xff\n", ["not UTF-8"]),
         ("bad.json", b"[\xff]", ["not UTF-8"]),
-        ("deep.json", "[" * 100_000 + "]" * 100_000, ["nested too deeply"]),
+        ("deep.json", "[" * 100_000 + "]" * 100_000, ["nested deeper than 200 levels"]),
+        ("deep.jsonl", json.dumps({**NESTED_ROW, "gold_answer": "X"}).replace('"X"', "[" * 300 + "]" * 300) + "\n",
+         [":1: nested deeper than 200 levels"]),
         ("rows.jsonl", "\n\n" + json.dumps(NESTED_ROW) + "\n\n5\n", ["[1]: expected an object, got int", "line 5"]),
         ("rows.jsonl", json.dumps({k: v for k, v in NESTED_ROW.items() if k != "input"}) + "\n", ["[0].input", "line 1"]),
         ("rows.json", json.dumps([NESTED_ROW, None]), ["[1]: expected an object, got NoneType"]),

@@ -19,20 +19,35 @@ from callbench.errors import DataError, MissingExtraError
 from callbench.files import read_text
 from callbench.tracks.nested.schema import NestedTask, ToolSpec
 from callbench.tracks.nested.tools import mathqa_names
+from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
 
 _JSON_COLUMNS = ("output", "tools", "gold_answer")
+
+
+def _loads(text: str, where: str, *, at_line: bool = True, text_ok: bool = False) -> Any:
+    """JSON within :mod:`callbench.untrusted`'s document limits: a value that parsed 900 levels
+    deep would break every recursive walk after it (validation, copies, the scorer). With
+    ``text_ok`` a text that is not JSON is returned as it is."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if text_ok:
+            return text
+        at = f" at line {exc.lineno}" if at_line else ""
+        raise DataError(f"{where}: invalid JSON{at} ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: nested deeper than {DOCUMENT_MAX_DEPTH} levels") from None
+    try:
+        return check_value(value, what=where, max_depth=DOCUMENT_MAX_DEPTH)
+    except UntrustedInputError as exc:
+        raise DataError(str(exc)) from None
 
 
 def _read_json(path: Path, what: str = "tasks") -> Any:
     text = read_text(path)
     if not text.strip():
         raise DataError(f"{path}: no {what} (the file is empty)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
-    except RecursionError:
-        raise DataError(f"{path}: JSON nested too deeply") from None
+    return _loads(text, str(path))
 
 
 def _read_jsonl(path: Path) -> tuple[list[Any], list[int]]:
@@ -41,12 +56,7 @@ def _read_jsonl(path: Path) -> tuple[list[Any], list[int]]:
     rows, lines = [], []
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
-            except RecursionError:
-                raise DataError(f"{path}:{lineno}: JSON nested too deeply") from None
+            rows.append(_loads(line, f"{path}:{lineno}", at_line=False))
             lines.append(lineno)
     return rows, lines
 
@@ -68,11 +78,7 @@ def _decode_columns(row: dict[str, Any], path: Path, i: int) -> dict[str, Any]:
     for key in _JSON_COLUMNS:
         value = row.get(key)
         if isinstance(value, str):
-            try:
-                row[key] = json.loads(value)
-            except json.JSONDecodeError as exc:
-                if key != "gold_answer":
-                    raise DataError(f"{path}: [{i}].{key}: invalid JSON text ({exc.msg})") from None
+            row[key] = _loads(value, f"{path}: [{i}].{key}", at_line=False, text_ok=key == "gold_answer")
     return row
 
 

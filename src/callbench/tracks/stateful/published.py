@@ -55,6 +55,7 @@ from callbench.errors import CallbenchError, DataError
 from callbench.files import read_text
 from callbench.tracks.stateful.services.speech_lab import API_DOC as SPEECH_LAB_DOC
 from callbench.tracks.stateful.services.speech_lab import STATE_SECTION as OUTBOUND_CALLS
+from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value, loads_json
 
 SPLITS = ("session", "tensor", "voice")
 ROW_KEYS = ("example_id", "evaluator_json", "prompt", "metadata_json")
@@ -90,6 +91,22 @@ class Skipped:
     reason: str
 
 
+def parse_json(text: str, where: str, *, what: str = "") -> Any:
+    """JSON of a published file within :mod:`callbench.untrusted`'s limits; otherwise a one-line
+    DataError naming ``where`` (and ``what`` in it): not JSON, or nested too deep for the walks
+    after it (a RecursionError in the parser included)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise DataError(f"{where}: {what}nested deeper than {DOCUMENT_MAX_DEPTH} levels") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: {what + 'is ' if what else ''}not JSON ({exc.msg})") from None
+    try:
+        return check_value(value, what=f"{where}: {what}".rstrip(": "), max_depth=DOCUMENT_MAX_DEPTH)
+    except UntrustedInputError as exc:
+        raise DataError(str(exc)) from None
+
+
 # -- detection -------------------------------------------------------------------------------
 def _split_of(name: str) -> str | None:
     for s in SPLITS:
@@ -103,8 +120,8 @@ def _first_row(path: Path) -> Any:
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 if line.strip():
-                    return json.loads(line)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                    return loads_json(line, what=str(path), max_depth=DOCUMENT_MAX_DEPTH)
+    except (OSError, UnicodeDecodeError, UntrustedInputError):
         return None
     return None
 
@@ -135,10 +152,7 @@ def detect(path: Path) -> list[Path] | None:
 def _json_field(where: str, row: dict, key: str) -> dict[str, Any]:
     value = row[key]
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: field '{key}' is not JSON ({exc.msg})") from None
+        value = parse_json(value, where, what=f"field '{key}' ")
     if not isinstance(value, dict):
         raise DataError(f"{where}: field '{key}' must be a JSON object")
     return value
@@ -171,10 +185,7 @@ def _rows_from_jsonl(path: Path) -> list[Row]:
         if not line.strip():
             continue
         where = f"{path}:{n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: not JSON ({exc.msg})") from None
+        row = parse_json(line, where)
         if not isinstance(row, dict):
             raise DataError(f"{where}: a row must be a JSON object")
         missing = [k for k in ROW_KEYS if k not in row]
@@ -204,10 +215,7 @@ def _rows_from_trace_dir(directory: Path, evaluators: list[Path]) -> list[Row]:
         raise DataError(
             f"{meta_path}: cannot tell the scenario: name it <split>_metadata.json ({', '.join(SPLITS)})"
         )
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{meta_path}: not a JSON file ({exc})") from None
+    meta = parse_json(read_text(meta_path), str(meta_path))
     book = meta.get("prompt_book") if isinstance(meta, dict) else None
     if not isinstance(book, dict):
         raise DataError(
@@ -219,10 +227,7 @@ def _rows_from_trace_dir(directory: Path, evaluators: list[Path]) -> list[Row]:
         prompt = book.get(str(idx))
         if not isinstance(prompt, str) or not prompt.strip():
             raise DataError(f"{meta_path}: prompt_book has no task text for '{idx}' ({ev_path.name})")
-        try:
-            ev = json.loads(ev_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(f"{ev_path}: not a JSON file ({exc})") from None
+        ev = parse_json(read_text(ev_path), str(ev_path))
         if not isinstance(ev, dict):
             raise DataError(f"{ev_path}: an evaluator must be a JSON object")
         _check_evaluator(str(ev_path), ev)

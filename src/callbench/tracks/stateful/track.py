@@ -19,17 +19,19 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
 from callbench.sandbox import boundary
 from callbench.tracks.base import Sample, SampleResult, Track
 from callbench.tracks.stateful.execution import Case, Outcome, default_limits, execute, judge
-from callbench.tracks.stateful.generator import read_tasks
 from callbench.tracks.stateful.metrics import summarize
 from callbench.tracks.stateful.scenarios import get_scenario
 from callbench.tracks.templates import load_templates, templates_digest
+from callbench.untrusted import UntrustedInputError, clean_text
 
 PROMPT_VERSION = "v1"
 _FILES = ("system.md", "user.md")
@@ -62,8 +64,148 @@ def bench_files(path: Path) -> list[Path]:
 _OUTCOME_FIELDS = {f.name for f in dataclasses.fields(Outcome)}
 
 
+# -- the task file's schema: every field a task may have, with its type ---------------------------
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+
+
+_NonNegative = Annotated[float, Field(ge=0)]
+
+
+class _Expected(_Strict):
+    """The reference's recorded run (:class:`Outcome` without its timing). Only a run that ended
+    ``ok`` is an oracle: the judge compares a program's result and state with it, never its status."""
+
+    status: Literal["ok"]
+    result: Any = None
+    result_set: bool = False
+    state: Any = None
+    writes: Annotated[int, Field(ge=0)] | None = None
+    error: str | None = None
+    duration_s: _NonNegative = 0.0
+
+
+class _Case(_Strict):
+    name: Annotated[str, Field(min_length=1)]
+    preload: dict[str, Any]
+    service_seed: Any = None  # its type depends on the scenario's service: _check_seeds
+    expected: _Expected
+
+
+class _Task(_Strict):
+    id: Annotated[str, Field(min_length=1)]
+    scenario: Annotated[str, Field(min_length=1)]
+    text: str
+    inputs: dict[str, str]  # variable -> description
+    result_var: str
+    reference: str
+    cases: Annotated[list[_Case], Field(min_length=1)]
+    complexity: dict[str, Any]
+    # written by callbench's generators (generator.py, llm_only.py)
+    schema_version: int | None = Field(None, alias="schema")
+    text_source: str | None = None
+    pairs: list[list[str]] | None = None
+    program: dict[str, Any] | None = None
+    agents: dict[str, Any] | None = None
+    seed: int | None = None
+    answer: str | None = None
+    # written by the published StateEval's conversion (published.py): how its evaluator judges
+    source: dict[str, Any] | None = None
+    doc: str | None = None
+    result_epilogue: str | None = None
+    tolerance: Annotated[list[_NonNegative], Field(min_length=2, max_length=2)] | None = None  # [rtol, atol]
+    unordered_result: bool = False
+
+
+_MODELS_AT = {(): _Task, ("cases",): _Case, ("cases", "expected"): _Expected}
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _schema_problem(exc: ValidationError) -> str:
+    """The first schema violation as ``field: what is wrong``."""
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    path = _field_path(loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        model = _MODELS_AT.get(tuple(p for p in loc[:-1] if isinstance(p, str)), _Task)
+        known = sorted(f.alias or name for name, f in model.model_fields.items())
+        return f"{path}: unknown field (known: {', '.join(known)})"
+    if kind == "literal_error" and loc[-1] == "status":
+        return (
+            f"{path}: {_shown(err['input'])} is not 'ok' (the reference's recorded run is the oracle: "
+            "a task whose reference fails cannot be judged)"
+        )
+    msg = err["msg"]
+    msg = msg[:1].lower() + msg[1:]
+    if kind == "missing":
+        return f"{path}: missing"
+    return f"{path}: {msg}, got {_shown(err['input'])}"
+
+
+def _lone_surrogate(task: dict[str, Any], where: str) -> str | None:
+    """The first string (or key) of ``task`` that cannot be written as UTF-8, as a one-line
+    problem; None when every string can. Iterative: the task was depth-checked when read."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in reversed(list(task.items()))]
+    while stack:
+        path, node = stack.pop()
+        try:
+            if isinstance(node, str):
+                clean_text(node, what=f"{where}: {path}")
+            elif isinstance(node, dict):
+                for k in node:
+                    clean_text(str(k), what=f"{where}: {path} (a key)")
+                stack.extend((f"{path}.{k}", v) for k, v in reversed(list(node.items())))
+            elif isinstance(node, list):
+                stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(node))))
+        except UntrustedInputError as exc:
+            return str(exc)
+    return None
+
+
+def _check_seeds(where: str, t: dict[str, Any]) -> None:
+    """Each case's ``service_seed`` as the scenario's service takes it: the session service a
+    list of sessions (checked as the service checks them), a spec's mock an integer, a scenario
+    without a service (its setup reads the seed as ``__initial__``) a snapshot object."""
+    scenario = get_scenario(t["scenario"])
+    service = scenario.runtime.service
+    for i, c in enumerate(t["cases"]):
+        seed = c.get("service_seed")
+        if seed is None:
+            continue
+        field = f"{where}: cases[{i}].service_seed"
+        kind = type(seed).__name__
+        if service == "session":
+            from callbench.tracks.stateful.services.session_server import _seed_rows
+
+            if not isinstance(seed, list):
+                raise DataError(f"{field}: the session service is seeded with a list of sessions ({{source, type, data}}), not a {kind}")
+            try:
+                _seed_rows(seed)
+            except ValueError as exc:
+                raise DataError(f"{field}: {exc}") from None
+        elif service == "mock":
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                raise DataError(f"{field}: a spec's mock service is seeded with an integer, not a {kind}")
+        elif not isinstance(seed, dict):
+            raise DataError(f"{field}: scenario '{scenario.name}' starts from a snapshot object (or null), not a {kind}")
+
+
 def _check_task(f: Path, n: int, t: Any) -> None:
-    """One-line DataError naming the file, task and field of a malformed row."""
+    """One-line DataError naming the file, task and field of a malformed row: a missing or
+    unknown field, a value of the wrong type, an expected run that is not ``ok``, a text that
+    cannot be written as UTF-8."""
     if not isinstance(t, dict):
         raise DataError(f"{f}: task {n}: a task must be a JSON object, not {type(t).__name__}")
     missing = [k for k in _REQUIRED if k not in t]
@@ -82,6 +224,34 @@ def _check_task(f: Path, n: int, t: Any) -> None:
             raise DataError(f"{where}: cases[{i}].expected must be an object with 'status' and only {sorted(_OUTCOME_FIELDS)}")
     if not isinstance(t["complexity"], dict):
         raise DataError(f"{where}: field 'complexity' must be an object")
+    if not isinstance(t["id"], str):
+        where = f"{f}: task {n}"
+    try:
+        _Task.model_validate(t)
+    except ValidationError as exc:
+        raise DataError(f"{where}: {_schema_problem(exc)}") from None
+    bad_text = _lone_surrogate(t, where)
+    if bad_text:
+        raise DataError(bad_text)
+    for name in (t["result_var"], *t["inputs"]):
+        if not name.isidentifier():
+            field = "result_var" if name == t["result_var"] else f"inputs.{name}"
+            raise DataError(f"{where}: {field}: {name!r} is not a Python variable name")
+
+
+def _read_bench_file(path: Path) -> list[Any]:
+    """The rows of a ``tasks.jsonl``, each parsed within :mod:`callbench.untrusted`'s limits (a
+    row nested 100,000 deep is that line's one-line error, not a RecursionError)."""
+    from callbench.files import read_text
+    from callbench.tracks.stateful.published import parse_json
+
+    if not path.exists():
+        return []
+    rows = []
+    for n, line in enumerate(read_text(path).split("\n"), 1):  # one-line error for non-UTF-8 files
+        if line.strip():
+            rows.append(parse_json(line, f"{path}:{n}"))
+    return rows
 
 
 def load_bench(path: Path, *, timeout_s: float = 20.0) -> list[dict[str, Any]]:
@@ -92,6 +262,7 @@ def load_bench(path: Path, *, timeout_s: float = 20.0) -> list[dict[str, Any]]:
         tasks, _skipped = published.load(path, files, timeout_s=timeout_s)
         for n, t in enumerate(tasks, 1):
             _check_task(path, n, t)
+            _check_seeds(f"{path}: task {t['id']}", t)
         return tasks
     from callbench.tracks.stateful.spec_bench import register_bench
 
@@ -99,12 +270,13 @@ def load_bench(path: Path, *, timeout_s: float = 20.0) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for f in bench_files(path):
         register_bench(f)  # a benchmark made from an OpenAPI spec: its scenario (and mock) from openapi/
-        for n, t in enumerate(read_tasks(f), 1):
+        for n, t in enumerate(_read_bench_file(f), 1):
             _check_task(f, n, t)
             if t["id"] in seen:
                 raise DataError(f"{f}: task {t['id']}: id used twice in the benchmark")
             seen.add(t["id"])
             get_scenario(t["scenario"])  # unknown scenario -> one-line ConfigError
+            _check_seeds(f"{f}: task {t['id']}", t)
             tasks.append(t)
     return tasks
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from callbench.errors import DataError
 from callbench.files import read_text
+from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 
@@ -119,13 +120,20 @@ class WebApiTask(BaseModel):
 Layout = Literal["list", "per_api", "jsonl"]
 
 
-def _loads(text: str, where: str) -> Any:
+def _loads(text: str, where: str, *, jsonl: bool = False) -> Any:
+    """JSON within :mod:`callbench.untrusted`'s document limits: a value that parsed 900 levels
+    deep would break every recursive walk after it (validation, copies, the scorer)."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: invalid JSON at line {exc.lineno} ({exc.msg})") from None
+        at = "" if jsonl else f" at line {exc.lineno}"
+        raise DataError(f"{where}: invalid JSON{at} ({exc.msg})") from None
     except RecursionError:
-        raise DataError(f"{where}: JSON nested too deeply") from None
+        raise DataError(f"{where}: nested deeper than {DOCUMENT_MAX_DEPTH} levels") from None
+    try:
+        return check_value(value, what=where, max_depth=DOCUMENT_MAX_DEPTH)
+    except UntrustedInputError as exc:
+        raise DataError(str(exc)) from None
 
 
 def _rows(path: Path) -> tuple[list[Any], str | None, list[int] | None]:
@@ -136,12 +144,7 @@ def _rows(path: Path) -> tuple[list[Any], str | None, list[int] | None]:
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise DataError(f"{path}:{lineno}: JSON nested too deeply") from None
+            rows.append(_loads(line, f"{path}:{lineno}", jsonl=True))
             lines.append(lineno)
         if not rows:
             raise DataError(f"{path}: no tasks (the file is {'empty' if not text else 'blank lines only'})")
