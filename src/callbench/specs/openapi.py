@@ -17,13 +17,14 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from callbench.errors import SpecError
+from callbench.specs.patterns import compile_pattern, warn_unchecked_patterns
 from callbench.specs.refs import Resolver, format_location, freeze, read_document
 from callbench.specs.schema import (
     allows_additional_properties,
@@ -424,14 +425,6 @@ def _header_text(value: Any) -> str:
     return ",".join(vals) if vals else ""
 
 
-@lru_cache(maxsize=4096)
-def _pattern_rx(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return None  # an ECMA pattern Python cannot read constrains nothing here
-
-
 def _patterns_fit(tpl: _Template, values: Mapping[str, str]) -> bool:
     """Do the path values keep the ``pattern`` of their parameters (in any of the template's
     operations)? Google's specs have twins such as ``/v1/{name}:run`` and ``/v1/{parent}:run``
@@ -442,8 +435,7 @@ def _patterns_fit(tpl: _Template, values: Mapping[str, str]) -> bool:
                 continue
             pattern = p.schema.get("pattern") if isinstance(p.schema, Mapping) else None
             if isinstance(pattern, str):
-                rx = _pattern_rx(pattern)
-                if rx is not None and rx.search(values[p.name]) is None:
+                if not compile_pattern(pattern).search(values[p.name]):  # RE2: linear time
                     return False
     return True
 
@@ -1232,6 +1224,7 @@ def build_spec(raw: Any, path: Path, label: str | None = None) -> ApiSpec:
         kind = "empty" if raw is None else type(raw).__name__
         raise SpecError(f"{label}: (document root): expected a mapping, got {kind}")
     version = _version_of(raw, label)
+    warn_unchecked_patterns(raw, label)  # one line per pattern RE2 cannot run (see specs.patterns)
     if version == "2.0":
         raw = convert_swagger2(raw, label)
     resolver = Resolver(raw, path, label, openapi31=version.startswith("3.1"))

@@ -6,11 +6,11 @@ so every walker here is bounded: either by ``max_depth`` or by the ids already o
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from callbench.specs.patterns import compile_pattern
 from callbench.specs.refs import thaw
 
 # Keywords whose value is one schema, a list of schemas, or a name -> schema map.
@@ -228,20 +228,10 @@ def allows_additional_properties(schema: Any, max_depth: int = 16) -> bool:
 
 
 # -- value bounds ---------------------------------------------------------------------------
-_PATTERNS: dict[str, re.Pattern[str] | None] = {}
 #: Strings longer than this are not matched against a ``pattern`` (a spec's regex on a model's
-#: text: bounded, so a backtracking pattern cannot stall scoring).
+#: text). Patterns run on RE2 (linear time, :mod:`callbench.specs.patterns`); the bound only
+#: keeps one check's cost small.
 MAX_PATTERN_SUBJECT = 10_000
-
-
-def _pattern(text: str) -> re.Pattern[str] | None:
-    """The compiled ``pattern`` (ECMA 262 read as Python ``re``), or None if Python cannot read it."""
-    if text not in _PATTERNS:
-        try:
-            _PATTERNS[text] = re.compile(text)
-        except (re.error, TypeError, ValueError, OverflowError, RecursionError):
-            _PATTERNS[text] = None
-    return _PATTERNS[text]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -319,8 +309,7 @@ def _violation(value: Any, schema: Any, depth: int, where: str) -> str | None:
             return f"{at}{len(value)} characters, longer than maxLength {hi}"
         pattern = schema.get("pattern")
         if isinstance(pattern, str) and len(value) <= MAX_PATTERN_SUBJECT:
-            compiled = _pattern(pattern)
-            if compiled is not None and compiled.search(value) is None:
+            if not compile_pattern(pattern).search(value):
                 return f"{at}{_short(value)} does not match the pattern {_short(pattern, 60)}"
     elif isinstance(value, list | tuple):
         lo, hi = schema.get("minItems"), schema.get("maxItems")

@@ -8,8 +8,11 @@ this way, by walking the parse tree of Python's own regex parser (``re._parser``
 ``[A-Za-z0-9_]``), since a spec's pattern is ECMA-262, where those classes are ASCII too.
 Repeats are kept short (``min .. min + 3``, never past ``max``), so ``.*`` adds a few characters,
 unless a length bound asks for longer ones.
-The caller checks the result with ``re.search`` (lookarounds and back-references are only
-approximated here) and tries again with another seed if needed.
+Each attempt is checked with the spec's pattern on RE2 (:mod:`callbench.specs.patterns`, linear
+time; lookarounds and back-references are only approximated here), and another seed is tried if
+needed. Generation is bounded too: an attempt stops after :data:`_MAX_STEPS` tree nodes, and a
+repeat that must produce more than :data:`_MAX_LEN` copies is refused, so a pattern such as
+``((a{1000}){1000}){1000}`` fails fast instead of building a billion characters.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import random
 import re
 import string
 from typing import Any
+
+from callbench.specs.patterns import compile_pattern
 
 try:  # Python >= 3.11
     import re._constants as _c  # type: ignore[import-not-found]
@@ -42,10 +47,15 @@ _CATEGORY = {
 _MAX_EXTRA = 3  # a repeat takes min .. min + 3 turns
 _ONE_CHAR = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN, _c.CATEGORY)  # opcodes emitting one character
 _MAX_LEN = 2000
+_MAX_STEPS = 200_000  # tree nodes one attempt may expand
 
 
 class RegexUnsupported(ValueError):
-    """The pattern cannot be read by Python's regex parser."""
+    """The pattern cannot be read by Python's regex parser, or no string for it is found in bounds."""
+
+
+class _TooBig(Exception):
+    """An attempt ran past :data:`_MAX_STEPS` or :data:`_MAX_LEN`."""
 
 
 def string_for_pattern(
@@ -56,23 +66,25 @@ def string_for_pattern(
     bound lets unbounded repeats run longer (``^[a-f0-9-]+$`` with ``minLength: 36``)."""
     try:
         tree = _p.parse(pattern)
-        compiled = re.compile(pattern)
     except (re.error, RecursionError, OverflowError, ValueError, TypeError) as exc:
         raise RegexUnsupported(f"pattern {pattern!r} cannot be parsed: {exc}") from None
+    compiled = compile_pattern(pattern)  # the check: RE2, linear in the string
     top = min(max_len if max_len is not None else _MAX_LEN, _MAX_LEN)
     for i in range(attempts):
         groups: dict[int, str] = {}
         try:
-            out = _emit(tree, rng, groups, 0)
+            out = _emit(tree, rng, groups, 0, steps=[_MAX_STEPS])
             if len(out) < min_len and i % 2:
                 # too short: the shortest string, then the first unbounded one-character repeat
                 # (``[a-f0-9-]+``) takes the characters left to reach a length within the bounds
-                shortest = len(_emit(tree, random.Random(i), {}, 0, 0))
+                shortest = len(_emit(tree, random.Random(i), {}, 0, 0, steps=[_MAX_STEPS]))
                 want = rng.randint(min_len, max(min_len, min(top, min_len + _MAX_EXTRA)))
-                out = _emit(tree, rng, {}, 0, 0, [max(0, want - shortest)])
+                out = _emit(tree, rng, {}, 0, 0, [max(0, want - shortest)], steps=[_MAX_STEPS])
         except RecursionError:
             raise RegexUnsupported(f"pattern {pattern!r} is nested too deeply") from None
-        if min_len <= len(out) <= top and compiled.search(out) is not None:
+        except _TooBig:
+            raise RegexUnsupported(f"pattern {pattern!r} asks for strings too long to build") from None
+        if min_len <= len(out) <= top and compiled.search(out):
             return out
     raise RegexUnsupported(f"no string matching {pattern!r} found")
 
@@ -101,12 +113,16 @@ def _chars_of(items: list[tuple[Any, Any]]) -> list[str]:
 
 def _emit(
     tree: Any, rng: random.Random, groups: dict[int, str], depth: int, extra: int = _MAX_EXTRA,
-    budget: list[int] | None = None,
+    budget: list[int] | None = None, *, steps: list[int],
 ) -> str:
     if depth > 60:
         raise RecursionError
     out: list[str] = []
+    size = 0
     for op, av in tree:
+        steps[0] -= 1
+        if steps[0] < 0 or size > _MAX_LEN:
+            raise _TooBig
         if op is _c.LITERAL:
             out.append(chr(av))
         elif op is _c.NOT_LITERAL:
@@ -119,10 +135,10 @@ def _emit(
         elif op is _c.CATEGORY:
             out.append(rng.choice(_CATEGORY.get(av, string.ascii_letters)))
         elif op is _c.BRANCH:
-            out.append(_emit(rng.choice(av[1]), rng, groups, depth + 1, extra, budget))
+            out.append(_emit(rng.choice(av[1]), rng, groups, depth + 1, extra, budget, steps=steps))
         elif op is _c.SUBPATTERN:
             gid, _add, _del, sub = av
-            text = _emit(sub, rng, groups, depth + 1, extra, budget)
+            text = _emit(sub, rng, groups, depth + 1, extra, budget, steps=steps)
             if gid is not None:
                 groups[gid] = text
             out.append(text)
@@ -133,16 +149,23 @@ def _emit(
             if budget and budget[0] and len(sub) == 1 and sub[0][0] in _ONE_CHAR:
                 room = budget[0] if hi is _c.MAXREPEAT else min(budget[0], hi - lo)
                 n, budget[0] = lo + room, budget[0] - room
-            out.extend(_emit(sub, rng, groups, depth + 1, extra, budget) for _ in range(n))
+            if n > _MAX_LEN:
+                raise _TooBig
+            for _ in range(n):
+                piece = _emit(sub, rng, groups, depth + 1, extra, budget, steps=steps)
+                out.append(piece)
+                size += len(piece)
+                if size > _MAX_LEN:
+                    raise _TooBig
         elif op is getattr(_c, "ATOMIC_GROUP", None):
-            out.append(_emit(av, rng, groups, depth + 1, extra, budget))
+            out.append(_emit(av, rng, groups, depth + 1, extra, budget, steps=steps))
         elif op is _c.GROUPREF:
             out.append(groups.get(av, ""))
         elif op is _c.GROUPREF_EXISTS:
             gid, yes, no = av
             branch = yes if gid in groups else no
             if branch is not None:
-                out.append(_emit(branch, rng, groups, depth + 1, extra, budget))
+                out.append(_emit(branch, rng, groups, depth + 1, extra, budget, steps=steps))
         elif op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
             continue  # anchors and lookarounds: positions, not characters
         else:  # pragma: no cover - opcodes a spec's pattern does not produce
