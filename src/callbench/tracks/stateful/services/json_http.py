@@ -7,11 +7,21 @@ hardened against hostile clients: at most ``max_connections`` connection threads
 checked from ``Content-Length`` before reading (413), a deadline on slow bodies (408), a socket
 timeout for idle or half-sent requests, JSON error bodies (also for the stdlib's own parse
 errors), 405 with ``Allow`` for any method, no reverse DNS on bind.
+
+Quotas (optional, per "run": from construction or :meth:`JsonServer.reset_usage` on): every byte
+read from the clients' sockets (request lines, headers, bodies, discarded bodies) counts against
+``max_total_bytes``, every reply against ``max_requests``. The first request over a quota, or a
+``MemoryError`` anywhere in a handler, sets :attr:`JsonServer.breach` (one line saying which);
+from then on the server reads nothing more (open connections see end of input, new ones are
+closed at once), so a client cannot make it use more. The owner reads ``breach`` and makes it the
+run's verdict (:mod:`callbench.tracks.stateful.services.isolation` runs such a server in its own
+memory-limited process).
 """
 
 from __future__ import annotations
 
 import http.server
+import io
 import json
 import logging
 import math
@@ -32,6 +42,7 @@ log = logging.getLogger(__name__)
 _BODY_DEADLINE_S = 30.0  # whole-body read limit, against clients that trickle bytes
 _LINGER_S = 2.0  # how long to discard an unread body after an early error reply
 _LINGER_BYTES = 64 << 20
+_LOG_TARGET_CHARS = 4096  # longest request target kept in the request log
 
 
 def _reject_constant(name: str) -> Any:
@@ -63,6 +74,28 @@ class ClientError(Exception):
         self.close = close
 
 
+class _CountingReader(io.RawIOBase):
+    """The connection's input, each byte received counted against the server's byte quota; end of
+    input once the server is in breach (nothing more is read from a client that broke a quota)."""
+
+    def __init__(self, sock: socket.socket, server: JsonServer):
+        self._sock = sock
+        self._server = server
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._server.breach is not None:
+            return 0
+        n = self._sock.recv_into(buffer)
+        self._server.count(n)
+        return n
+
+    def close(self) -> None:  # the socket belongs to the handler, which closes it
+        super().close()
+
+
 class JsonHandler(http.server.BaseHTTPRequestHandler):
     """One connection; HTTP/1.1 keep-alive; every reply is JSON. A subclass routes: ``_route(method,
     raw body)`` returns (status, JSON payload, extra headers) or raises :class:`ClientError`."""
@@ -81,6 +114,7 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
         self.timeout = self.server.socket_timeout  # StreamRequestHandler applies it to the socket
         self.disable_nagle_algorithm = self.server.address_family != socket.AF_UNIX  # TCP only
         super().setup()
+        self.rfile = io.BufferedReader(_CountingReader(self.connection, self.server), 65536)
 
     def address_string(self) -> str:
         return self.client_address[0] if isinstance(self.client_address, tuple) else "unix"
@@ -139,9 +173,12 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
                 if left <= 0:
                     break
                 self.connection.settimeout(min(left, 0.5))
+                if self.server.breach is not None:
+                    break
                 chunk = self.connection.recv(65536)
                 if not chunk:
                     break
+                self.server.count(len(chunk))
                 seen += len(chunk)
         except OSError:
             pass
@@ -162,6 +199,11 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
             raise ClientError(
                 413, f"body of {length} bytes is over the limit of {self.server.max_body} bytes", close=True
             )
+        quota = self.server.max_total_bytes
+        if quota is not None and self.server.received + length > quota:
+            message = f"the requests of this run would exceed the quota of {quota:,} bytes"
+            self.server.note_breach(message)
+            raise ClientError(413, message, close=True)
         return length
 
     def handle_expect_100(self) -> bool:
@@ -204,6 +246,11 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
             return
         except (TimeoutError, ConnectionError):
             raise
+        except MemoryError:
+            self.server.note_breach("the service ran out of memory")
+            self.close_connection = True
+            self._send_json(503, {"error": "the service ran out of memory"})
+            return
         except Exception as e:  # a bug or a closed store: the client still gets JSON, the log the traceback
             log.exception("%s failed on %s %s", self.server_version, method, self.path)
             self._send_json(500, {"error": f"internal error: {type(e).__name__}: {e}"})
@@ -250,10 +297,17 @@ class JsonServer(http.server.ThreadingHTTPServer):
         socket_timeout: float,
         max_connections: int,
         handler: type[JsonHandler],
+        *,
+        max_total_bytes: int | None = None,
+        max_requests: int | None = None,
     ):
         self.store = store
         self.max_body = max_body
         self.socket_timeout = socket_timeout
+        self.max_total_bytes = max_total_bytes
+        self.max_requests = max_requests
+        self.received = 0  # bytes read from clients since the last reset_usage
+        self.breach: str | None = None  # the first quota broken since the last reset_usage
         self._log: list[tuple[str, str, int]] = []
         self._log_lock = threading.Lock()
         self._open: set[socket.socket] = set()
@@ -272,8 +326,36 @@ class JsonServer(http.server.ThreadingHTTPServer):
             self.server_name, self.server_port = self.server_address[:2]
 
     def record(self, method: str, path: str, status: int) -> None:
+        if len(path) > _LOG_TARGET_CHARS:  # the log goes back to the harness: a 64 KB target is cut
+            path = path[: _LOG_TARGET_CHARS - 3] + "..."
         with self._log_lock:
             self._log.append((method, path, status))
+            over = self.max_requests is not None and len(self._log) > self.max_requests
+        if over:
+            self.note_breach(f"more than {self.max_requests:,} requests in this run")
+
+    def count(self, n: int) -> None:
+        """``n`` more bytes read from a client; past ``max_total_bytes`` that is a breach."""
+        with self._log_lock:
+            self.received += n
+            over = self.max_total_bytes is not None and self.received > self.max_total_bytes
+        if over:
+            self.note_breach(f"the requests of this run exceeded the quota of {self.max_total_bytes:,} bytes")
+
+    def note_breach(self, message: str) -> None:
+        """Remember the first broken quota and stop reading from every client."""
+        with self._log_lock:
+            if self.breach is not None:
+                return
+            self.breach = message
+        self.wake_all(socket.SHUT_RD)  # blocked reads end; the reply under way still goes out
+
+    def reset_usage(self) -> None:
+        """Start a new run: clear the log, the byte count and the breach."""
+        with self._log_lock:
+            self._log.clear()
+            self.received = 0
+            self.breach = None
 
     def take_log(self, *, clear: bool = False) -> list[tuple[str, str, int]]:
         with self._log_lock:
@@ -289,6 +371,9 @@ class JsonServer(http.server.ThreadingHTTPServer):
                 return
         with self._log_lock:
             self._open.add(request)
+        if self.breach is not None:  # serve nobody once a quota is broken
+            self.shutdown_request(request)
+            return
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
@@ -307,19 +392,21 @@ class JsonServer(http.server.ThreadingHTTPServer):
         self.wake_all()
         self.server_close()
 
-    def wake_all(self) -> None:
+    def wake_all(self, how: int = socket.SHUT_RDWR) -> None:
         with self._log_lock:
             sockets = list(self._open)
         for sock in sockets:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(how)
             except OSError:
                 pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients that vanish mid-request are expected here; anything else is a bug worth a trace.
         exc = sys.exc_info()[1]
-        if isinstance(exc, OSError):
+        if isinstance(exc, MemoryError):
+            self.note_breach("the service ran out of memory")
+        elif isinstance(exc, OSError):
             log.debug("connection from %s ended: %r", client_address, exc)
         else:
             log.exception("unhandled error for %s", client_address)

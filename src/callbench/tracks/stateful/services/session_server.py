@@ -14,6 +14,12 @@ stdlib handler is hardened here instead: JSON errors, a body cap checked from
 (slowloris) connections, and one SQLite connection guarded by a lock so
 concurrent writers can neither corrupt nor lose rows.
 
+Out of the harness: each :class:`SessionService` is a proxy for a server running in its own
+memory-limited process (:mod:`callbench.tracks.stateful.services.isolation`), with per-run
+quotas on the bytes and requests clients send; the state and the request log come back over a
+control channel, parsed with size and depth limits. Request bodies nest at most
+``VALUE_MAX_DEPTH`` levels (400 beyond), so what is stored can always be read back.
+
 ``API_DOC`` is the documentation models read in their prompts; keep it in sync
 with the behaviour below (tests check the documented examples).
 """
@@ -24,7 +30,10 @@ import argparse
 import hashlib
 import json
 import logging
+import os
 import re
+import resource
+import socket
 import sqlite3
 import sys
 import threading
@@ -32,9 +41,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
+from callbench.tracks.stateful.services.isolation import Channel, Quotas, ServiceLimitError, spawn
 from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer, strict_json
+from callbench.untrusted import MAX_NODES, VALUE_MAX_DEPTH, UntrustedInputError, check_value
 
-__all__ = ["API_DOC", "SessionService", "canonical_json", "checksum_of", "filter_form", "main"]
+__all__ = [
+    "API_DOC",
+    "Quotas",
+    "ServiceLimitError",
+    "SessionService",
+    "canonical_json",
+    "checksum_of",
+    "filter_form",
+    "main",
+]
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +327,10 @@ def _parse_body(raw: bytes) -> dict:
         raise ClientError(400, 'body lacks "data": expected {"data": {...}}')
     if not isinstance(body["data"], dict):
         raise ClientError(400, f'"data" must be a JSON object, got {type(body["data"]).__name__}')
+    try:  # what is stored comes back to the harness, which reads values at most this deep
+        check_value(body["data"], what="malformed JSON: data", max_depth=VALUE_MAX_DEPTH)
+    except UntrustedInputError as e:
+        raise ClientError(400, str(e)) from None
     return body["data"]
 
 
@@ -399,11 +423,126 @@ class _Handler(JsonHandler):
         return f"/api/sessions/{quote(session['source'], safe='')}/{quote(session['type'], safe='')}/{session['id']}"
 
 
+class _Engine:
+    """The server itself: a store and a :class:`JsonServer` on a thread. Runs inside the service's
+    own process (:mod:`~callbench.tracks.stateful.services.isolation`), or in the CLI's."""
+
+    def __init__(
+        self,
+        db_path: str | None,
+        address: tuple[str, int] | str,
+        *,
+        max_body: int,
+        socket_timeout: float,
+        max_connections: int,
+        max_total_bytes: int | None = None,
+        max_requests: int | None = None,
+        max_state_values: int | None = None,
+    ):
+        self.max_state_values = max_state_values
+        self.store = _Store(None if db_path is None else Path(db_path))
+        try:
+            self.server = JsonServer(
+                address,
+                self.store,
+                max_body,
+                socket_timeout,
+                max_connections,
+                _Handler,
+                max_total_bytes=max_total_bytes,
+                max_requests=max_requests,
+            )
+        except OSError as e:
+            self.store.close()
+            where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
+            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
+        self.thread = threading.Thread(
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # also how long close() waits for the loop to notice
+            name="session-service",
+            daemon=True,
+        )
+        self.thread.start()
+
+    def ready(self) -> dict[str, Any]:
+        port = 0 if self.server.address_family == socket.AF_UNIX else self.server.server_address[1]
+        return {"port": port}
+
+    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        if op == "reset":
+            rows = [tuple(r) for r in request["rows"]]
+            self.store.reset(rows)  # type: ignore[arg-type]  # validated by the harness (_seed_rows)
+            self.server.reset_usage()
+            return {}
+        if op in ("snapshot", "log") and self.server.breach is not None:
+            return {}  # the harness raises the breach; nothing it would read is sent
+        if op == "snapshot":
+            state = self.store.select()
+            try:
+                check_value(state, what="state", max_depth=VALUE_MAX_DEPTH + 2, max_nodes=self.max_state_values or MAX_NODES)
+            except UntrustedInputError:
+                limit = self.max_state_values
+                self.server.note_breach(f"the stored state holds more than {limit:,} JSON values, over the limit of what is compared")
+                return {"state": []}
+            return {"state": state}
+        if op == "log":
+            return {"log": self.server.take_log()}
+        if op == "stats":
+            return {
+                "pid": os.getpid(),
+                "threads": threading.active_count(),
+                "vm_kb": _vm_kb(),
+                "received": self.server.received,
+                "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            }
+        raise ValueError(f"unknown operation {op!r}")
+
+    def breach(self) -> str | None:
+        return self.server.breach
+
+    def close(self) -> None:
+        self.server.stop()
+        self.thread.join(timeout=5)
+        self.store.close()
+
+
+def _engine(config: dict[str, Any], quotas: Quotas) -> _Engine:
+    """The service process's engine (:data:`~callbench.tracks.stateful.services.isolation.KINDS`)."""
+    address = config["unix_path"] or ("127.0.0.1", config["port"])
+    return _Engine(
+        config["db_path"],
+        address,
+        max_body=config["max_body"],
+        socket_timeout=config["socket_timeout"],
+        max_connections=config["max_connections"],
+        max_total_bytes=quotas.max_total_bytes,
+        max_requests=quotas.max_requests,
+        max_state_values=quotas.max_state_values,
+    )
+
+
+def _vm_kb() -> int:
+    """This process's address space (VmSize), what ``RLIMIT_AS`` limits."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    return 0
+
+
 class SessionService:
-    """A session REST service on 127.0.0.1 for one test case (or one reset between cases).
+    """A session REST service on 127.0.0.1 (or a Unix socket) for one test case (or one reset
+    between cases), in its own process.
 
     ``db_path=None`` keeps state in memory, so two instances never share anything;
     a path persists it (the standalone CLI). ``socket_timeout`` closes idle connections.
+
+    The server runs in a separate, memory-limited process (:mod:`.isolation`) with per-run
+    ``quotas`` (bytes clients send, requests, memory, CPU); a run starts at :meth:`start` and at
+    each :meth:`reset`. Once a client broke a quota, or the process ended, :meth:`snapshot` and
+    :meth:`request_log` raise :class:`ServiceLimitError` (one line saying which): the run's verdict.
+    A :meth:`reset` after the process ended starts a fresh one (same Unix socket path; a new port
+    when it was 0).
     """
 
     def __init__(
@@ -415,6 +554,7 @@ class SessionService:
         socket_timeout: float = 5.0,
         unix_path: str | Path | None = None,
         max_connections: int = 32,
+        quotas: Quotas | None = None,
     ):
         if max_body < 0:
             raise ValueError(f"max_body must be >= 0, got {max_body}")
@@ -426,42 +566,37 @@ class SessionService:
         self._unix_path = None if unix_path is None else str(unix_path)
         self._max_connections = max_connections
         self._socket_timeout = socket_timeout
-        self._store: _Store | None = None
-        self._server: JsonServer | None = None
-        self._thread: threading.Thread | None = None
+        self.quotas = quotas or Quotas()
+        self._channel: Channel | None = None
         self._closed = False
 
+    def _spawn(self) -> Channel:
+        config = {
+            "db_path": None if self._db_path is None else str(self._db_path),
+            "unix_path": self._unix_path,
+            "port": self._port_request,
+            "max_body": self._max_body,
+            "socket_timeout": self._socket_timeout,
+            "max_connections": self._max_connections,
+        }
+        return spawn("session", config, self.quotas, "session service")
+
     def start(self) -> SessionService:
-        if self._server is not None or self._closed:
+        if self._channel is not None or self._closed:
             raise RuntimeError("SessionService.start() may be called once, before close()")
-        self._store = _Store(self._db_path)
-        address = self._unix_path or ("127.0.0.1", self._port_request)
-        try:
-            self._server = JsonServer(address, self._store, self._max_body, self._socket_timeout, self._max_connections, _Handler)
-        except OSError as e:
-            self._store.close()
-            self._store = None
-            where = self._unix_path or f"127.0.0.1:{self._port_request}"
-            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},  # also how long close() waits for the loop to notice
-            name=f"session-service:{self._unix_path or self.port}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._channel = self._spawn()
         return self
 
-    def _running(self) -> JsonServer:
-        if self._server is None or self._closed:
+    def _running(self) -> Channel:
+        if self._channel is None or self._closed:
             raise RuntimeError("SessionService is not running: call start() first (and not after close())")
-        return self._server
+        return self._channel
 
     @property
     def port(self) -> int:
         if self._unix_path:
             raise RuntimeError("this SessionService listens on a Unix socket (socket_path), not a port")
-        return self._running().server_address[1]
+        return int(self._running().ready["port"])
 
     @property
     def socket_path(self) -> str | None:
@@ -471,40 +606,54 @@ class SessionService:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def _call(self, op: str, **fields: Any) -> dict[str, Any]:
+        reply = self._running().call(op, **fields)
+        if reply.get("breach"):
+            raise ServiceLimitError(f"session service: {reply['breach']}")
+        return reply
+
     def reset(self, initial: list[dict] | None = None) -> None:
-        """Clear all sessions and the request log; seed ``initial`` ({source, type, data}) as ids 1..n.
+        """Clear all sessions, the request log and the quotas' counts; seed ``initial`` ({source,
+        type, data}) as ids 1..n.
 
         Seeds may also carry ``id`` (increasing) and ``checksum`` (checked), so
         ``reset(snapshot())`` restores a state exactly. Invalid seeds raise
         ``ValueError`` and leave the state untouched.
         """
-        server = self._running()
+        channel = self._running()
         rows = _seed_rows(initial)
-        self._store.reset(rows)
-        server.take_log(clear=True)
+        try:
+            channel.call("reset", rows=rows)
+        except ServiceLimitError:  # the process is gone: this run gets a fresh one
+            channel.close()
+            if self._unix_path and os.path.exists(self._unix_path):
+                os.unlink(self._unix_path)
+            self._channel = self._spawn()
+            self._channel.call("reset", rows=rows)
 
     def snapshot(self) -> list[dict]:
         """Full state, sorted by id: [{id, source, type, checksum, data}, ...]."""
-        self._running()
-        return self._store.select()
+        return self._call("snapshot")["state"]
 
     def request_log(self) -> list[tuple[str, str, int]]:
         """(method, raw request target, status) of every reply since start or the last reset."""
-        return self._running().take_log()
+        return [(m, p, s) for m, p, s in self._call("log")["log"]]
+
+    def stats(self) -> dict[str, int]:
+        """The service process's ``pid``, ``threads``, bytes ``received`` this run, ``maxrss_kb``
+        and ``vm_kb`` (its address space now)."""
+        reply = self._running().call("stats")
+        return {k: reply[k] for k in ("pid", "threads", "received", "maxrss_kb", "vm_kb")}
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._server is not None:
-            self._server.stop()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._store is not None:
-            self._store.close()
+        if self._channel is not None:
+            self._channel.close()
 
     def __enter__(self) -> SessionService:
-        if self._server is None:
+        if self._channel is None:
             self.start()
         return self
 
@@ -520,18 +669,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
-    try:
-        service = SessionService(args.db, max_body=args.max_body, port=args.port).start()
+    try:  # this process is the service's own: no need for another
+        engine = _Engine(
+            None if args.db is None else str(args.db),
+            ("127.0.0.1", args.port),
+            max_body=args.max_body,
+            socket_timeout=5.0,
+            max_connections=32,
+        )
     except OSError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"session service on {service.url} (Ctrl-C to stop)", flush=True)
+    print(f"session service on http://127.0.0.1:{engine.ready()['port']} (Ctrl-C to stop)", flush=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
-        service.close()
+        engine.close()
     return 0
 
 

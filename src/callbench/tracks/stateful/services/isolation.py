@@ -1,0 +1,431 @@
+"""Services a sample talks to, each in its own memory-limited process outside the harness.
+
+A service that a generated program calls (the session service) holds whatever the program sends
+it. Run inside the harness, a program posting 1 MB bodies in a loop grew the harness from 33 MB to
+869 MB. Here every service instance is a separate process with its own limits, so the most a
+sample can do is break *its* service, which is that sample's verdict
+(:class:`ServiceLimitError`), while the harness and every other sample are untouched:
+
+* ``RLIMIT_AS`` (``Quotas.memory_mb``; thread stacks kept small so the limit is memory, not
+  reservations), ``RLIMIT_CPU``, ``RLIMIT_NOFILE``, no core files;
+* the server's per-run quotas (:class:`~callbench.tracks.stateful.services.json_http.JsonServer`):
+  bytes read from clients and the number of requests; past either, and on a ``MemoryError``, the
+  server stops reading and reports the breach;
+* the process ending (a limit the kernel enforces, a crash) is reported as such, not as a
+  harness error.
+
+How the processes start: one small *host* process per harness process (started on first use,
+with the service modules imported, single-threaded) forks one child per service instance. A fork
+of a ready host costs milliseconds, where starting Python and importing the server per test case
+would cost hundreds on a busy machine. (``multiprocessing``'s forkserver does the same but
+pickles its messages and re-imports the parent's ``__main__`` in every child; this protocol is
+plain JSON with size and depth limits.) The harness gives the host one end of a fresh socket pair
+per instance (``SCM_RIGHTS`` over a ``SOCK_SEQPACKET`` pair); the child answers on it, so the
+host never waits on a child. Framing: an 8-byte big-endian length, then a JSON object. The child
+exits when the harness closes its end (or dies), the host when the harness's end of the host pair
+closes; both ignore SIGINT (a Ctrl-C stops the harness, which then closes them) and live in their
+own session, and the host's children are reaped by the kernel (``SIGCHLD`` ignored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, loads_json
+
+__all__ = ["Channel", "Quotas", "ServiceLimitError", "spawn"]
+
+#: Service kinds a host can start: kind -> "module:factory". The factory takes the config dict and
+#: returns an engine (see :func:`_child_main`); the modules are imported once, in the host.
+KINDS = {"session": "callbench.tracks.stateful.services.session_server:_engine"}
+
+_FRAME = struct.Struct(">Q")
+_MAX_REQUEST = 64 << 20  # a harness request (reset seeds) the child accepts
+_MAX_REPLY = 32 << 20  # a child's reply: a larger one is the run's error, reported by the child
+_REPLY_DEPTH = VALUE_MAX_DEPTH + 8  # the reply's own levels above a stored value
+_STACK_BYTES = 2 << 20  # per thread in the child (JSON parsing recursion to ~1,000 levels fits easily)
+_START_TIMEOUT_S = 120.0  # generous: a fork on a machine with a load of 12
+_CALL_TIMEOUT_S = 120.0
+
+
+class ServiceLimitError(RuntimeError):
+    """The sample broke its service: a quota, the memory limit, or the process ended. One line; the
+    sample's verdict, never the run's."""
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """Per-instance limits. ``memory_mb``: the child's whole address space (it starts at about 35
+    MB under a limit); ``max_total_bytes``: everything clients send in
+    one run (from start or reset); ``max_requests``: replies in one run; ``max_state_values``: JSON
+    values in the state read back (each costs the harness memory however short its text);
+    ``cpu_s``: CPU seconds for the process's life. Besides, a reply to the harness (the state, the
+    log) is at most 32 MiB of JSON.
+
+    Why 4 MiB a run: four bodies of the 1 MiB cap, where a session task's programs send a few KB;
+    what the harness reads back (and holds while it compares) is bounded by it."""
+
+    memory_mb: int = 512
+    max_total_bytes: int = 4 << 20
+    max_requests: int = 20_000
+    max_state_values: int = 100_000
+    cpu_s: int = 600
+
+    def __post_init__(self) -> None:
+        limits = (
+            ("memory_mb", 64),
+            ("max_total_bytes", 0),
+            ("max_requests", 1),
+            ("max_state_values", 1),
+            ("cpu_s", 1),
+        )
+        for name, low in limits:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"Quotas.{name} must be an int >= {low}, got {value!r}")
+
+
+# -- framing ----------------------------------------------------------------------------------
+
+
+def _send(sock: socket.socket, obj: Any) -> None:
+    payload = json.dumps(obj, allow_nan=False).encode("ascii")
+    sock.sendall(_FRAME.pack(len(payload)) + payload)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    parts, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _recv(sock: socket.socket, limit: int) -> bytes | None:
+    """One frame's payload; None at end of input; ValueError over ``limit``."""
+    head = _recv_exact(sock, _FRAME.size)
+    if head is None:
+        return None
+    (size,) = _FRAME.unpack(head)
+    if size > limit:
+        raise ValueError(f"a frame of {size:,} bytes is over the limit of {limit:,}")
+    return _recv_exact(sock, size)
+
+
+# -- harness side -----------------------------------------------------------------------------
+
+
+class _Host:
+    """The forking host process and the harness's end of its socket pair."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        src = str(Path(__file__).resolve().parents[4])  # the directory holding the callbench package
+        env = {
+            **os.environ,
+            "MALLOC_ARENA_MAX": "2",
+            "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])),
+        }
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", f"from {__name__} import _host_main; _host_main({theirs.fileno()})"],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # a Ctrl-C at the terminal is the harness's to handle
+                close_fds=True,
+            )
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.pid = os.getpid()  # a forked harness starts its own host
+
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self.proc.poll() is None
+
+    def spawn(self, config: dict[str, Any]) -> socket.socket:
+        mine, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            socket.send_fds(self.sock, [json.dumps(config).encode()], [child.fileno()])
+        except BaseException:
+            mine.close()
+            raise
+        finally:
+            child.close()
+        return mine
+
+    def stop(self) -> None:
+        self.sock.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_host_lock = threading.Lock()
+_host: _Host | None = None
+
+
+def _spawn_socket(config: dict[str, Any]) -> socket.socket:
+    global _host
+    with _host_lock:
+        for attempt in (1, 2):
+            if _host is None or not _host.alive():
+                if _host is not None and _host.pid == os.getpid():
+                    _host.stop()
+                _host = _Host()
+            try:
+                return _host.spawn(config)
+            except OSError:
+                if attempt == 2:
+                    raise
+                _host.stop()
+                _host = None
+    raise AssertionError("unreachable")
+
+
+class Channel:
+    """The harness's control connection to one service process."""
+
+    def __init__(self, sock: socket.socket, what: str):
+        self._sock = sock
+        self._what = what
+        self._lock = threading.Lock()
+        self._pidfd: int | None = None
+        self.ready: dict[str, Any] = {}
+        self.closed = False
+
+    def _died(self) -> ServiceLimitError:
+        return ServiceLimitError(
+            f"{self._what}: the service process ended during the run (a memory or CPU limit, or a crash)"
+        )
+
+    def _read(self, timeout: float) -> dict[str, Any]:
+        self._sock.settimeout(timeout)
+        try:
+            raw = _recv(self._sock, _MAX_REPLY)
+        except TimeoutError:
+            self.kill()
+            raise ServiceLimitError(
+                f"{self._what}: the service did not answer within {timeout:.0f} s"
+            ) from None
+        except ValueError as e:
+            self.kill()
+            raise ServiceLimitError(f"{self._what}: {e}") from None
+        except OSError:
+            raise self._died() from None
+        if raw is None:
+            raise self._died()
+        try:
+            reply = loads_json(raw, what=f"{self._what} reply", max_depth=_REPLY_DEPTH)
+        except UntrustedInputError as e:
+            raise ServiceLimitError(str(e)) from None
+        if not isinstance(reply, dict):
+            raise ServiceLimitError(f"{self._what} reply: not a JSON object")
+        return reply
+
+    def start(self) -> dict[str, Any]:
+        """Wait for the child's first frame (with its pidfd); OSError/ValueError for a failed start."""
+        self._sock.settimeout(_START_TIMEOUT_S)
+        try:
+            head, fds, _flags, _addr = socket.recv_fds(self._sock, _FRAME.size, 1)
+        except TimeoutError:
+            raise RuntimeError(
+                f"{self._what}: the service process did not start within {_START_TIMEOUT_S:.0f} s"
+            ) from None
+        for fd in fds:
+            self._pidfd = fd
+        if len(head) < _FRAME.size:
+            rest = _recv_exact(self._sock, _FRAME.size - len(head)) if head else None
+            if rest is None:
+                raise RuntimeError(f"{self._what}: the service process ended while starting")
+            head += rest
+        (size,) = _FRAME.unpack(head)
+        raw = _recv_exact(self._sock, size) if size <= _MAX_REPLY else None
+        if raw is None:
+            raise RuntimeError(f"{self._what}: the service process ended while starting")
+        reply = json.loads(raw)  # written by our own child before any client could connect
+        if reply.get("error") == "os":
+            raise OSError(reply.get("errno") or 0, reply.get("message", "?"))
+        if reply.get("error"):
+            raise ValueError(f"{self._what}: {reply.get('message')}")
+        self.ready = reply
+        return reply
+
+    def call(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Send ``op`` and return the reply; ValueError for a request the child refused,
+        :class:`ServiceLimitError` when the process is gone or does not answer."""
+        with self._lock:
+            if self.closed:
+                raise RuntimeError(f"{self._what} is closed")
+            try:
+                _send(self._sock, {"op": op, **fields})
+            except OSError:
+                raise self._died() from None
+            reply = self._read(_CALL_TIMEOUT_S)
+        if reply.get("error") == "value":
+            raise ValueError(reply.get("message", "?"))
+        if reply.get("error"):
+            raise ServiceLimitError(f"{self._what}: {reply.get('message', '?')}")
+        return reply
+
+    def kill(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Ask the child to exit and wait until it has (end of input on the pair), killing it after
+        5 s; idempotent."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                _send(self._sock, {"op": "close"})
+                self._sock.settimeout(5.0)
+                while self._sock.recv(65536):
+                    pass
+            except OSError:  # TimeoutError included: a child that does not exit is killed
+                self.kill()
+            finally:
+                self._sock.close()
+                if self._pidfd is not None:
+                    os.close(self._pidfd)
+                    self._pidfd = None
+
+
+def spawn(kind: str, config: dict[str, Any], quotas: Quotas, what: str) -> Channel:
+    """Start a ``kind`` service process with ``config`` under ``quotas``; returns its channel once
+    it serves. OSError: it could not bind its address; ValueError: a bad config."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown service kind {kind!r}; known: {sorted(KINDS)}")
+    channel = Channel(_spawn_socket({"kind": kind, "quotas": asdict(quotas), **config}), what)
+    try:
+        channel.start()
+    except BaseException:
+        channel.close()
+        raise
+    return channel
+
+
+# -- host and child side ------------------------------------------------------------------------
+
+
+def _factory(kind: str) -> Any:
+    module, _, name = KINDS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _host_main(fd: int) -> None:
+    """The host: fork a child per request until the harness's end closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    for kind in KINDS:
+        _factory(kind)  # import once here, not in every child
+    sock = socket.socket(fileno=fd)
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 4)
+        except InterruptedError:
+            continue
+        if not msg:
+            for f in fds:
+                os.close(f)
+            return
+        if len(fds) != 1:
+            for f in fds:
+                os.close(f)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            _child_main(fds[0], msg)  # never returns
+        os.close(fds[0])
+
+
+def _limit(which: int, value: int) -> None:
+    _soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
+
+
+def _child_main(fd: int, msg: bytes) -> None:
+    """One service: apply the limits, start the engine, answer the harness until it closes.
+
+    The engine (from :data:`KINDS`) has ``ready() -> dict``, ``handle(op, request) -> dict``
+    (ValueError: a refused request), ``breach() -> str | None`` and ``close()``."""
+    code = 0
+    ctl = socket.socket(fileno=fd)
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        devnull = os.open(
+            os.devnull, os.O_WRONLY
+        )  # no tracebacks of a hostile client's making on the harness's stderr
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        config = json.loads(msg)
+        quotas = Quotas(**config["quotas"])
+        threading.stack_size(_STACK_BYTES)
+        _limit(resource.RLIMIT_CORE, 0)
+        _limit(resource.RLIMIT_NOFILE, 256)
+        _limit(resource.RLIMIT_CPU, quotas.cpu_s)
+        _limit(resource.RLIMIT_AS, quotas.memory_mb << 20)
+        try:
+            engine = _factory(config["kind"])(config, quotas)
+        except OSError as e:
+            _send(ctl, {"error": "os", "errno": e.errno, "message": str(e)})
+            return
+        except ValueError as e:
+            _send(ctl, {"error": "value", "message": str(e)})
+            return
+        payload = json.dumps({"ok": True, **engine.ready()}).encode("ascii")
+        pidfd = os.pidfd_open(os.getpid())
+        socket.send_fds(ctl, [_FRAME.pack(len(payload))], [pidfd])
+        os.close(pidfd)
+        ctl.sendall(payload)
+        while True:
+            raw = _recv(ctl, _MAX_REQUEST)
+            if raw is None:
+                break
+            request = json.loads(raw)
+            op = request.get("op")
+            if op == "close":  # exiting closes every socket; nothing in memory needs saving
+                break
+            out_of_memory = {"error": "memory", "message": "the service ran out of memory"}
+            try:
+                reply = {"ok": True, **engine.handle(op, request), "breach": engine.breach()}
+                payload = json.dumps(reply, allow_nan=False).encode("ascii")
+            except ValueError as e:
+                payload = json.dumps({"error": "value", "message": str(e)}).encode("ascii")
+            except MemoryError:
+                payload = json.dumps(
+                    {**out_of_memory, "message": engine.breach() or out_of_memory["message"]}
+                ).encode("ascii")
+            if len(payload) > _MAX_REPLY:
+                message = f"its {op} reply of {len(payload):,} bytes is over the limit of {_MAX_REPLY:,}"
+                payload = json.dumps({"error": "too_large", "message": message}).encode("ascii")
+            ctl.sendall(_FRAME.pack(len(payload)) + payload)
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
