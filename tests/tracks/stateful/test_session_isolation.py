@@ -94,6 +94,32 @@ def test_the_service_is_another_process_with_capped_threads(tmp_path):
         assert reply.startswith(b"HTTP/1.1 200")
 
 
+def test_services_started_from_many_threads_at_once_are_separate():
+    errors: list[BaseException] = []
+    seen: dict[int, tuple[int, list]] = {}
+
+    def worker(n: int) -> None:
+        try:
+            with SessionService() as svc:
+                svc.reset([{"source": "s", "type": "t", "data": {"n": n}}])
+                r = requests.post(f"{svc.url}/api/sessions/s/t", json={"data": {"w": n}}, timeout=60)
+                assert r.status_code == 201 and r.json()["id"] == 2, r.text
+                seen[n] = (svc.stats()["pid"], [row["data"] for row in svc.snapshot()])
+        except BaseException as e:  # surfaced below: a thread's assert would vanish otherwise
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors[:3]
+    assert {n: data for n, (_pid, data) in seen.items()} == {n: [{"n": n}, {"w": n}] for n in range(12)}
+    assert len({pid for pid, _ in seen.values()}) == 12 and os.getpid() not in {
+        pid for pid, _ in seen.values()
+    }
+
+
 def test_byte_quota_is_a_413_then_the_runs_error_and_reset_starts_a_new_run():
     with SessionService(quotas=Quotas(max_total_bytes=200_000)) as svc:
         url = f"{svc.url}/api/sessions/s/t"

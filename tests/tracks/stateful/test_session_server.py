@@ -31,8 +31,8 @@ def svc():
 
 @pytest.fixture
 def busy_svc():
-    """For the concurrency tests: with 50 client threads and the service in one process, a client
-    can be off the CPU for over a second between two requests on a slow CI machine; a 1 s idle
+    """For the concurrency tests: with 50 client threads and the service's process beside them, a
+    client can be off the CPU for over a second between two requests on a slow CI machine; a 1 s idle
     timeout then closes its keep-alive connection just as it sends the next POST (HTTP's idle-close
     race, seen in CI as RemoteDisconnected). Those tests are about losing no write, so idle
     connections may stay open long here."""

@@ -1,10 +1,11 @@
 """*session*: a REST session service (:mod:`callbench.tracks.stateful.services.session_server`).
 
 Sessions live under ``/api/sessions/{source}/{type}[/{id}]``; programs use ``requests`` against
-``BASE_URL`` (preloaded). The harness starts one server per test case on loopback, seeds it
-with the task's initial sessions and compares, after the program, the server's full state and
-the number of successful writes (an extra POST/PUT/PATCH/DELETE fails the case even when it
-leaves the same rows behind).
+``BASE_URL`` (preloaded). The harness starts one server per test case, in a process of its own
+with per-case quotas (bytes, requests, memory: a program that breaks one gets a ``runtime``
+verdict), seeds it with the task's initial sessions and compares, after the program, the server's
+full state and the number of successful writes (an extra POST/PUT/PATCH/DELETE fails the case even
+when it leaves the same rows behind).
 
 The abstract world mirrors the server: ids are assigned in creation order after the seeded rows,
 lists are sorted by id, ``?data.status=`` filters compare strings.

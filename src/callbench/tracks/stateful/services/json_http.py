@@ -404,7 +404,7 @@ class JsonServer(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients that vanish mid-request are expected here; anything else is a bug worth a trace.
         exc = sys.exc_info()[1]
-        if isinstance(exc, MemoryError):
+        if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)):
             self.note_breach("the service ran out of memory")
         elif isinstance(exc, OSError):
             log.debug("connection from %s ended: %r", client_address, exc)
