@@ -13,7 +13,6 @@ import os
 import socket
 import sqlite3
 import sysconfig
-import threading
 import time
 from pathlib import Path
 
@@ -298,14 +297,14 @@ def test_session_service_caps_its_threads(tmp_path):
     from callbench.tracks.stateful.services.session_server import SessionService
 
     with SessionService(unix_path=str(tmp_path / "s.sock"), max_connections=8, socket_timeout=2) as svc:
-        before = threading.active_count()
+        before = svc.stats()["threads"]  # the service's own process (the serve and control loops)
         socks = []
         for _ in range(100):
             s = socket.socket(socket.AF_UNIX)
             s.connect(svc.socket_path)
             socks.append(s)
         time.sleep(0.5)
-        peak = threading.active_count() - before
+        peak = svc.stats()["threads"] - before
         for s in socks:
             s.close()
         assert peak <= 8, peak
