@@ -6,7 +6,6 @@ real WAPIIBench specs and check size, build time and llguidance's verdict.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -444,7 +443,7 @@ def test_grammar_is_cached_and_deterministic(spec):
 @pytest.mark.needs_data
 def test_real_spec_grammars_are_small_and_valid(wapii_specs, data_root):
     """Size and validity; build time is a benchmark figure (benchmarks/constraints.py,
-    benchmarks/wild_specs.py), checked here only against a loose bound that catches a blow-up."""
+    benchmarks/wild_specs.py, benchmarks/bounded_work_timings.py), not a unit test's verdict."""
     from callbench.specs import load_spec
 
     specs = dict(wapii_specs)
@@ -453,10 +452,7 @@ def test_real_spec_grammars_are_small_and_valid(wapii_specs, data_root):
     )
     clear_grammar_cache()
     for name, s in specs.items():
-        t0 = time.perf_counter()
         g = build_webapi_grammar(s, setup="full")
-        took = time.perf_counter() - t0
-        assert took < 10, (name, took)  # a runaway build, not a timing target
         assert len(g.lark) < 400_000, (name, len(g.lark))
         err = llguidance.LLMatcher.validate_grammar(llguidance.LLMatcher.grammar_from_lark(g.lark))
         assert err == "", (name, err[:500])

@@ -359,15 +359,13 @@ def test_swagger2_csv_arrays_default_to_comma_joined():
 
 
 # ------------------------------------------------------------------ grammar build time on a large spec
-def test_many_paths_build_fast():
-    import time
-
+def test_many_paths_build():
+    # was quadratic in the number of paths (shadowing checks); the time is a figure of
+    # benchmarks/bounded_work_timings.py (grammar/many_paths), not a unit test's verdict
     paths = {f"/r{i % 50}/{{id}}/s{i}": {"get": {"responses": {}}} for i in range(1500)}
     paths.update({f"/r{i % 50}/x/s{i}": {"get": {"responses": {}}} for i in range(1500)})
     spec = _spec(paths, [{"url": "https://big.example.com"}])
-    t = time.perf_counter()
     g = build_webapi_grammar(spec, setup="full", options=GrammarOptions(staged=False))  # one grammar
-    assert time.perf_counter() - t < 5  # was quadratic in the number of paths (shadowing checks)
     assert g.lark and not g.staged
     # the literal path still shadows the templated one, in the grammar as in the loader
     assert spec.match("get", "https://big.example.com/r3/x/s3").operation.path == "/r3/x/s3"

@@ -105,16 +105,13 @@ def test_box_fragment_labels(wild_specs_dir):
     assert found is not None and found.operation is op
 
 
-def test_largest_spec_builds_within_a_second(wild_specs_dir):
-    import time
-
+def test_largest_spec_builds(wild_specs_dir):
+    # ~0.7 s here (was ~7 s: shadowing compared every pair of paths); the time is a figure of
+    # benchmarks/bounded_work_timings.py (grammar/autotask), not a unit test's verdict
     spec = load_spec(wild_specs_dir / "autotask.net.json")
     assert len(spec.operations) > 2500
     clear_grammar_cache()
-    t = time.perf_counter()
-    build_webapi_grammar(spec, setup="full")
-    took = time.perf_counter() - t
-    assert took < 5, took  # ~0.7 s here (was ~7 s: shadowing compared every pair of paths)
+    assert build_webapi_grammar(spec, setup="full").lark
 
 
 def test_apideck_deep_object_pass_through_members(wild_specs_dir):

@@ -3,8 +3,6 @@ behind it (``Templates``: which path templates a URL of another template could a
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from callbench.constrain.url_lexemes import Templates
@@ -92,11 +90,10 @@ def test_shadowing_index_on_directory_specs(wild_specs_dir, name):
 def test_mid_size_spec_builds_fast(wild_specs_dir):
     spec = load_spec(wild_specs_dir / "autotask.net.json")
     clear_grammar_cache()
-    g = build_webapi_grammar(spec, setup="full")
-    assert g.build_seconds < 2.0  # 0.2-0.3 s on an idle core; slack for a loaded CI machine
+    g = build_webapi_grammar(spec, setup="full")  # 0.2-0.3 s on an idle core: benchmarks/bounded_work_timings.py
     # a second build of the same spec (new identifiers: not the cached grammar)
     again = build_webapi_grammar(spec, setup="full", identifiers=("token",))
-    assert again.build_seconds < 2.0 and again is not g
+    assert again is not g
     assert g.staged and again.staged  # 2,958 operations: a staged head (its pieces, no cuts)
 
 
@@ -112,12 +109,8 @@ def test_microsoft_graph_build_time(wild_specs_dir, name):
 
     spec = load_spec(wild_specs_dir / name)
     clear_grammar_cache()
-    t0 = time.perf_counter()
-    g = build_webapi_grammar(spec, setup="full")
-    assert time.perf_counter() - t0 < 20
+    g = build_webapi_grammar(spec, setup="full")  # its time: benchmarks/wild_specs.py
     assert g.staged and g.n_rules > 1000
     assert matcher_for(g).stage == "head"
     op = spec.operations[len(spec.operations) // 2]
-    t0 = time.perf_counter()
     assert g.tail_lark(op)
-    assert time.perf_counter() - t0 < 1

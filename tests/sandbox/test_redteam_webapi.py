@@ -416,14 +416,11 @@ def test_grammar_over_a_spec_with_thirty_parameters_in_one_segment_builds():
         },
         Path("hostile.json"),
     )
-    import time
-
     clear_grammar_cache()
-    t0 = time.perf_counter()
+    # the shadowing cut's literal check no longer backtracks over the 30 holes (took 40 s); the
+    # time is a figure of benchmarks/bounded_work_timings.py (grammar/thirty_parameters), the timeout above catches a hang
     grammar = build_webapi_grammar(spec, setup="full", options=GrammarOptions())
     assert grammar
-    # the shadowing cut's literal check no longer backtracks over the 30 holes (took 40 s)
-    assert time.perf_counter() - t0 < 10
     from callbench.constrain import check_continuation
 
     assert check_continuation(spec, "get('https://h.example.com" + literal.rstrip("/") + "')").allowed

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import jsonschema
@@ -252,12 +251,11 @@ def test_dataset_arguments_are_legal(specs):
 
 
 @pytest.mark.needs_data
-def test_slack_builds_fast_after_parsing():
+def test_slack_builds_after_parsing():
+    # its time is a figure of benchmarks/bounded_work_timings.py (spec/slack_build), not a unit test's verdict
     path = _need(REAL["slack"])
     raw = read_document(path)
-    start = time.perf_counter()
     spec = build_spec(raw, path)
-    assert time.perf_counter() - start < 1.0
     assert len(spec.operations) == 174
 
 

@@ -295,13 +295,10 @@ def test_replayed_answers_in_a_templates_format_score(nestful_dir, tmp_path):
 )
 def test_python_call_reading_is_bounded(text):
     """Python call syntax is read within the output bound, in linear scans (a name run without "(" is
-    not rescanned from each of its characters) and with the parser's nesting errors caught."""
-    import time
-
-    t0 = time.perf_counter()
+    not rescanned from each of its characters) and with the parser's nesting errors caught. The
+    time is a figure of benchmarks/bounded_work_timings.py (nested_read_python/...), not a unit test's verdict."""
     read = read_calls(text, pythonic=True)
     assert read.calls is None and read.error
-    assert time.perf_counter() - t0 < 10
 
 
 @pytest.mark.parametrize(
