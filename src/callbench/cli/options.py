@@ -227,42 +227,29 @@ def parse_model_args(items: list[str] | None) -> dict[str, object]:
     return opts
 
 
-_sigterm = {"seen": False}
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM stops a run the way Ctrl-C does: as SIGINT, which ``asyncio.run`` turns into a
-    clean cancellation of the run (raising here instead could land inside the event loop)."""
-    import signal
-
-    _sigterm["seen"] = True
-    signal.raise_signal(signal.SIGINT)
-
-
 def run_track(track: Any, backend: Any, options: Any, *, config_file: Path | None = None) -> Any:
-    """Run with the shared runner; an interrupt (SIGINT or SIGTERM) keeps finished samples and
-    says how to resume. ``config_file`` (``--config``) is recorded in the run's config.json."""
+    """Run with the shared runner; a stop signal (SIGTERM, SIGINT, SIGHUP: see
+    :func:`callbench.runs.runner.run`) keeps finished samples and the answers not yet scored, and
+    says how to resume (exit status 128 + the signal's number, as a shell reports a signal).
+    ``config_file`` (``--config``) is recorded in the run's config.json."""
     import signal
-    import threading
 
-    from callbench.runs.runner import run
+    from callbench.runs.runner import RunStopped, run
 
     if config_file is not None:
         from callbench.cli.runconfig import describe
 
         options.recorded = {**options.recorded, "config_file": describe(config_file)}
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main else None
-    _sigterm["seen"] = False
     try:
-        outcome = run(track, backend, options, console=err_console)
-    except KeyboardInterrupt:
-        what = "terminated (SIGTERM)" if _sigterm["seen"] else "interrupted"
-        err_console.print(f"[yellow]{what}: finished samples are saved; run the same command to resume[/yellow]")
-        raise typer.Exit(143 if _sigterm["seen"] else 130) from None
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+        outcome = run(track, backend, options, console=err_console, handle_signals=True)
+    except KeyboardInterrupt as exc:  # RunStopped, or Ctrl-C before the run's handlers were in place
+        signum = exc.signum if isinstance(exc, RunStopped) else signal.SIGINT
+        what = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
+        err_console.print(
+            f"[yellow]{what}: finished samples and answers not yet scored are saved; run the same command to resume[/yellow]",
+            soft_wrap=True,  # one line, whatever the terminal's width (scripts grep for it)
+        )
+        raise typer.Exit(128 + signum) from None
     return outcome
 
 

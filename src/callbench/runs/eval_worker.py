@@ -88,14 +88,16 @@ class ProcessEvaluator:
         self._queue.put_nowait(((sample, output), future))
         return await future
 
-    async def close(self) -> None:
+    async def close(self, *, abandon: bool = False) -> None:
+        """Stop every worker: each finishes its batch and closes its sandboxes; ``abandon`` (a
+        stop signal): kill them now, their sandboxes with them (bwrap's ``--die-with-parent``)."""
         drivers, self._drivers = self._drivers, []
         for task in drivers:
             task.cancel()
         await asyncio.gather(*drivers, return_exceptions=True)
         workers, self._all = self._all, []
         self._queue = None
-        await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
+        await asyncio.gather(*(w.close(abandon=abandon) for w in workers), return_exceptions=True)
 
 
 class _Worker:
@@ -147,15 +149,20 @@ class _Worker:
         except (OSError, AttributeError, ValueError):
             return ""
 
-    async def close(self) -> None:
+    async def close(self, *, abandon: bool = False) -> None:
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             try:
                 assert proc.stdin is not None
                 proc.stdin.close()  # the worker leaves at end of input and closes its sandboxes
+                if abandon:
+                    raise TimeoutError
                 await asyncio.wait_for(proc.wait(), timeout=10)
             except (TimeoutError, OSError, AssertionError):
-                proc.kill()
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
                 await proc.wait()
         if self._stderr is not None:
             self._stderr.close()

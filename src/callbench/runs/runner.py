@@ -29,10 +29,15 @@ the whole store), and ``callbench report`` re-aggregates exactly the samples of 
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
+import functools
 import math
 import os
+import queue
 import re
+import signal
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -365,27 +370,29 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         to_rescore = store.count() if opts.rescore and resumed else 0
         done = store.done_ids()
         pending = [s for s in samples if s.id not in done]
-        tally = {"finished": 0, "failed": 0}
+        tally = {"answered": 0, "failed": 0}  # samples asked in this session, and how many failed
         if resumed:
             console.print(
                 f"[dim]resuming {encodable(str(run_dir))}: {len(samples) - len(pending)} of {len(samples)} samples already done[/dim]"
             )
         in_flight = max(1, min(opts.concurrency, model.max_concurrency))
-        sem = asyncio.Semaphore(in_flight)
+        stored = store.generations()
+        unscored = [s for s in pending if s.id in stored]  # answered before a stop, never scored
+        to_ask = [s for s in pending if s.id not in stored]
         evaluate = _Evaluation(track, opts, in_flight, len(pending) + to_rescore)
         writer = _Writer(store)
-        stored = store.generations()
-        unscored = {s.id: stored[s.id] for s in pending if s.id in stored}
         if unscored:
-            console.print(f"[dim]scoring {len(unscored)} answer(s) received before the run stopped (not asked again)[/dim]")
-        backlog = asyncio.Semaphore(2 * in_flight + 32)  # answers waiting to be scored
+            console.print(
+                f"[dim]scoring {len(unscored)} answer(s) received before the run stopped (not asked again), "
+                f"beside {len(to_ask)} new request(s)[/dim]"
+            )
         rescored = 0
         if to_rescore:
             try:
                 await evaluate.start()
                 rescored = await _rescore(track, store, prep.data, evaluate, evaluate.width, console)
             except BaseException:
-                await evaluate.close()
+                await evaluate.close(abandon=True)
                 await writer.close()
                 raise
         if resumed and opts.rescore:
@@ -401,38 +408,39 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
             disable=not opts.progress,
             transient=False,
         )
+        # Answers waiting to be scored: those of this session (bounded: a full backlog holds up new
+        # requests) and those a stopped session stored unscored; the scorers take from both in turn.
+        backlog = _Backlog(unscored, capacity=2 * in_flight + 32)
+        asking = iter(to_ask)
 
-        async def one(sample: Sample, task_id: Any) -> None:
-            out = unscored.pop(sample.id, None)
-            if out is not None:  # answered before a stop, never scored: score it, do not ask again
+        async def ask(task_id: Any) -> None:
+            """One of ``in_flight`` request slots: ask, persist the answer, hand it to the scorers."""
+            while (sample := next(asking, None)) is not None:
                 inp = track.build_input(sample)
-                await backlog.acquire()
-            else:
-                async with sem:
+                t0 = time.perf_counter()
+                # A track may drive several model turns for one sample (e.g. a ReAct loop).
+                try:
+                    out = await track.interact(sample, inp, model, opts.generation)
+                except BackendError as exc:
+                    await backend_error(sample, inp, exc, time.perf_counter() - t0, task_id)
+                    continue
+                if out.latency_s is None:
+                    out.latency_s = time.perf_counter() - t0
+                tally["answered"] += 1
+                # The answer is persisted before it waits to be scored: a stop loses at most the
+                # requests in flight; the backlog is bounded (backpressure when scoring falls behind).
+                await writer.put_generation(sample.id, out)
+                await backlog.put((sample, inp, out))
+
+        async def score(task_id: Any) -> None:
+            """One of ``evaluate.width`` scoring slots: score answers as they arrive."""
+            while (item := await backlog.take()) is not None:
+                sample, inp, out = item if isinstance(item, tuple) else (item, None, stored.pop(item.id))
+                if inp is None:
                     inp = track.build_input(sample)
-                    t0 = time.perf_counter()
-                    # A track may drive several model turns for one sample (e.g. a ReAct loop).
-                    try:
-                        out = await track.interact(sample, inp, model, opts.generation)
-                    except BackendError as exc:
-                        await backend_error(sample, inp, exc, time.perf_counter() - t0, task_id)
-                        return
-                    if out.latency_s is None:
-                        out.latency_s = time.perf_counter() - t0
-                    # The answer is persisted before its slot frees: a kill loses at most the
-                    # requests in flight, and scoring never holds up the next requests. The
-                    # scoring backlog is bounded (backpressure when scoring falls behind).
-                    await writer.put_generation(sample.id, out)
-                    await backlog.acquire()
-            try:
-                res = await _scored(
-                    evaluate, sample, out, "finished samples are saved: run the same command to resume"
-                )
+                res = await _scored(evaluate, sample, out, "finished samples are saved: run the same command to resume")
                 await writer.put(sample.group, inp, out, res)
-            finally:
-                backlog.release()
-            tally["finished"] += 1
-            progress.advance(task_id)
+                progress.advance(task_id)
 
         async def backend_error(sample: Sample, inp: Any, exc: BackendError, latency: float, task_id: Any) -> None:
             # scored as an empty answer too, for --count-backend-errors (kept apart by default)
@@ -440,42 +448,50 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
             as_empty = await evaluate(sample, empty)
             result = SampleResult(status=BACKEND_ERROR, error=str(exc), verdicts=as_empty.verdicts)
             await writer.put(sample.group, inp, empty, result)
-            tally["finished"] += 1
+            tally["answered"] += 1
             tally["failed"] += 1
             progress.advance(task_id)
-            if tally["failed"] >= _MIN_FOR_RATE and tally["failed"] > opts.max_backend_error_rate * tally["finished"]:
-                raise BackendErrorRate(
-                    f"{tally['failed']} of {tally['finished']} samples got no usable answer from the backend "
-                    f"(over --max-backend-error-rate {opts.max_backend_error_rate:g}); last: {exc}; "
-                    "finished samples are saved: fix the backend and run the same command with --retry-errors"
-                ) from None
+            if tally["failed"] >= _MIN_FOR_RATE and tally["failed"] > opts.max_backend_error_rate * tally["answered"]:
+                raise BackendErrorRate(str(exc))  # the message is made once the stored rows are final
 
         with progress:
             task_id = progress.add_task(f"{track.name} · {encodable(model.identity)}", total=len(samples), completed=len(samples) - len(pending))
             preflight = getattr(model, "preflight", None)
-            if pending and unscored.keys() != {s.id for s in pending} and preflight is not None:
+            if to_ask and preflight is not None:
                 # a dead endpoint, or a server that ignores grammars, is one line now, not a run of errors
                 constrained = bool(getattr(getattr(track, "options", None), "constrained", False))
                 await preflight(True if constrained else None)
             if pending:
                 await evaluate.start()  # worker processes load while the first requests are in flight
-            jobs = [asyncio.create_task(one(s, task_id)) for s in pending]
+
+            async def asking_done() -> None:
+                try:
+                    await asyncio.gather(*(ask(task_id) for _ in range(min(in_flight, len(to_ask)))))
+                finally:
+                    backlog.close()  # no more answers of this session: scorers end when the backlog is empty
+
+            scorers = min(max(1, evaluate.width), len(pending)) if pending else 0
+            jobs = [asyncio.create_task(asking_done()), *(asyncio.create_task(score(task_id)) for _ in range(scorers))]
             try:
                 await asyncio.gather(*jobs)
-            except BaseException:
+            except BaseException as exc:
                 for j in jobs:
                     j.cancel()
                 await asyncio.gather(*jobs, return_exceptions=True)
-                raise
-            finally:
-                await evaluate.close()
+                # a stop abandons scoring in progress (its answers stay stored for the next resume)
+                await evaluate.close(abandon=True)
                 await writer.close()  # rows already handed over are written before the store closes
+                if isinstance(exc, BackendErrorRate):
+                    raise _rate_stop(store, to_ask, opts.max_backend_error_rate, str(exc)) from None
+                raise
+            await evaluate.close()
+            await writer.close()
         summary = summarize(track, store, samples, opts.scoring, opts.count_backend_errors)
         return RunOutcome(
             run_dir=run_dir,
             summary=summary,
             resumed=resumed,
-            generated=len(pending) - len(unscored),
+            generated=len(to_ask),
             reused=len(unscored),
             rescored=rescored,
         )
@@ -483,6 +499,65 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         store.close()
         track.close()
         await model.aclose()
+
+
+def _rate_stop(store: RunStore, asked: list[Sample], rate: float, last: str) -> BackendErrorRate:
+    """The backend-error-rate stop, counted from the rows stored once the session's writes are
+    done (requests that failed at the same moment are stored too, and counted)."""
+    statuses = store.statuses()
+    mine = [statuses[s.id] for s in asked if s.id in statuses]
+    failed = sum(1 for st in mine if st == BACKEND_ERROR)
+    stored = sum(1 for st in statuses.values() if st == BACKEND_ERROR)
+    earlier = f", {stored} stored in the run directory with earlier sessions'" if stored != failed else ""
+    return BackendErrorRate(
+        f"{failed} of the {len(mine)} samples answered in this session got no usable answer from the backend "
+        f"(over --max-backend-error-rate {rate:g}{earlier}); last: {last}; "
+        "finished samples are saved: fix the backend and run the same command with --retry-errors"
+    )
+
+
+class _Backlog:
+    """Answers waiting to be scored: this session's (at most ``capacity``: :meth:`put` waits for
+    room, which holds up the request slot it came from) and stored answers a stopped session never
+    scored (already in memory). :meth:`take` alternates between the two while both hold answers, so
+    a large stored backlog neither starves new requests nor is starved by them."""
+
+    def __init__(self, stored: list[Sample], capacity: int):
+        self.fresh: collections.deque[tuple[Sample, Any, ModelOutput]] = collections.deque()
+        self.stored: collections.deque[Sample] = collections.deque(stored)
+        self.capacity = max(1, capacity)
+        self.open = True
+        self.fresh_turn = True
+        self.changed = asyncio.Event()
+
+    def _notify(self) -> None:
+        self.changed.set()
+
+    async def _until(self, ready: Any) -> None:
+        while not ready():
+            self.changed.clear()
+            await self.changed.wait()
+
+    async def put(self, item: tuple[Sample, Any, ModelOutput]) -> None:
+        await self._until(lambda: len(self.fresh) < self.capacity)
+        self.fresh.append(item)
+        self._notify()
+
+    def close(self) -> None:
+        self.open = False
+        self._notify()
+
+    async def take(self) -> tuple[Sample, Any, ModelOutput] | Sample | None:
+        """The next answer to score (a stored one as its sample), or None once none is left."""
+        await self._until(lambda: bool(self.fresh or self.stored) or not self.open)
+        if not self.fresh and not self.stored:
+            self._notify()  # wake the other scorers: they end too
+            return None
+        take_fresh = bool(self.fresh) and (self.fresh_turn or not self.stored)
+        self.fresh_turn = not take_fresh
+        item = self.fresh.popleft() if take_fresh else self.stored.popleft()
+        self._notify()  # room for a waiting put
+        return item
 
 
 async def _scored(evaluate: Any, sample: Sample, out: ModelOutput, after: str) -> SampleResult:
@@ -561,7 +636,7 @@ class _Evaluation:
 
     def __init__(self, track: Track, opts: RunOptions, in_flight: int, pending: int):
         self.track = track
-        self.threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self.threads: _DaemonThreads | None = None
         self.processes: Any = None
         self.width = 1  # samples scored at once
         if not track.evaluate_in_thread:
@@ -577,7 +652,7 @@ class _Evaluation:
 
             self.processes = ProcessEvaluator(factory, workers)
         else:
-            self.threads = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+            self.threads = _DaemonThreads(workers, "evaluate")
 
     async def start(self) -> None:
         if self.processes is not None:
@@ -590,12 +665,121 @@ class _Evaluation:
             return await asyncio.get_running_loop().run_in_executor(self.threads, self.track.evaluate, sample, out)
         return self.track.evaluate(sample, out)
 
-    async def close(self) -> None:
+    async def close(self, *, abandon: bool = False) -> None:
+        """Wait for the scoring in progress and release the workers; ``abandon`` (a stop): do not
+        wait -- worker processes are killed (their sandboxes with them), threads are left to
+        finish or die with the process, and the track's ``close`` kills the sandboxes they run."""
         if self.threads is not None:
-            self.threads.shutdown(wait=True, cancel_futures=True)
+            self.threads.shutdown(wait=not abandon, cancel_futures=True)
         if self.processes is not None:
-            await self.processes.close()
+            await self.processes.close(abandon=abandon)
 
 
-def run(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:
-    return asyncio.run(run_async(track, model, opts, console))
+class _DaemonThreads(concurrent.futures.Executor):
+    """A fixed pool of daemon threads. Unlike ``ThreadPoolExecutor``, whose threads the interpreter
+    joins at exit, a run stopped by a signal can exit while a thread still waits on a sandbox:
+    its result is not wanted, and the sandbox dies with the process (``--die-with-parent``)."""
+
+    def __init__(self, workers: int, name: str):
+        self._work: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Any, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._serve, name=f"{name}_{i}", daemon=True) for i in range(max(1, workers))]
+        self._closed = False
+        for t in self._threads:
+            t.start()
+
+    def _serve(self) -> None:
+        while (job := self._work.get()) is not None:
+            future, fn, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                future.set_exception(exc)
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        if self._closed:
+            raise RuntimeError("cannot schedule new work after shutdown")
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._work.put((future, functools.partial(fn, **kwargs) if kwargs else fn, args))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._closed = True
+        if cancel_futures:
+            while True:
+                try:
+                    job = self._work.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job[0].cancel()
+        for _ in self._threads:
+            self._work.put(None)
+        if wait:
+            for t in self._threads:
+                t.join()
+
+
+class RunStopped(KeyboardInterrupt):
+    """A stop signal (SIGTERM, SIGINT or SIGHUP) ended the run: finished samples are stored, and
+    so is every answer received but not yet scored (the next resume scores it without asking
+    again). A ``KeyboardInterrupt``, so code that handles Ctrl-C handles every stop signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+#: Signals that stop a run. SIGTERM always; SIGINT and SIGHUP unless the process was started with
+#: them ignored (``nohup`` ignores SIGHUP, a shell ignores SIGINT for ``cmd &``: whoever started
+#: the run asked for that, and SIGTERM still stops it).
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+def run(
+    track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None, *, handle_signals: bool = False
+) -> RunOutcome:
+    """Run to the end. ``handle_signals`` (the CLI's, on the main thread only): a stop signal cancels
+    the run at once -- requests in flight are dropped, scoring in progress is abandoned (its
+    sandboxes killed), what is stored stays -- and :class:`RunStopped` is raised; a second stop
+    signal while the first one's clean-up runs ends the process immediately."""
+    if not handle_signals or threading.current_thread() is not threading.main_thread():
+        return asyncio.run(run_async(track, model, opts, console))
+    return asyncio.run(_run_stoppable(track, model, opts, console))
+
+
+async def _run_stoppable(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None) -> RunOutcome:
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    caught: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        if caught:  # the clean-up of the first stop is stuck: stop now (every stored row is committed)
+            os.write(2, f"{signal.Signals(signum).name} again: stopping at once\n".encode())
+            os._exit(128 + caught[0])
+        caught.append(signum)
+        main.cancel()
+
+    installed: dict[int, Any] = {}
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        previous = signal.getsignal(signum)
+        if previous is signal.SIG_IGN and signum != signal.SIGTERM:
+            continue
+        loop.add_signal_handler(signum, on_signal, signum)
+        installed[signum] = previous
+    try:
+        return await run_async(track, model, opts, console)
+    except asyncio.CancelledError:
+        if caught:
+            raise RunStopped(caught[0]) from None
+        raise
+    finally:
+        for signum, previous in installed.items():
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)

@@ -36,7 +36,8 @@ from callbench.errors import ConfigError, RunStoreError
 from callbench.files import read_text
 from callbench.models.base import ModelInput, ModelOutput
 from callbench.runs.text import encodable
-from callbench.tracks.base import SampleResult
+from callbench.tracks.base import SampleResult, available_tracks
+from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, check_value, loads_json
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
@@ -73,7 +74,7 @@ _COLUMN_TYPES: dict[str, tuple[type, ...]] = {
     "mode": (str, _NONE),
     "parsed": (str, _NONE),
     "execution": (object,),
-    "verdicts": (dict, _NONE),
+    "verdicts": (dict,),  # every scored sample has its verdicts (a backend error: as an empty answer)
     "error": (str, _NONE),
     "latency_s": (int, float, _NONE),
     "prompt_tokens": (int, _NONE),
@@ -99,12 +100,57 @@ def _repaired(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _default(obj: Any) -> str:
-    """``json.dumps`` fallback: ``str()`` of the object, made encodable like any other text."""
+#: Nesting a stored JSON column may hold: the values a sample produced (at most
+#: :data:`~callbench.untrusted.VALUE_MAX_DEPTH` deep where they were parsed) inside a few levels
+#: of the verdict or result around them. Anything deeper is cut when the row is written (see
+#: :func:`storable`), so every stored row reads back; reading refuses deeper text as that row's error.
+STORED_MAX_DEPTH = VALUE_MAX_DEPTH + 20
+
+
+def storable(value: Any, max_depth: int = STORED_MAX_DEPTH) -> Any:
+    """``value`` when no list/dict chain in it is deeper than ``max_depth``; else a copy with every
+    list or object below that depth replaced by a marker text saying so. Iterative: a value nested
+    100,000 deep (a sample's hostile request body) is stored, cut, instead of breaking the encoder
+    or the reader (``json`` and every recursive walk fail near 1,000 levels)."""
+    try:
+        return check_value(value, what="a stored value", max_depth=max_depth)
+    except UntrustedInputError:
+        pass
+    marker = f"<cut when stored: nested deeper than {max_depth} levels>"
+
+    def shell(node: Any, depth: int) -> Any:
+        if isinstance(node, dict):
+            return {} if depth <= max_depth else marker
+        if isinstance(node, (list, tuple)):
+            return [] if depth <= max_depth else marker
+        return node
+
+    root = shell(value, 1)
+    stack: list[tuple[Any, Any, int]] = [(value, root, 1)]
+    while stack:
+        src, dst, depth = stack.pop()
+        if isinstance(dst, dict):
+            for key, child in src.items():
+                dst[key] = copy = shell(child, depth + 1)
+                stack.append((child, copy, depth + 1))
+        elif isinstance(dst, list):
+            for child in src:
+                copy = shell(child, depth + 1)
+                dst.append(copy)
+                stack.append((child, copy, depth + 1))
+    return root
+
+
+def _default(obj: Any) -> Any:
+    """``json.dumps`` fallback: a dataclass as its fields (cut like any value), else ``str()`` of
+    the object, made encodable like any other text."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return storable({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
     return encodable(str(obj))
 
 
 def _dumps(obj: Any) -> str:
+    obj = storable(obj)
     text = json.dumps(obj, default=_default, ensure_ascii=False)
     try:
         text.encode("utf-8")  # the common case: no surrogate anywhere, nothing to repair
@@ -170,7 +216,38 @@ def read_config(path: Path) -> dict[str, Any]:
     track = ident.get("track")
     if not isinstance(track, str) or not track:
         raise RunStoreError(f"{path}: identity.track is missing or not a string; {CONFIG_FIX}")
+    if track not in available_tracks():
+        raise RunStoreError(
+            f"{path}: identity.track {encodable(track)[:60]!r} is not a callbench track (one of: "
+            f"{', '.join(available_tracks())}); {CONFIG_FIX}"
+        )
+    selection = doc.get("selection")
+    if selection is not None:
+        if not isinstance(selection, dict):
+            raise RunStoreError(f"{path}: 'selection' is not an object; {CONFIG_FIX}")
+        if "sample_ids" in selection and not _id_list(selection["sample_ids"]):
+            raise RunStoreError(f"{path}: selection.sample_ids is not a list of sample ids (texts); {CONFIG_FIX}")
+    if RUN_IDS in doc and not _id_list(doc[RUN_IDS]):
+        raise RunStoreError(f"{path}: {RUN_IDS} is not a list of sample ids (texts); {CONFIG_FIX}")
     return encodable(doc)
+
+
+#: config.json's list of every sample id a session of the run selected: the ids its rows may have.
+#: A stored row with another id came from elsewhere (a row copied in from another run's store) and
+#: is refused by :meth:`RunStore.rows`, so no report or export counts it. Runs written before the
+#: list existed get it on their next resume (their stored ids are adopted then).
+RUN_IDS = "run_sample_ids"
+
+
+def _id_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(i, str) for i in value)
+
+
+def _selected_ids(config: dict[str, Any] | None) -> list[str] | None:
+    """The ids ``config`` says its session selected (None when it does not say: no run list is kept)."""
+    sel = (config or {}).get("selection")
+    ids = sel.get("sample_ids") if isinstance(sel, dict) else None
+    return list(ids) if _id_list(ids) else None
 
 
 def _start_over(directory: Path) -> None:
@@ -340,6 +417,8 @@ class RunStore:
                         f"{cfg_path}: missing, but {store.db_path} holds {n} finished samples of a run "
                         f"nothing describes; restore config.json, or {START_OVER}"
                     )
+                selected = _selected_ids(config)
+                config = {**config, **({RUN_IDS: selected} if selected is not None else {})}
                 write_json_atomic(cfg_path, config)
                 store._config = config
         except BaseException:
@@ -381,7 +460,12 @@ class RunStore:
     def update_config(self, config: dict[str, Any]) -> None:
         """Record ``config`` (this session's identity and selection) as the run's, keeping when the
         run was created."""
-        created = (self._config or {}).get("created_at")
+        old = self._config or {}
+        created = old.get("created_at")
+        selected = _selected_ids(config)
+        if selected is not None:  # the ids of every session's selection (a run from before the list: the ids it stored)
+            earlier = old[RUN_IDS] if _id_list(old.get(RUN_IDS)) else [*(_selected_ids(old) or []), *sorted(self.done_ids())]
+            config = {**config, RUN_IDS: list(dict.fromkeys([*earlier, *selected]))}
         config = encodable({**config, **({"created_at": created} if created else {})})
         write_json_atomic(self.dir / "config.json", config)
         self._config = config
@@ -399,6 +483,11 @@ class RunStore:
     def count(self) -> int:
         with self._sql("counting samples"):
             return self.conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+
+    def statuses(self) -> dict[str, str]:
+        """Each stored sample's status, by id (no JSON decoded: cheap on a large store)."""
+        with self._sql("reading sample statuses"):
+            return {i: st for i, st in self.conn.execute("SELECT id, status FROM samples") if isinstance(i, str)}
 
     def done_ids(self) -> set[str]:
         with self._sql("reading sample ids"):
@@ -460,7 +549,7 @@ class RunStore:
         """In one transaction: persist answers not yet scored, and store scored samples (whose
         persisted answers are then dropped)."""
         values = [self._values(*row) for row in rows]
-        pending = [(encodable(i), _dumps(dataclasses.asdict(out)), time.time()) for i, out in generations]
+        pending = [(encodable(i), _dumps({f.name: getattr(out, f.name) for f in dataclasses.fields(out)}), time.time()) for i, out in generations]
         first = values[0][0] if values else (pending[0][0] if pending else "")
         what = f"storing sample {first!r}" if len(values) + len(pending) == 1 else f"storing {len(values) + len(pending)} samples"
         with self._sql(what):
@@ -489,7 +578,7 @@ class RunStore:
         out: dict[str, ModelOutput] = {}
         for sample_id, raw in fetched:
             try:
-                data = json.loads(raw)
+                data = loads_json(raw, what="an unscored answer", max_depth=STORED_MAX_DEPTH)
                 if isinstance(sample_id, str) and isinstance(data, dict) and set(data) <= fields:
                     out[sample_id] = ModelOutput(**data)
             except (ValueError, TypeError):
@@ -524,16 +613,23 @@ class RunStore:
         with self._sql("reading samples"):
             cur = self.conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM samples ORDER BY rowid")
             fetched = cur.fetchall()
+        run_ids = (self._config or {}).get(RUN_IDS)
+        known = set(run_ids) if _id_list(run_ids) else None
         for raw in fetched:
             d = dict(zip(_COLUMNS, raw, strict=True))
             if not isinstance(d["id"], str):
                 self._bad_id(d["id"])
+            if known is not None and d["id"] not in known:
+                raise self.row_error(
+                    d["id"], f"not a sample of this run (config.json's {RUN_IDS} does not list it: a row from another run's store?)"
+                )
             for key in _JSON_COLUMNS:
                 if isinstance(d[key], str):
                     try:
-                        d[key] = json.loads(d[key])
-                    except (json.JSONDecodeError, RecursionError):
-                        self._bad_row(d["id"], key, "is not valid JSON")
+                        d[key] = loads_json(d[key], what=key, max_depth=STORED_MAX_DEPTH)
+                    except UntrustedInputError as exc:
+                        why = str(exc).removeprefix(f"{key}: ")
+                        self._bad_row(d["id"], key, f"is not readable JSON ({why})")
             for key, types in _COLUMN_TYPES.items():
                 if not isinstance(d[key], types):
                     expected = " or ".join(_TYPE_NAMES[t] for t in types)
