@@ -111,11 +111,18 @@ class HTTPStatusError(Exception):
 
 
 def _decode(raw: bytes, headers: Any) -> Any:
-    """The JSON body of a 200 reply, or :class:`MalformedResponse` (an HTML page, a cut body)."""
+    """The JSON body of a 200 reply, or :class:`MalformedResponse` (an HTML page, a cut body, a
+    body nested deeper than :data:`callbench.untrusted.DOCUMENT_MAX_DEPTH`: the sample's backend
+    error, never a RecursionError out of the run)."""
+    from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
+
+    kind = headers.get("content-type", "?").split(";")[0]
     try:
-        return json.loads(raw)
+        return check_value(json.loads(raw), what="the reply", max_depth=DOCUMENT_MAX_DEPTH)
+    except (RecursionError, UntrustedInputError) as exc:
+        problem = str(exc) if isinstance(exc, UntrustedInputError) else f"the reply: nested deeper than {DOCUMENT_MAX_DEPTH} levels"
+        raise MalformedResponse(f"{problem} ({kind}, {len(raw)} bytes)") from None
     except ValueError as exc:
-        kind = headers.get("content-type", "?").split(";")[0]
         text = raw[:400].decode("utf-8", errors="replace")
         raise MalformedResponse(f"the reply is not valid JSON ({kind}, {len(raw)} bytes: {_one_line(text, 120)})") from exc
 
@@ -356,7 +363,7 @@ class OpenAICompatBackend(ModelBackend):
             if response.status >= 300:
                 try:
                     body: Any = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     body = raw[:2000].decode("utf-8", errors="replace")
                 raise HTTPStatusError(response.status, body, response.headers)
             return _decode(raw, response.headers)
@@ -538,7 +545,7 @@ class OpenAICompatBackend(ModelBackend):
             ) from exc
         try:
             body: Any = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             if status < 300:
                 text = _one_line(raw[:400].decode("utf-8", errors="replace"), 80)
                 raise ConfigError(

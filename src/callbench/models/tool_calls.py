@@ -18,10 +18,17 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
         return {}, None  # some servers send "" for a call without arguments
     if not isinstance(raw, str):
         return None, f"the arguments must be a JSON object, got {type(raw).__name__}"
+    from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, check_value
+
     try:
         value = json.loads(raw)
+        check_value(value, what="the arguments", max_depth=VALUE_MAX_DEPTH)
     except json.JSONDecodeError as exc:
         return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    except RecursionError:  # the parser's own stack: deeper than any walk after it could take
+        return None, f"the arguments: nested deeper than {VALUE_MAX_DEPTH} levels"
+    except UntrustedInputError as exc:  # parsed, but too deep for the walks after it
+        return None, str(exc)
     if not isinstance(value, dict):
         return None, f"the arguments must be a JSON object, got {type(value).__name__}"
     return value, None
