@@ -242,6 +242,8 @@ class Resolver:
         self.docs: dict[Path, Any] = {self.path: root}
         self._memo: dict[int, Any] = {}
         self._chain: set[int] = set()
+        # bare refs of ref-to-ref chains -> (the raw node, kept alive so its id stays its own; what it resolves to)
+        self._chains: dict[int, tuple[Any, Any]] = {}
         self._loc: list[Any] = []
         self._depth = 0  # containers being frozen, one inside the other (see MAX_RESOLVED_DEPTH)
         self._lock = threading.RLock()
@@ -357,27 +359,36 @@ class Resolver:
         ref = node["$ref"]
         target_doc, tokens, target = self._lookup(ref, doc)
         chain: list[int] = []
+        hops: list[dict[str, Any]] = []  # the bare refs passed (a ref-to-ref chain), for the memo
         saved = self._loc
         try:
             # A ref to a ref: follow the chain in a loop (any length), refusing loops like
             # A -> B -> A. A 3.1 ref with siblings of its own is followed by recursion (counted).
             while isinstance(target, dict) and isinstance(target.get("$ref"), str):
+                hit = self._chains.get(id(target))
+                if hit is not None:  # the rest of this chain was followed before
+                    result = hit[1]
+                    break
                 if id(target) in self._chain:
                     raise self.error(f"$ref '{ref}' is part of a circular chain of references")
                 self._chain.add(id(target))
                 chain.append(id(target))
                 self._loc = list(tokens)
                 if self.openapi31 and any(k != "$ref" and k not in _REF_ANNOTATIONS for k in target):
+                    hops.clear()  # siblings apply from here on: what comes before is not memoised
                     self._deeper()
                     result = self._follow(target, target_doc)
                     self._depth -= 1
                     break
+                hops.append(target)
                 ref = target["$ref"]
                 target_doc, tokens, target = self._lookup(ref, target_doc)
             else:
                 data, names = _context(tokens)
                 self._loc = list(tokens)
                 result = self._conv(target, target_doc, data, names)
+            for raw_ref in hops:  # each bare ref of the chain stands for the same result
+                self._chains[id(raw_ref)] = (raw_ref, result)
         finally:
             self._loc = saved
             for c in chain:
