@@ -475,7 +475,9 @@ HOSTILE = [
         {"no_request"},
     ),
     ("setTimeout(() => axios.get('https://leak'), 10); setInterval(() => {}, 1);", {"ok"}),
-    ("(0, eval)('var leaked = 1');", {"runtime_error"}),
+    # `eval` evaluates strict code in global scope (no direct eval: see js_harness.js): its vars stay its own
+    ("(0, eval)('var leaked = 1');", {"no_request"}),
+    ("(0, eval)('leaked4 = 1');", {"runtime_error"}),
     ("Function('leaked2 = 1')();", {"no_request", "runtime_error"}),
     ("eval('var leaked3 = 1');", {"no_request"}),
     ("this.constructor.constructor('return globalThis')().foo = 1;", {"runtime_error"}),

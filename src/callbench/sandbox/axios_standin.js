@@ -12,12 +12,15 @@
  * has none of them.
  *
  * Evaluating this file defines one global, `__callbenchStandin(options)`.  Each call
- * returns a fresh per-sample environment `{bindings, recorder, mark}`: `bindings` maps
+ * returns a fresh per-sample environment `{bindings, recorder, arm}`: `bindings` maps
  * the names a sample sees (axios, require, console, ...) to fresh objects, `recorder`
- * reads back what the sample did, and `mark` is the run's marker object: an axios
- * entry point called with it as its last argument drops it and flags the request it
- * makes, so the host can tell whether the first recorded request came from the call
- * its static extractor picked.  Once `recorder.close()` has run, the environment
+ * reads back what the sample did, and `arm()` issues a one-shot call token: the harness
+ * makes the call its static extractor picked pass `arm()` as its last argument (so the
+ * token is made after every other argument was evaluated, just before that call), and an
+ * axios entry point whose last argument is the token issued last takes it off, spends it
+ * before it runs anything else, and flags the request it makes.  The host can so tell
+ * whether the first recorded request came from the picked call.  `arm` is never a
+ * binding: only the harness holds it (see js_harness.js).  Once `recorder.close()` has run, the environment
  * records nothing more.  Classes and pure helpers are shared between samples (the
  * sandbox deep-freezes them, and keeps no regex, Map or other object whose internal
  * state a freeze leaves mutable among them unchecked); everything with state is per
@@ -1792,13 +1795,19 @@ globalThis.__callbenchStandin = (function () {
       return Promise.resolve({ data: {}, status: 200, statusText: 'OK', headers: {}, config: config, request: {} });
     }
 
-    // The arguments of an axios entry point as an array, without the run's marker if it
-    // came last (`marked` says whether it did).
+    // The arguments of an axios entry point, `{ a: [...], marked }`: when the last one is
+    // the call token issued last (see createEnv's `arm`), it is spent here, before anything
+    // the sample controls can run (only own slots of the arguments object are read), and
+    // left out of `a`.  A token counts once: a copy kept by the code marks nothing.
     function unmark(args) {
-      var a = Array.prototype.slice.call(args);
-      a.marked = a.length > 0 && a[a.length - 1] === state.mark;
-      if (a.marked) a.pop();
-      return a;
+      var n = args.length;
+      var token = state.token;
+      var marked = token !== null && n > 0 && args[n - 1] === token;
+      if (marked) {
+        state.token = null;
+        n -= 1;
+      }
+      return { a: Array.prototype.slice.call(args, 0, n), marked: marked };
     }
 
     function request(ctx, configOrUrl, config, syntax, marked) {
@@ -1898,48 +1907,50 @@ globalThis.__callbenchStandin = (function () {
         defaults: defaultConfig,
         interceptors: { request: new InterceptorManager(), response: new InterceptorManager() }
       };
-      // Every entry point takes (...args[, mark]): see `unmark`.
+      // Every entry point takes (...args[, token]): see `unmark`.
       var instance = function axios() {
-        var a = unmark(arguments);
-        return settled(function () { return request(ctx, a[0], a[1], top ? 'config' : 'instance', a.marked); });
+        var u = unmark(arguments);
+        var a = u.a;
+        return settled(function () { return request(ctx, a[0], a[1], top ? 'config' : 'instance', u.marked); });
       };
       instance.request = function () {
-        var a = unmark(arguments);
-        return settled(function () { return request(ctx, a[0], a[1], top ? 'request' : 'instance', a.marked); });
+        var u = unmark(arguments);
+        var a = u.a;
+        return settled(function () { return request(ctx, a[0], a[1], top ? 'request' : 'instance', u.marked); });
       };
       var syntax = top ? 'method' : 'instance';
       METHODS_NO_DATA.forEach(function (m) {
         instance[m] = function () {
-          var a = unmark(arguments);
-          var url = a[0];
-          var config = a[1];
+          var u = unmark(arguments);
+          var url = u.a[0];
+          var config = u.a[1];
           return settled(function () {
             return request(ctx, mergeConfig(config || {}, {
               method: m, url: url, data: config && hasOwn(config, 'data') ? config.data : undefined
-            }), undefined, syntax, a.marked);
+            }), undefined, syntax, u.marked);
           });
         };
       });
       METHODS_WITH_DATA.forEach(function (m) {
         instance[m] = function () {
-          var a = unmark(arguments);
-          var url = a[0];
-          var data = a[1];
-          var config = a[2];
+          var u = unmark(arguments);
+          var url = u.a[0];
+          var data = u.a[1];
+          var config = u.a[2];
           return settled(function () {
-            return request(ctx, mergeConfig(config || {}, { method: m, headers: {}, url: url, data: data }), undefined, syntax, a.marked);
+            return request(ctx, mergeConfig(config || {}, { method: m, headers: {}, url: url, data: data }), undefined, syntax, u.marked);
           });
         };
         if (m === 'query') return; // no queryForm: a QUERY carries no form
         instance[m + 'Form'] = function () {
-          var a = unmark(arguments);
-          var url = a[0];
-          var data = a[1];
-          var config = a[2];
+          var u = unmark(arguments);
+          var url = u.a[0];
+          var data = u.a[1];
+          var config = u.a[2];
           return settled(function () {
             return request(ctx, mergeConfig(config || {}, {
               method: m, headers: { 'Content-Type': 'multipart/form-data' }, url: url, data: data
-            }), undefined, syntax, a.marked);
+            }), undefined, syntax, u.marked);
           });
         };
       });
@@ -2222,7 +2233,7 @@ globalThis.__callbenchStandin = (function () {
       nextTimerId: 1,
       closed: false,
       deferred: [],
-      mark: Object.freeze({}),
+      token: null, // the call token issued last and not yet spent (see `arm` below)
       markedIndex: -1,
       rejected: []
     };
@@ -2308,7 +2319,14 @@ globalThis.__callbenchStandin = (function () {
           ',"rejected":' + JSON.stringify(state.rejected) + '}';
       }
     };
-    return { bindings: bindings, recorder: recorder, describeError: describeError, mark: state.mark };
+    // A fresh token per call, made by the picked call itself (its last argument): a token is
+    // an object nothing else holds, and issuing one revokes the one before.
+    function arm() {
+      var token = {};
+      state.token = token;
+      return token;
+    }
+    return { bindings: bindings, recorder: recorder, describeError: describeError, arm: arm };
   }
 
   createEnv.bindingNames = [

@@ -510,10 +510,11 @@ class JsSandbox:
             run_code, declared = ex.code, ex.declared
             sent = run_code
             if ex.mark is not None:
-                # random per sample: the code cannot name the marker to forge a marked call
+                # the extracted call gets `<mark>()` as its last argument: a call token made
+                # just before that call (see js_harness.js); the name is random per sample
                 mark = "__cb_mark_" + secrets.token_hex(8)
                 at, prefix = ex.mark
-                sent = run_code[:at] + prefix + mark + run_code[at:]
+                sent = run_code[:at] + prefix + mark + "()" + run_code[at:]
         else:
             run_code, declared = prepare_code(code)
             sent = run_code

@@ -5,9 +5,13 @@
  * Runner protocol (the host calls these from outside, one eval each):
  *   start(code, defs, skip, options, mark)  compile `code` as the body of a fresh strict
  *       async function whose parameters are the stand-in bindings plus `defs` (minus
- *       names in `skip`, which the code declares itself) plus, when `mark` is a name, a
- *       parameter of that name holding the run's marker object (see the stand-in), and
- *       call it.
+ *       names in `skip`, which the code declares itself), and call it.  When `mark` is a
+ *       name, the function is made inside a closure that binds that name to the run's
+ *       `arm` (see the stand-in); the host has put `<mark>()` as the last argument of the
+ *       call it picked.  The name is no parameter of the sample's function, so neither
+ *       `arguments` nor anything the sample is handed holds `arm`; the code can reach it
+ *       only by writing its random name, and reading the name from its own source does
+ *       not help: the lockdown leaves no direct eval (see there).
  *   settle()  -> number while timers are pending or a deferred callback is left (one was
  *       just fired or called: call again after the microtasks ran), else the final result
  *       as JSON text.
@@ -20,7 +24,8 @@
  * Lockdown (sandbox only, not under node): __callbenchLockdown(options) removes the
  * host APIs that could run code after a sample ends (timers, Atomics.waitAsync,
  * FinalizationRegistry, WebAssembly) and the Annex B RegExp.prototype.compile (it
- * rewrites a regex in place, frozen or not), takes __callbench, __callbenchStandin and
+ * rewrites a regex in place, frozen or not), leaves no direct eval (the global `eval`
+ * evaluates in global scope only), takes __callbench, __callbenchStandin and
  * itself off the global object (the host keeps the runner in a global lexical binding
  * with a random name, which samples cannot enumerate), caps allocations that bypass
  * the V8 heap limit, and deep-freezes every intrinsic, the stand-in, the runner and
@@ -34,6 +39,8 @@ globalThis.__callbench = (function () {
 
   var makeEnv = __callbenchStandin;
   var AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
+  var FunctionCtor = Function;
+  var fnToString = Function.prototype.toString;
   var NAMES = makeEnv.bindingNames;
   var DUPLICATE = /Identifier '([^']+)' has already been declared/;
   var current = null;
@@ -68,10 +75,6 @@ globalThis.__callbench = (function () {
         }
       });
     }
-    if (mark) {
-      params.push(mark);
-      args.push(env.mark);
-    }
     var fn = null;
     while (fn === null) {
       try {
@@ -89,6 +92,14 @@ globalThis.__callbench = (function () {
         args.splice(idx, 1);
       }
     }
+    if (mark) {
+      fn = armed(params, code, mark, env.arm);
+      if (typeof fn === 'string') {
+        run.error = fn;
+        run.settled = true;
+        return undefined;
+      }
+    }
     var promise = fn.apply(undefined, args);
     promise.then(function () {
       run.settled = true;
@@ -97,6 +108,25 @@ globalThis.__callbench = (function () {
       run.settled = true;
     });
     return undefined;
+  }
+
+  // The sample's function again, now inside `function (<mark>) { return async function
+  // (params) {...} }` called with `arm`.  The body already compiled on its own above (V8
+  // checks that a dynamic function's body cannot close it early), and the function this
+  // returns must have exactly the expected source text: the code cannot have broken out
+  // of its body into the closure around it.  Returns the function, or an error line.
+  function armed(params, code, mark, arm) {
+    var inner = 'async function (' + params.join(', ') + ') {"use strict";\n' + code + '\n}';
+    var fn;
+    try {
+      fn = FunctionCtor(mark, '"use strict";\nreturn ' + inner + ';\n')(arm);
+    } catch (e) {
+      return 'the sandbox could not prepare the extracted call (' + String(e && e.name) + ')';
+    }
+    if (typeof fn !== 'function' || fnToString.call(fn) !== inner) {
+      return 'the sandbox could not prepare the extracted call (the code does not stay inside its function)';
+    }
+    return fn;
   }
 
   function result(run) {
@@ -162,6 +192,19 @@ globalThis.__callbenchLockdown = function (options) {
   ['WebAssembly', 'FinalizationRegistry', 'SharedArrayBuffer', 'Atomics'].forEach(function (k) {
     delete g[k];
   });
+  // No direct eval: `eval(text)` is direct only when the name `eval` resolves to the
+  //    realm's original %eval%, and direct eval reads the caller's local bindings by name,
+  //    so a sample could read the random name of the harness's `arm` binding from its own
+  //    source text (fn.toString()) and look it up.  The global `eval` becomes a plain
+  //    function that evaluates strict code in global scope (indirect eval; strict like the
+  //    sample, so its `var`s stay its own); the original stays only in this closure, and
+  //    no other property holds it.
+  var originalEval = g.eval;
+  var globalEval = {
+    eval: function (x) { return typeof x === 'string' ? originalEval('"use strict";void 0;' + x) : x; }
+  }.eval;
+  Object.defineProperty(globalEval, 'length', { value: 1 });
+  Object.defineProperty(g, 'eval', { value: globalEval, writable: true, enumerable: false, configurable: true });
   // Legacy RegExp statics leak the last match of one sample into the next.
   ['input', '$_', 'lastMatch', '$&', 'lastParen', '$+', 'leftContext', '$`', 'rightContext', "$'",
     '$1', '$2', '$3', '$4', '$5', '$6', '$7', '$8', '$9'].forEach(function (k) {
