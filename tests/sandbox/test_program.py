@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from callbench.sandbox import boundary
+from callbench.sandbox import boundary, program
 from callbench.sandbox.program import ProgramLimits, run_program, run_program_async
 
 REPO = Path(__file__).resolve().parents[2]
@@ -360,6 +360,22 @@ def test_services_are_the_only_network(unix_service, loopback_service):
     assert res.variables.get("reached") is False or res.status == "violation", (res.status, res.variables)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("requests") is None, reason="requests not installed")
+def test_a_socket_that_cannot_be_linked_is_bound_instead(unix_service, monkeypatch):
+    """A warm server reaches a service through a hard link in its socket directory; a socket on
+    another filesystem (EXDEV) is served by a sandbox started with that socket bound."""
+    import errno
+    import os
+
+    def cross_device(src, dst, *a, **k):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", cross_device)
+    get = "r = requests.get(URL, timeout=5).json()\n"
+    res = run_program(get, setup="import requests", result_vars=["r"], services=[("URL", unix_service)])
+    assert res.status == "ok" and res.variables == {"r": {"hello": "world"}}, res.error
+
+
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 def test_torch_under_data_limit():
     lim = ProgramLimits(memory_limit="data", memory_mb=2048, timeout_s=30)
@@ -369,6 +385,17 @@ def test_torch_under_data_limit():
     assert res.status == "ok" and res.variables == {"t": [1.0, 1.0, 1.0]}, res.error
     hog = run_program("x = bytearray(4 * 1024**3)\n", setup="import torch", limits=lim)
     assert hog.status == "runtime_error" and hog.error.startswith("MemoryError")
+    # importing torch takes seconds of CPU; the fork server pays it, the program is not charged
+    quick = ProgramLimits(memory_limit="data", memory_mb=2048, timeout_s=0.5)
+    for mode in ("fresh", "forkserver"):
+        program.set_mode(mode)
+        try:
+            res = run_program(
+                "t = torch.ones(2).sum().item()\n", setup="import torch", result_vars=["t"], limits=quick
+            )
+        finally:
+            program.set_mode("forkserver")
+        assert res.status == "ok" and res.variables == {"t": 2.0}, (mode, res.error)
 
 
 def test_async_wrapper_runs_concurrently():
@@ -519,8 +546,6 @@ def test_the_sandbox_shows_no_host_path():
 def test_no_temporary_directory_is_left_behind(tmp_path, monkeypatch):
     import tempfile
 
-    from callbench.sandbox import program
-
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     program.close_servers()
     try:
@@ -535,3 +560,45 @@ def test_no_temporary_directory_is_left_behind(tmp_path, monkeypatch):
     finally:
         program.set_mode("forkserver")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_each_program_of_a_warm_server_is_a_fresh_process():
+    """Programs forked by one warm server share nothing: not files in /tmp or /dev/shm, not module
+    state of the server's imports, not the process, not the random state."""
+    program.close_servers()
+    setup = "import json, random\n"
+    first = run_program(
+        "import os\nopen('left.txt', 'w').write('x')\njson.leak = 1\npid = os.getpid()\nr = random.random()\n",
+        setup=setup,
+        result_vars=["pid", "r"],
+    )
+    second = run_program(
+        "import os\nfiles = sorted(os.listdir('.'))\nleak = hasattr(json, 'leak')\npid = os.getpid()\n"
+        "r = random.random()\n",
+        setup=setup,
+        result_vars=["files", "leak", "pid", "r"],
+    )
+    assert first.status == second.status == "ok", (first.error, second.error)
+    assert second.variables["files"] == [] and second.variables["leak"] is False
+    assert second.variables["pid"] != first.variables["pid"] and second.variables["r"] != first.variables["r"]
+
+
+def test_idle_servers_are_capped_least_recently_used_first():
+    class Fake:
+        def __init__(self, key):
+            self.key, self.closed = key, False
+
+        def alive(self):
+            return not self.closed
+
+        def close(self):
+            self.closed = True
+
+    pool = program._Pool()
+    pool.max_idle = 2
+    a, b, c = Fake("a"), Fake("b"), Fake("a")
+    for s in (a, b, c):
+        pool.release(s)
+    assert a.closed and not b.closed and not c.closed
+    assert pool.acquire("a") is c and pool.acquire("b") is b
+    pool.close()

@@ -1,23 +1,41 @@
 """Run a whole generated Python program in a separate, isolated process.
 
-``run_program(code, setup=..., preload=..., result_vars=..., finalize=...)`` starts a fresh child
-per program inside the OS sandbox (:mod:`callbench.sandbox.boundary`: bubblewrap namespaces, a
-read-only root with only the interpreter and the :class:`~callbench.sandbox.boundary.View`'s
-packages, a private size-limited ``/tmp``, no network but its own loopback, not root). The child
-(``python -I -S -B``) reads its config from stdin, applies the limits, arms the audit hook, binds
-``preload`` (JSON values) as globals, runs the trusted ``setup`` (it may import what the view
-holds and create objects), compiles and runs ``code`` in the same globals (``__name__ ==
-"__main__"``), then reports the ``result_vars`` and the value of the trusted ``finalize``
-expression as JSON. ``services`` ((variable, host Unix socket) pairs) are reachable inside: the
-runner forwards a loopback port to each socket and binds ``http://127.0.0.1:<port>`` to the
-variable.
+``run_program(code, setup=..., preload=..., result_vars=..., finalize=...)`` runs each program in
+a fresh child process inside the OS sandbox (:mod:`callbench.sandbox.boundary`: bubblewrap
+namespaces, a read-only root with only the interpreter and the
+:class:`~callbench.sandbox.boundary.View`'s packages, a private size-limited ``/tmp``, no network
+but its own loopback, not root). The child binds ``preload`` (JSON values) as globals, runs the
+trusted ``setup`` (it may import what the view holds and create objects), compiles and runs
+``code`` in the same globals (``__name__ == "__main__"``), then reports the ``result_vars`` and the
+value of the trusted ``finalize`` expression as JSON. ``services`` ((variable, host Unix socket)
+pairs) are reachable inside: the child forwards a loopback port to each socket and binds
+``http://127.0.0.1:<port>`` to the variable.
+
+**A warm fork server** (``_program_runner.py``): a sandbox's interpreter starts once, imports the
+modules the setup imports (``torch`` for the tensor scenario) and forks one child per program, one
+program at a time; the servers wait in a pool keyed by view, imports and limits. Start-up and
+imports are paid once per server, never charged to a program. Each child is still a fresh process
+with the same isolation: its own session, only its stdout/stderr/result fds (the control socket
+and everything else closed), its own rlimits and audit hook, a fresh ``random`` seed, and the
+private ``/tmp`` and ``/dev/shm`` emptied before the next program (a server that cannot be
+emptied is discarded). Service sockets are hard-linked into a directory bound at
+:data:`boundary.SOCKETS` for the run's duration (a socket on another filesystem gets a sandbox of
+its own, started with it bound). :func:`set_mode` ``("fresh")`` starts a new sandbox per program
+instead (the benchmark's "before").
+
+**Time is CPU time.** ``timeout_s`` is the program's CPU budget (all its threads; ``ITIMER_PROF``
+from its first line raises a timeout in the program, which still reports variables/state; then
+``RLIMIT_CPU``, lowered to budget + ``grace_s`` + 1 s when the program starts, is the kernel's
+backstop for a program that swallows the timer). Its parent reads the child's rusage. The setup
+has its own allowance (``setup_cpu_s``). Math libraries run one thread each, so CPU time
+measures the program's work, not idle pool threads spinning on a busy machine. The wall clock is
+only a backstop (``wall_s``, by default max(60, 5 × budget) + grace): hitting it kills the
+server and gives status ``infra_timeout`` — the machine stalled, or the program only waited —
+never ``timeout``; the caller decides whether to retry (the stateful track does, once).
 
 What is enforced (verified by tests/sandbox/test_program.py and tests/sandbox/test_redteam_python.py):
 
 * the boundary above; the view defaults to what ``setup`` imports (:meth:`View.of_sources`);
-* separate process in its own session; wall time ``timeout_s`` (the child raises a timeout in the
-  program and still reports variables/state; ``grace_s`` later the whole process group is killed,
-  and with it the sandbox's PID namespace);
 * ``setrlimit``: memory (``memory_limit="as"``: address space; ``"data"``: data segment and private
   writable mappings, for libraries such as torch that reserve large virtual ranges), CPU seconds, no
   core files, file size (SIGXFSZ ignored: a too-big file is an ``OSError``), processes;
@@ -26,15 +44,22 @@ What is enforced (verified by tests/sandbox/test_program.py and tests/sandbox/te
   lookup/calls/raw memory, C extensions from outside the stdlib and the view, sockets other than
   connections to the services, listening, and writes/renames/deletes outside the temp dir. Every
   refusal is reported at once, so status is ``"violation"`` even if the program catches the error;
+* the result channel is read as it arrives, each line parsed with depth and size limits
+  (:mod:`callbench.untrusted`): violations are kept from the first byte, so no amount of output
+  pushes them out, and a bracket flood or a forged, deeply nested report is that program's
+  verdict, never an exception here;
 * stdout/stderr are read concurrently; only the last ``max_output_bytes`` of each are kept.
 
 Not guaranteed: the report is written by the runner inside the program's own process, so it
 holds the program's values — a program can set or fake them, as it could compute them; what the
-harness judges besides them (violations, the wall-clock timeout, a session service's state) it
-reads outside the process. Without bwrap (``--unsafe-no-sandbox``) only the rlimits, the audit hook
-and ``unshare`` namespaces (where they work) remain: C code is then not contained.
-``finalize`` is evaluated in the program's globals, so the program can rebind the names it uses;
-``__to_json__`` is taken as the setup left it.
+harness judges besides them (violations, the child's exit and CPU time, the wall-clock backstop, a
+session service's state) it reads outside the process. The fork server shares the program's uid
+inside the sandbox: its ``/proc`` entries are visible to the program (no secret is in it; writing
+to its files is refused by the hook). The sandbox's ``/proc/self/mountinfo`` still names the host
+directories bound in (the view's packages, the interpreter); ``/proc/1/cmdline`` does not. Without
+bwrap (``--unsafe-no-sandbox``) only the rlimits, the audit hook and ``unshare`` namespaces (where
+they work) remain: C code is then not contained. ``finalize`` is evaluated in the program's
+globals, so the program can rebind the names it uses; ``__to_json__`` is taken as the setup left it.
 """
 
 from __future__ import annotations
@@ -330,6 +355,10 @@ class ServerError(Exception):
     """The fork server could not start or died (an infrastructure failure, not the program's)."""
 
 
+class _CannotLink(Exception):
+    """A service socket cannot be linked into a warm server's socket directory."""
+
+
 def setup_imports(setup: str) -> tuple[str, ...]:
     """Modules the trusted setup imports (absolute imports), loaded once by the fork server."""
     names: set[str] = set()
@@ -362,8 +391,11 @@ class _Key:
 class _Server:
     """One sandbox (bwrap + interpreter) whose fork server runs one program at a time."""
 
-    def __init__(self, key: _Key, start_timeout_s: float = 300.0):
+    def __init__(self, key: _Key, sockets: Sequence[str] = (), start_timeout_s: float = 300.0):
+        """``sockets``: service sockets bound at start (a server for one program); without them,
+        a run's sockets are linked into a directory bound at :data:`boundary.SOCKETS`."""
         self.key = key
+        self.fixed_sockets = tuple(sockets)
         self.proc: subprocess.Popen[bytes] | None = None
         self.usable = False
         self.tmp = tempfile.mkdtemp(prefix="callbench-prog-")
@@ -371,12 +403,14 @@ class _Server:
         self.buf = b""
         self.sock, theirs = socket.socketpair()
         try:
-            self.links = tempfile.mkdtemp(prefix="callbench-sock-")
-            os.chmod(self.links, 0o755)
+            if not self.fixed_sockets:
+                self.links = tempfile.mkdtemp(prefix="callbench-sock-")
+                os.chmod(self.links, 0o755)
             how = launch(
                 "_program_runner.py",
                 self.tmp,
                 view=key.view,
+                socket_paths=self.fixed_sockets,
                 socket_dir=self.links,
                 network=key.network,
                 namespaces=key.namespaces,
@@ -398,7 +432,7 @@ class _Server:
                 "LANG": "C.UTF-8",
                 **_THREADS_ENV,
             }
-            self.log = open(os.path.join(self.tmp, ".server.log"), "wb")  # noqa: SIM115 - closed in close()
+            self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close(); no path a program could find
             self.proc = _SPAWNER.submit(
                 boundary.popen,
                 how.argv,
@@ -426,8 +460,9 @@ class _Server:
 
     def _log_tail(self) -> str:
         try:
-            text = Path(self.tmp, ".server.log").read_bytes()[-400:].decode("utf-8", "replace")
-        except OSError:
+            self.log.seek(0)
+            text = self.log.read()[-400:].decode("utf-8", "replace")
+        except (OSError, AttributeError):
             text = ""
         return " ".join(text.split()) or f"exit {self.proc.poll() if self.proc else None}"
 
@@ -463,17 +498,22 @@ class _Server:
         fds: list[int] = []
         try:
             inside = []
+            if self.fixed_sockets and tuple(p for _, p in services) != self.fixed_sockets:
+                raise ValueError("a server started with its sockets serves those only")
             for i, (_, path) in enumerate(services):
-                if self.sandboxed:
-                    assert self.links is not None
+                if not self.sandboxed:
+                    inside.append(path)
+                    continue
+                if self.links is not None:
                     link = os.path.join(self.links, f"s{i}.sock")
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(link)
-                    os.link(path, link)  # the service's socket inode, seen at SOCKETS/s<i>.sock inside
+                    try:
+                        os.link(path, link)  # the service's socket inode, seen at SOCKETS/s<i>.sock inside
+                    except OSError as e:  # another filesystem: the caller starts a server with it bound
+                        raise _CannotLink(str(e)) from e
                     linked.append(link)
-                    inside.append(f"{boundary.SOCKETS}/s{i}.sock")
-                else:
-                    inside.append(path)
+                inside.append(f"{boundary.SOCKETS}/s{i}.sock")
             cfg = {
                 **cfg,
                 "services": [{"var": var, "path": p} for (var, _), p in zip(services, inside, strict=True)],
@@ -636,18 +676,19 @@ def _loads(text: Any, what: str) -> Any:
 
 
 class _Pool:
-    """Idle fork servers by key; a thread takes one for a run and gives it back."""
+    """Idle fork servers; a thread takes one for a run and gives it back. At most ``max_idle``
+    wait (the least recently used go first), so a process that meets many setups holds few."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.idle: dict[_Key, list[_Server]] = {}
-        self.max_idle = max(4, 2 * (os.cpu_count() or 1))
+        self.idle: list[_Server] = []  # least recently used first
+        self.max_idle = max(12, 4 * (os.cpu_count() or 1))
 
     def acquire(self, key: _Key) -> _Server:
         while True:
             with self.lock:
-                free = self.idle.get(key)
-                server = free.pop() if free else None
+                i = next((i for i in range(len(self.idle) - 1, -1, -1) if self.idle[i].key == key), None)
+                server = self.idle.pop(i) if i is not None else None
             if server is None:
                 return _Server(key)
             if server.alive():
@@ -655,18 +696,19 @@ class _Pool:
             server.close()
 
     def release(self, server: _Server) -> None:
-        if server.alive():
-            with self.lock:
-                free = self.idle.setdefault(server.key, [])
-                if len(free) < self.max_idle:
-                    free.append(server)
-                    return
-        server.close()
+        if not server.alive():
+            server.close()
+            return
+        with self.lock:
+            self.idle.append(server)
+            evicted = self.idle[: -self.max_idle] if len(self.idle) > self.max_idle else []
+            del self.idle[: len(evicted)]
+        for old in evicted:
+            old.close()
 
     def close(self) -> None:
         with self.lock:
-            servers = [s for free in self.idle.values() for s in free]
-            self.idle.clear()
+            servers, self.idle = self.idle, []
         for server in servers:
             server.close()
 
@@ -721,23 +763,29 @@ def run_program(
     json.dumps(cfg["preload"])  # TypeError: preload is not JSON (before any sandbox starts)
     key = _Key(view, setup_imports(setup), lim.tmp_mb, lim.namespaces, not services)
     t0 = time.monotonic()
+    sockets = [path for _, path in services]
+    warm = _mode == "forkserver"
+    server: _Server | None = None
     try:
-        server = _POOL.acquire(key) if _mode == "forkserver" else _Server(key)
+        server = _POOL.acquire(key) if warm else _Server(key, sockets)
+        try:
+            result = server.run(cfg, services, lim)
+        except _CannotLink:
+            _POOL.release(server)
+            warm, server = False, None
+            server = _Server(key, sockets)
+            result = server.run(cfg, services, lim)
     except ServerError as e:
-        return ProgramResult(
-            status="infra_timeout", error=f"InfraTimeout: {e}", duration_s=time.monotonic() - t0
-        )
-    try:
-        result = server.run(cfg, services, lim)
-    except ServerError as e:
-        server.close()
+        if server is not None:
+            server.close()
         return ProgramResult(
             status="infra_timeout", error=f"InfraTimeout: {e}", duration_s=time.monotonic() - t0
         )
     except BaseException:
-        server.close()
+        if server is not None:
+            server.close()
         raise
-    if _mode == "forkserver":
+    if warm:
         _POOL.release(server)
     else:
         server.close()
