@@ -399,8 +399,9 @@ class _Values:
             s = s[:hi] if hi > 0 else ""
         if len(s) < lo:
             s = s + "".join(rng.choice(string.ascii_lowercase) for _ in range(lo - len(s)))
-        if isinstance(pattern, str) and not _search(pattern, s):
-            # the realistic value does not fit: a string made from the pattern itself
+        if isinstance(pattern, str) and (not compile_pattern(pattern).checked or not _search(pattern, s)):
+            # the realistic value does not fit (or cannot be checked in linear time: a lookbehind,
+            # a backreference): a string made from the pattern itself
             try:
                 return string_for_pattern(pattern, rng, attempts=12, min_len=lo, max_len=hi)
             except RegexUnsupported:

@@ -167,16 +167,17 @@ def _text_problem(value: Any, schema: Any) -> str | None:
 
 def schema_problem(value: Any, schema: Any, *, root_required: bool = True) -> str | None:
     """Why ``value`` breaks ``schema`` (an OpenAPI schema), in one line, or None. Formats are not
-    judged; a schema JSON Schema cannot read (a pattern Python does not compile) judges nothing.
+    judged; a schema JSON Schema cannot read judges nothing, nor does a pattern RE2 cannot run
+    (see :mod:`callbench.specs.patterns`).
     ``root_required=False``: a required property missing at the top is not this check's finding
     (``missing_required`` reports it)."""
     if not isinstance(schema, Mapping) or not schema:
         return None
     try:
-        from jsonschema import Draft202012Validator
+        from callbench.specs.validator import SpecValidator  # patterns on RE2 (linear time)
 
         js = to_json_schema(schema)
-        errors = sorted(Draft202012Validator(js).iter_errors(value), key=lambda e: (len(e.absolute_path), str(e.message)))
+        errors = sorted(SpecValidator(js).iter_errors(value), key=lambda e: (len(e.absolute_path), str(e.message)))
         if not root_required:
             errors = [e for e in errors if not (e.validator == "required" and not e.absolute_path)]
     except Exception:  # noqa: BLE001 - an unreadable schema (bad regex, odd keyword) checks nothing
