@@ -121,3 +121,41 @@ def test_deep_replay_file_is_one_line_on_the_command_line(tmp_path, one_line_err
     preds.write_text(json.dumps({"id": "x", "output": "y"}) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
     res = _run(tmp_path, "run", "stateful", "--model", f"replay:{preds}", "--limit", "1")
     one_line_error(res, f"{preds}:2: nested deeper than")
+
+
+# -- run configuration files, stored answers, task files read by 'analyze' ----------------------
+
+ALIAS_BOMB = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7)
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "needle"),
+    [
+        ("run.json", '{"model": "gold", "model-arg": ' + "[" * 300 + "]" * 300 + "}", "nested deeper than 200 levels"),
+        # 10^8 values named by 8 lines: refused before anything walks it
+        ("run.yaml", "model: gold\n" + ALIAS_BOMB, "more than 10,000,000 values"),
+    ],
+)
+def test_run_config_files_are_bounded(tmp_path, name, text, needle, one_line_error):
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    res = _run(tmp_path, "run", "webapi", "--config", cfg)
+    one_line_error(res, f"--config {cfg}", needle)
+
+
+def test_stored_calls_too_deep_to_walk_are_shown_as_text():
+    from callbench.cli.results import _parsed_text, _stored_json
+
+    deep = "[" * 500 + "]" * 500
+    assert _stored_json(deep) is None and _stored_json("[" * 100_000) is None and _stored_json("x") is None
+    assert _parsed_text("nested", deep) == deep
+    assert _parsed_text("nested", '[{"name": "f"}, {"name": "g"}]') == '{"name": "f"}\n{"name": "g"}'
+
+
+def test_analyze_complexity_reads_task_files_within_limits(tmp_path, one_line_error):
+    f = tmp_path / "tasks.jsonl"
+    f.write_text('{"id": "t", "reference": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    res = runner.invoke(app, ["analyze", "complexity", str(f)])
+    one_line_error(res, f"{f}:1: nested deeper than 200 levels")

@@ -45,8 +45,8 @@ def complexity_cmd(
     from callbench.report.model import Column, Table
     from callbench.report.table import print_table
     from callbench.tracks.stateful.complexity import summarize
-    from callbench.tracks.stateful.generator import read_tasks
     from callbench.tracks.stateful.track import bench_files, builtin_bench
+    from callbench.tracks.stateful.track import read_bench_file as read_tasks  # bounded parsing
 
     try:
         from callbench.tracks.stateful.complexity import DEFINITIONS

@@ -173,15 +173,23 @@ def _webapi_view(row: dict[str, Any], ref: Any) -> None:
     _side_by_side("Expected vs generated request", "expected", "generated", rows)
 
 
+def _stored_json(text: str) -> Any:
+    """A stored JSON text (a sample's parsed calls) as a value; None when it is not JSON or is
+    nested deeper than the walks that show it can take (it is shown as text then)."""
+    from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, check_value
+
+    try:
+        return check_value(json.loads(text), what="parsed", max_depth=VALUE_MAX_DEPTH)
+    except (ValueError, RecursionError, UntrustedInputError):
+        return None
+
+
 def _parsed_text(track: str, parsed: str | None) -> str:
     """Parsed code as stored; a nested call list one call a line."""
     if parsed is None:
         return "(nothing parsed)"
     if track == "nested":
-        try:
-            calls = json.loads(parsed)
-        except ValueError:
-            return parsed
+        calls = _stored_json(parsed)
         if isinstance(calls, list):
             return "\n".join(json.dumps(c, ensure_ascii=False, default=str) for c in calls)
     return parsed
@@ -204,10 +212,7 @@ def _call_text(call: Any) -> str:
 
 def _nested_view(row: dict[str, Any], ref: Any) -> None:
     gold = [c.model_dump(exclude_none=True) for c in ref.output] if ref is not None else []
-    try:
-        predicted = json.loads(row["parsed"]) if row["parsed"] else []
-    except ValueError:
-        predicted = None
+    predicted = _stored_json(row["parsed"]) if row["parsed"] else []
     if isinstance(predicted, dict):
         predicted = [predicted]
     if ref is not None:

@@ -53,6 +53,12 @@ def read(path: Path, where: str) -> dict[Any, Any]:
                 raise ConfigError(f"{where}: not valid YAML ({line}{problem})") from None
     except RecursionError:
         raise ConfigError(f"{where}: nested too deeply") from None
+    from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
+
+    try:  # a value that parsed deep, or YAML aliases that expand to millions of values
+        check_value(doc, what=where, max_depth=DOCUMENT_MAX_DEPTH)
+    except UntrustedInputError as exc:
+        raise ConfigError(str(exc)) from None
     if doc is None:
         raise ConfigError(f"{where}: empty; expected a mapping of option names to values")
     if not isinstance(doc, dict):

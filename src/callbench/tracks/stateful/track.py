@@ -239,7 +239,7 @@ def _check_task(f: Path, n: int, t: Any) -> None:
             raise DataError(f"{where}: {field}: {name!r} is not a Python variable name")
 
 
-def _read_bench_file(path: Path) -> list[Any]:
+def read_bench_file(path: Path) -> list[Any]:
     """The rows of a ``tasks.jsonl``, each parsed within :mod:`callbench.untrusted`'s limits (a
     row nested 100,000 deep is that line's one-line error, not a RecursionError)."""
     from callbench.files import read_text
@@ -270,7 +270,7 @@ def load_bench(path: Path, *, timeout_s: float = 20.0) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for f in bench_files(path):
         register_bench(f)  # a benchmark made from an OpenAPI spec: its scenario (and mock) from openapi/
-        for n, t in enumerate(_read_bench_file(f), 1):
+        for n, t in enumerate(read_bench_file(f), 1):
             _check_task(f, n, t)
             if t["id"] in seen:
                 raise DataError(f"{f}: task {t['id']}: id used twice in the benchmark")
