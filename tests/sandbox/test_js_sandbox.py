@@ -529,7 +529,9 @@ def test_uncancellable_loop_restarts_worker():
     with JsSandbox(timeout_s=0.3, kill_grace_s=5.0) as s:
         assert s.run("axios.get('https://a')").status == "ok"
         r = s.run("(async () => { while (true) await null; })();", extract=False)
-        assert r.status == "timeout" and r.elapsed_s < 3.0
+        # the worker reported the timeout itself (not killed after the 5 s grace): said by the
+        # message, not timed, so a busy machine cannot fail it
+        assert r.status == "timeout" and r.error == "execution exceeded the 0.3 s time limit"
         assert s.run("axios.get('https://a')").status == "ok"
         assert s.worker_starts == 2
 

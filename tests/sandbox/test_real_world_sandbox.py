@@ -319,8 +319,7 @@ def test_callback_cannot_run_after_its_turn(sb):
     assert r.status == "ok"
     assert r.request["url"] == "https://a.example/first"
     # bounded: the run ends after at most 100 timer/deferred steps, whatever keeps rescheduling
-    assert 1 < len(r.requests) <= 101 and "tick" in r.console
-    assert r.elapsed_s < 2.0
+    assert 1 < len(r.requests) <= 101 and "tick" in r.console  # counted, not timed
     # a deferred callback that defers itself again: bounded the same way
     r = sb.run(
         ROUTE.replace("await axios.", hostile.replace("setInterval", "clearInterval"))
