@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import httpx
 import pytest
@@ -297,17 +296,17 @@ def test_lifecycle_and_file_persistence(tmp_path):
 
 
 def test_close_wakes_idle_keepalive_connections():
-    service = SessionService(socket_timeout=30).start()
-    conn = socket.create_connection(("127.0.0.1", service.port), timeout=5)
+    # the idle socket's own timeout (600 s) is far past the client's (120 s): an empty read says
+    # close() woke it, on a busy machine as on an idle one (no wall-clock limit)
+    service = SessionService(socket_timeout=600).start()
+    conn = socket.create_connection(("127.0.0.1", service.port), timeout=120)
     conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     reply = b""
     while not reply.endswith(b'{"status": "ok"}'):
         reply += conn.recv(65536)
     assert status_of(reply) == 200
-    t0 = time.monotonic()
     service.close()
-    assert conn.recv(65536) == b""  # the server side went away instead of waiting 30 s
-    assert time.monotonic() - t0 < 3
+    assert conn.recv(65536) == b""  # the server side went away instead of waiting 600 s
     conn.close()
 
 
@@ -352,14 +351,12 @@ def test_non_json_content_type_is_415_and_missing_one_is_read_as_json(svc):
 
 
 def test_huge_body_is_413_without_reading_it(svc):
-    t0 = time.monotonic()
     r = requests.post(f"{svc.url}/api/sessions/s/t", data=b"x" * (2 << 20), timeout=5)
     assert r.status_code == 413 and "limit" in r.json()["error"]
-    assert time.monotonic() - t0 < 2
-    # Headers only: the reply comes although the announced body never does.
-    t0 = time.monotonic()
+    # Headers only: the reply comes although the announced body never does (a server that
+    # waited for it would time the socket out instead: no 413)
     reply = raw_exchange(svc.port, b"POST /api/sessions/s/t HTTP/1.1\r\nHost: x\r\nContent-Length: 2097152\r\n\r\n")
-    assert status_of(reply) == 413 and time.monotonic() - t0 < 1.5
+    assert status_of(reply) == 413
     # Expect: 100-continue gets the 413 instead of the go-ahead.
     reply = raw_exchange(
         svc.port,
@@ -491,7 +488,6 @@ def test_concurrent_patches_are_serialized(busy_svc):
 
 
 def test_half_requests_and_disconnects_do_not_hang_the_server(svc):
-    t0 = time.monotonic()
     # Half a request line, half the headers, half a body: each client then goes away.
     for partial in (
         b"POST /api/sess",
@@ -511,22 +507,34 @@ def test_half_requests_and_disconnects_do_not_hang_the_server(svc):
     with socket.create_connection(("127.0.0.1", svc.port)) as conn:
         conn.sendall(b'POST /api/sessions/s/t HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n{"data": {}}')
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST on close
-    assert requests.get(f"{svc.url}/health", timeout=2).status_code == 200
-    assert time.monotonic() - t0 < 3
+    assert requests.get(f"{svc.url}/health", timeout=30).status_code == 200
     assert all(s["data"] == {} for s in svc.snapshot())  # only the complete POST may have landed
 
 
-def test_idle_connections_time_out_while_others_are_served(svc):
-    idle = [socket.create_connection(("127.0.0.1", svc.port)) for _ in range(20)]
+def _idle_clients(port: int) -> list[socket.socket]:
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
     idle[0].sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # slowloris: headers never finish
+    return idle
+
+
+def test_idle_connections_do_not_block_others():
+    # the idle sockets' timeout (600 s) is far past the request's (60 s): an answer says the
+    # server serves beside them, not after them (no wall-clock limit: a busy machine passes)
+    with SessionService(socket_timeout=600) as service:
+        idle = _idle_clients(service.port)
+        try:
+            assert requests.get(f"{service.url}/health", timeout=60).status_code == 200
+        finally:
+            for conn in idle:
+                conn.close()
+
+
+def test_idle_connections_time_out(svc):
+    idle = _idle_clients(svc.port)
     try:
-        t0 = time.monotonic()
-        assert requests.get(f"{svc.url}/health", timeout=2).status_code == 200
-        assert time.monotonic() - t0 < 0.9  # served before the 1 s timeout freed anything
         for conn in idle:
-            conn.settimeout(4)
+            conn.settimeout(120)  # far past the service's 1 s: an empty read is the server closing
             assert conn.recv(1024) == b""
-        assert time.monotonic() - t0 < 4  # the 1 s socket timeout closed all of them
     finally:
         for conn in idle:
             conn.close()
