@@ -326,7 +326,6 @@ def _hanging_server(script: Path, *extra: str):
 
 def test_a_hung_tool_call_times_out_as_a_tool_error(tmp_path):
     import asyncio
-    import time
 
     from callbench.models.base import GenerationConfig
     from callbench.tracks.stateful.mcp_mode import MCP_TOOL_TIMEOUT_S, McpServerError, run_episode
@@ -338,12 +337,11 @@ def test_a_hung_tool_call_times_out_as_a_tool_error(tmp_path):
         ("", [{"id": "a", "name": "slow", "arguments": "{}"}, {"id": "b", "name": "ping", "arguments": "{}"}]),
         ("```json\n{}\n```", None),
     ]
-    t0 = time.perf_counter()
     rec, text, _, _ = asyncio.run(
         run_episode(get_scenario("voice"), _hanging_server(script), VOICE_TASK, VOICE_CASE, _Turns(turns), GenerationConfig(),
                     sample_id="t_direct", max_steps=3, tool_timeout_s=0.5)
     )
-    assert time.perf_counter() - t0 < 20
+    # the 0.5 s limit, not the 30 s default, ended the hung call: said by the count and the message
     assert rec["finished"] and (rec["executed"], rec["tool_errors"], rec["tool_timeouts"]) == (2, 1, 1)
     results = [m["content"] for m in rec["messages"] if m["role"] == "tool"]
     assert results == [
