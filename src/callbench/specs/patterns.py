@@ -70,8 +70,10 @@ MAX_PATTERN_CHARS = 20_000
 _MAX_GROUP_DEPTH = 100
 #: RE2's largest counted repeat.
 _RE2_MAX_REPEAT = 1000
-#: RE2's memory budget for one compiled pattern (its default is 8 MiB).
-_MAX_MEM = 64 << 20
+#: RE2's memory budget for one compiled pattern, program and DFA cache (RE2's default): a
+#: pattern that needs more is refused (unchecked), and the cache below holds at most this many.
+_MAX_MEM = 8 << 20
+_CACHE_SIZE = 2048
 
 log = logging.getLogger("callbench.specs")
 
@@ -120,7 +122,7 @@ class SpecPattern:
             return False
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=_CACHE_SIZE)
 def compile_pattern(source: str) -> SpecPattern:
     """``source`` (a spec's ``pattern``) compiled for RE2; never raises (see the module doc)."""
     if not isinstance(source, str):
