@@ -199,7 +199,7 @@ def test_huge_body_is_413_before_it_is_read(mock):
 
 def test_deeply_nested_json_is_a_400(mock):
     body = b"[" * 100_000 + b"]" * 100_000
-    with MockService(mock.app.spec, seed=0, max_body=1 << 20) as big:
+    with MockService(mock.spec, seed=0, max_body=1 << 20) as big:
         r = requests.post(big.url + "/pets", data=body, headers={"Content-Type": "application/json"}, timeout=10)
         assert r.status_code == 400 and "malformed JSON" in r.json()["error"]
 

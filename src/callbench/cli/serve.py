@@ -27,14 +27,14 @@ def mock_cmd(
 
     Every request is checked against the spec: an unknown path is 404, a method the path lacks 405, a missing or mistyped parameter or malformed JSON 400, a body that does not fit its schema 422, each with the reason in a JSON body {"error": ...}. Create operations store what they make (in memory, SQLite), reads and lists return it, deletes remove it, a missing item is 404; responses conform to the response schema, fields the state does not hold are synthesized from the seed.
     """
-    from callbench.mock import MockService
+    from callbench.mock.server import MockServer  # this process is the mock's own: no quotas
 
     try:
         if not 0 <= port <= 65535:
             raise ConfigError(f"--port {port}: must be between 0 and 65535")
         if max_body < 0:
             raise ConfigError(f"--max-body {max_body}: must be >= 0")
-        service = MockService.from_files(spec, model, seed=seed, port=port, max_body=max_body).start()
+        service = MockServer.from_files(spec, model, seed=seed, port=port, max_body=max_body)
     except (CallbenchError, OSError) as e:
         fail(e)
     out_console.print(f"mock of {spec.name} on {service.url} (seed {seed}; Ctrl-C to stop)", highlight=False)

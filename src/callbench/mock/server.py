@@ -1,4 +1,4 @@
-"""The stateful mock API over real HTTP on loopback, one instance per test case.
+"""The stateful mock API over real HTTP, one instance per test case, in its own process.
 
 Library choice: the hardened stdlib server shared with the session service
 (:mod:`callbench.tracks.stateful.services.json_http`: ``ThreadingHTTPServer`` with at most
@@ -8,10 +8,25 @@ error bodies, 405 with ``Allow``), with this routing: requests go
 to :class:`~callbench.mock.app.MockApp`, which validates them against the spec and applies the
 state model. State is an in-memory SQLite database per instance; the same seed and the same
 requests give the same responses.
+
+Out of the harness (issue 28, item 4): a :class:`MockService` is a proxy for a
+:class:`MockServer` running in its own memory-limited process, started by the same machinery as
+the session service (:mod:`callbench.tracks.stateful.services.isolation`), under the same per-run
+:class:`~callbench.tracks.stateful.services.isolation.Quotas` (bytes and requests clients send,
+values in the state read back, memory, CPU). What travels to that process: the spec's file (its
+path and the size and modification time the harness loaded; the forking host loads each spec
+once, so every instance's process starts with it parsed) and the state model as JSON. A client
+that breaks a quota, or the process ending, makes :meth:`MockService.snapshot` and
+:meth:`MockService.request_log` raise
+:class:`~callbench.tracks.stateful.services.isolation.ServiceLimitError`, the sample's verdict.
+``callbench serve mock`` runs a :class:`MockServer` in its own process, without quotas.
 """
 
 from __future__ import annotations
 
+import os
+import resource
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,7 +35,11 @@ from callbench.mock.app import MockApp, _MethodNotAllowed
 from callbench.mock.validate import RequestError
 from callbench.specs.openapi import ApiSpec
 from callbench.tracks.stateful.infer.overlay import StateModel
+from callbench.tracks.stateful.services.isolation import Channel, Quotas, ServiceLimitError, spawn
 from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer
+from callbench.untrusted import MAX_NODES, VALUE_MAX_DEPTH, UntrustedInputError, check_value
+
+__all__ = ["MockServer", "MockService", "Quotas", "ServiceLimitError"]
 
 
 class _MockHandler(JsonHandler):
@@ -41,10 +60,185 @@ class _MockHandler(JsonHandler):
             raise ClientError(e.status, e.message) from None
 
 
+class MockServer:
+    """The mock of ``spec`` served from a thread of *this* process: in a :class:`MockService`'s
+    own process (with its quotas), or in ``callbench serve mock``'s."""
+
+    def __init__(
+        self,
+        spec: ApiSpec,
+        model: StateModel,
+        *,
+        seed: int = 0,
+        address: tuple[str, int] | str = ("127.0.0.1", 0),
+        max_body: int = 1 << 20,
+        socket_timeout: float = 5.0,
+        max_connections: int = 32,
+        max_total_bytes: int | None = None,
+        max_requests: int | None = None,
+        max_state_values: int | None = None,
+    ):
+        self.app = MockApp(spec, model, seed)
+        self.max_state_values = max_state_values
+        try:
+            self.server = JsonServer(
+                address,
+                self.app,
+                max_body,
+                socket_timeout,
+                max_connections,
+                _MockHandler,
+                max_total_bytes=max_total_bytes,
+                max_requests=max_requests,
+            )
+        except OSError as e:
+            self.app.store.close()
+            where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
+            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
+        self.thread = threading.Thread(
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="spec-mock",
+            daemon=True,
+        )
+        self.thread.start()
+
+    @classmethod
+    def from_files(
+        cls,
+        spec_path: str | Path,
+        model_path: str | Path | None = None,
+        *,
+        seed: int = 0,
+        port: int = 0,
+        max_body: int = 1 << 20,
+    ) -> MockServer:
+        from callbench.specs import load_spec
+        from callbench.tracks.stateful.infer import load_model
+
+        spec = load_spec(spec_path)
+        return cls(
+            spec, load_model(spec, model_path), seed=seed, address=("127.0.0.1", port), max_body=max_body
+        )
+
+    @property
+    def port(self) -> int:
+        return 0 if self.server.address_family == socket.AF_UNIX else self.server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- the engine interface of services.isolation ---------------------------------------------
+    def ready(self) -> dict[str, Any]:
+        return {"port": self.port}
+
+    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        if op in ("snapshot", "log") and self.server.breach is not None:
+            return {}  # the harness raises the breach; nothing it would read is sent
+        if op == "snapshot":
+            state = self.app.store.snapshot()
+            try:  # {resource: [object, ...]}: two levels above the stored values
+                check_value(
+                    state,
+                    what="the stored state",
+                    max_depth=VALUE_MAX_DEPTH + 2,
+                    max_nodes=self.max_state_values or MAX_NODES,
+                )
+            except UntrustedInputError as e:
+                self.server.note_breach(f"{e}: over the limit of what is compared")
+                return {"state": {}}
+            return {"state": state}
+        if op == "log":
+            return {"log": self.server.take_log()}
+        if op == "stats":
+            return {
+                "pid": os.getpid(),
+                "threads": threading.active_count(),
+                "received": self.server.received,
+                "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            }
+        raise ValueError(f"unknown operation {op!r}")
+
+    def breach(self) -> str | None:
+        return self.server.breach
+
+    def close(self) -> None:
+        self.server.stop()
+        self.thread.join(timeout=5)
+        self.app.store.close()
+
+
+def _spec_file(spec: ApiSpec) -> tuple[str, list[int]]:
+    """The file ``spec`` was loaded from and its (mtime_ns, size), checked to give this spec."""
+    from callbench.specs import load_spec
+
+    path = Path(spec.source)
+    try:
+        st = path.stat()
+        is_file = path.is_file()
+    except OSError:
+        is_file = False
+    if not is_file:
+        raise ValueError(
+            f"MockService: the spec's source {spec.source!r} is not a file: the mock runs in its own process, "
+            "which loads the spec from its file (load_spec); a spec built in memory cannot be served"
+        )
+    same = load_spec(path)  # cached: the very same object unless the file changed since
+    if same is not spec and _fingerprint(same) != _fingerprint(spec):
+        raise ValueError(f"MockService: {spec.source} has changed since this spec was loaded from it")
+    return str(path), [st.st_mtime_ns, st.st_size]
+
+
+def _fingerprint(spec: ApiSpec) -> tuple[Any, ...]:
+    return (
+        spec.title,
+        spec.version,
+        spec.openapi_version,
+        spec.servers,
+        tuple((op.method, op.path, op.operation_id) for op in spec.operations),
+    )
+
+
+def _prepare(config: dict[str, Any]) -> None:
+    """In the forking host: load the spec once (load_spec's cache), so children start with it."""
+    from callbench.specs import load_spec
+
+    load_spec(config["spec"])
+
+
+def _engine(config: dict[str, Any], quotas: Quotas) -> MockServer:
+    """The service process's engine (:data:`~callbench.tracks.stateful.services.isolation.KINDS`)."""
+    from callbench.specs import load_spec
+
+    path = config["spec"]
+    try:
+        st = os.stat(path)
+        if [st.st_mtime_ns, st.st_size] != config["spec_stat"]:
+            raise ValueError("the file changed since the harness loaded it")
+        spec = load_spec(path)  # the host loaded it already: a cache hit
+        model = StateModel.model_validate(config["payload"]["model"])
+    except Exception as e:  # noqa: BLE001 - a failed start (SpecError, a bad model), said in one line
+        raise ValueError(f"cannot serve {path}: {type(e).__name__}: {e}") from None
+    return MockServer(
+        spec,
+        model,
+        seed=config["seed"],
+        address=config["unix_path"] or ("127.0.0.1", config["port"]),
+        max_body=config["max_body"],
+        socket_timeout=config["socket_timeout"],
+        max_connections=config["max_connections"],
+        max_total_bytes=quotas.max_total_bytes,
+        max_requests=quotas.max_requests,
+        max_state_values=quotas.max_state_values,
+    )
+
+
 class MockService:
     """A mock of ``spec`` on 127.0.0.1 (``port=0``: a free port) or on a Unix socket
-    (``unix_path``, as the program sandbox wants it). ``model``: the state model (default:
-    inferred from the spec)."""
+    (``unix_path``, as the program sandbox wants it), in its own process under ``quotas``.
+    ``model``: the state model (default: inferred from the spec). ``spec`` must come from a file
+    (:func:`callbench.specs.load_spec`): the service's process loads it from there."""
 
     def __init__(
         self,
@@ -57,23 +251,35 @@ class MockService:
         socket_timeout: float = 5.0,
         max_connections: int = 32,
         unix_path: str | Path | None = None,
+        quotas: Quotas | None = None,
     ):
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an int, got {seed!r}")
+        if max_body < 0:
+            raise ValueError(f"max_body must be >= 0, got {max_body}")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
         if model is None:
             from callbench.tracks.stateful.infer import infer_model
 
             model = infer_model(spec)
-        self.app = MockApp(spec, model, seed)
+        self.spec = spec
+        self.model = model
+        self.seed = seed
+        self.quotas = quotas or Quotas()
+        self._spec_path, self._spec_stat = _spec_file(spec)
         self._port = port
         self._max_body = max_body
         self._socket_timeout = socket_timeout
         self._max_connections = max_connections
         self._unix_path = None if unix_path is None else str(unix_path)
-        self._server: JsonServer | None = None
-        self._thread: threading.Thread | None = None
+        self._channel: Channel | None = None
         self._closed = False
 
     @classmethod
-    def from_files(cls, spec_path: str | Path, model_path: str | Path | None = None, **kw: Any) -> MockService:
+    def from_files(
+        cls, spec_path: str | Path, model_path: str | Path | None = None, **kw: Any
+    ) -> MockService:
         from callbench.specs import load_spec
         from callbench.tracks.stateful.infer import load_model
 
@@ -81,28 +287,32 @@ class MockService:
         return cls(spec, load_model(spec, model_path), **kw)
 
     def start(self) -> MockService:
-        if self._server is not None or self._closed:
+        if self._channel is not None or self._closed:
             raise RuntimeError("MockService.start() may be called once, before close()")
-        try:
-            self._server = JsonServer(
-                self._unix_path or ("127.0.0.1", self._port), self.app, self._max_body, self._socket_timeout, self._max_connections, _MockHandler
-            )
-        except OSError as e:
-            where = self._unix_path or f"127.0.0.1:{self._port}"
-            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"mock:{self._unix_path or self.port}", daemon=True
-        )
-        self._thread.start()
+        config = {
+            "spec": self._spec_path,
+            "spec_stat": self._spec_stat,
+            "seed": self.seed,
+            "unix_path": self._unix_path,
+            "port": self._port,
+            "max_body": self._max_body,
+            "socket_timeout": self._socket_timeout,
+            "max_connections": self._max_connections,
+        }
+        payload = {"model": self.model.model_dump(mode="json", by_alias=True)}
+        self._channel = spawn("mock", config, self.quotas, "spec mock", payload)
         return self
+
+    def _running(self) -> Channel:
+        if self._channel is None or self._closed:
+            raise RuntimeError("MockService is not running: call start() first (and not after close())")
+        return self._channel
 
     @property
     def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("MockService is not running: call start() first")
         if self._unix_path:
             raise RuntimeError("this MockService listens on a Unix socket (socket_path), not a port")
-        return self._server.server_address[1]
+        return int(self._running().ready["port"])
 
     @property
     def socket_path(self) -> str | None:
@@ -112,26 +322,37 @@ class MockService:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def _call(self, op: str) -> dict[str, Any]:
+        reply = self._running().call(op)
+        if reply.get("breach"):
+            raise ServiceLimitError(f"spec mock: {reply['breach']}")
+        return reply
+
     def snapshot(self) -> dict[str, list[Any]]:
         """The stored objects by resource, in creation order."""
-        return self.app.store.snapshot()
+        state = self._call("snapshot")["state"]
+        if not isinstance(state, dict) or not all(isinstance(v, list) for v in state.values()):
+            raise ServiceLimitError("spec mock: its state is not an object of lists")
+        return state
 
     def request_log(self) -> list[tuple[str, str, int]]:
         """(method, request target, status) of every reply so far."""
-        return self._server.take_log() if self._server else []
+        return [(m, p, s) for m, p, s in self._call("log")["log"]]
+
+    def stats(self) -> dict[str, int]:
+        """The service process's ``pid``, ``threads``, bytes ``received`` and ``maxrss_kb``."""
+        reply = self._running().call("stats")
+        return {k: reply[k] for k in ("pid", "threads", "received", "maxrss_kb")}
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._server is not None:
-            self._server.stop()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self.app.store.close()
+        if self._channel is not None:
+            self._channel.close()
 
     def __enter__(self) -> MockService:
-        if self._server is None:
+        if self._channel is None:
             self.start()
         return self
 

@@ -75,7 +75,7 @@ def test_mock_create_read_list_on_directory_specs(wild_specs_dir, name, least_ok
     spec = load_spec(wild_specs_dir / name)
     ok = 0
     with MockService(spec, seed=0) as m:
-        model = m.app.model
+        model = m.model
         for res in model.resources:
             creates = [o for o in model.operations if o.used and o.role == "create" and o.resource == res.name and not o.ids]
             reads = [o for o in model.operations if o.used and o.role == "read" and o.resource == res.name and len(o.ids) == 1]

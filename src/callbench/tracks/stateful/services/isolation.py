@@ -1,7 +1,7 @@
 """Services a sample talks to, each in its own memory-limited process outside the harness.
 
-A service that a generated program calls (the session service) holds whatever the program sends
-it. Run inside the harness, a program posting 1 MB bodies in a loop grew the harness from 33 MB to
+A service that a generated program calls (the session service, a spec's mock) holds whatever the
+program sends it. Run inside the harness, a program posting 1 MB bodies in a loop grew the harness from 33 MB to
 869 MB. Here every service instance is a separate process with its own limits, so the most a
 sample can do is break *its* service, which is that sample's verdict
 (:class:`ServiceLimitError`), while the harness and every other sample are untouched:
@@ -21,7 +21,9 @@ would cost hundreds on a busy machine. (``multiprocessing``'s forkserver does th
 pickles its messages and re-imports the parent's ``__main__`` in every child; this protocol is
 plain JSON with size and depth limits.) The harness gives the host one end of a fresh socket pair
 per instance (``SCM_RIGHTS`` over a ``SOCK_SEQPACKET`` pair); the child answers on it, so the
-host never waits on a child. Framing: an 8-byte big-endian length, then a JSON object. The child
+host never waits on a child. The host's message carries only small settings; bulk start data
+(the mock's state model) is the first frame the harness writes to the child itself. Framing: an
+8-byte big-endian length, then a JSON object. The child
 exits when the harness closes its end (or dies), the host when the harness's end of the host pair
 closes; both ignore SIGINT (a Ctrl-C stops the harness, which then closes them) and live in their
 own session, and the host's children are reaped by the kernel (``SIGCHLD`` ignored).
@@ -32,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import logging
 import os
 import resource
 import signal
@@ -49,11 +52,19 @@ from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, loads_json
 __all__ = ["Channel", "Quotas", "ServiceLimitError", "spawn"]
 
 #: Service kinds a host can start: kind -> "module:factory". The factory takes the config dict and
-#: returns an engine (see :func:`_child_main`); the modules are imported once, in the host.
-KINDS = {"session": "callbench.tracks.stateful.services.session_server:_engine"}
+#: returns an engine (see :func:`_child_main`). A module is imported in the host the first time its
+#: kind is started (then every later child has it); a module may also define ``_prepare(config)``,
+#: which the host calls before each fork of that kind to warm what children share (the spec mock
+#: loads its spec there once); its errors are ignored (the child then meets them itself and reports
+#: them as a failed start).
+KINDS = {
+    "session": "callbench.tracks.stateful.services.session_server:_engine",
+    "mock": "callbench.mock.server:_engine",
+}
 
 _FRAME = struct.Struct(">Q")
-_MAX_REQUEST = 64 << 20  # a harness request (reset seeds) the child accepts
+_MAX_REQUEST = 64 << 20  # a harness request (reset seeds, a start payload) the child accepts
+_MAX_SPAWN = 60_000  # the host's message: the kind, quotas and small settings (bulk goes in the payload)
 _MAX_REPLY = 32 << 20  # a child's reply: a larger one is the run's error, reported by the child
 _REPLY_DEPTH = VALUE_MAX_DEPTH + 8  # the reply's own levels above a stored value
 _STACK_BYTES = 2 << 20  # per thread in the child (JSON parsing recursion to ~1,000 levels fits easily)
@@ -160,10 +171,10 @@ class _Host:
     def alive(self) -> bool:
         return self.pid == os.getpid() and self.proc.poll() is None
 
-    def spawn(self, config: dict[str, Any]) -> socket.socket:
+    def spawn(self, message: bytes) -> socket.socket:
         mine, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            socket.send_fds(self.sock, [json.dumps(config).encode()], [child.fileno()])
+            socket.send_fds(self.sock, [message], [child.fileno()])
         except BaseException:
             mine.close()
             raise
@@ -186,6 +197,11 @@ _host: _Host | None = None
 
 def _spawn_socket(config: dict[str, Any]) -> socket.socket:
     global _host
+    message = json.dumps(config, allow_nan=False).encode("ascii")
+    if len(message) > _MAX_SPAWN:  # one SOCK_SEQPACKET message the host reads whole
+        raise ValueError(
+            f"a service's settings of {len(message):,} bytes are over {_MAX_SPAWN:,}: send bulk data as its payload"
+        )
     with _host_lock:
         for attempt in (1, 2):
             if _host is None or not _host.alive():
@@ -193,7 +209,7 @@ def _spawn_socket(config: dict[str, Any]) -> socket.socket:
                     _host.stop()
                 _host = _Host()
             try:
-                return _host.spawn(config)
+                return _host.spawn(message)
             except OSError:
                 if attempt == 2:
                     raise
@@ -313,13 +329,30 @@ class Channel:
                     self._pidfd = None
 
 
-def spawn(kind: str, config: dict[str, Any], quotas: Quotas, what: str) -> Channel:
+def spawn(kind: str, config: dict[str, Any], quotas: Quotas, what: str, payload: Any = None) -> Channel:
     """Start a ``kind`` service process with ``config`` under ``quotas``; returns its channel once
-    it serves. OSError: it could not bind its address; ValueError: a bad config."""
+    it serves. ``config`` travels through the host (a few small settings, at most 60,000 bytes of
+    JSON); ``payload`` (any JSON value, up to 64 MiB: a state model, seeds) goes straight to the
+    child, which finds it as ``config["payload"]``. OSError: it could not bind its address;
+    ValueError: a bad config."""
     if kind not in KINDS:
         raise ValueError(f"unknown service kind {kind!r}; known: {sorted(KINDS)}")
-    channel = Channel(_spawn_socket({"kind": kind, "quotas": asdict(quotas), **config}), what)
+    data = None
+    if payload is not None:
+        data = json.dumps(payload, allow_nan=False).encode("ascii")
+        if len(data) > _MAX_REQUEST:
+            raise ValueError(
+                f"{what}: a start payload of {len(data):,} bytes is over the limit of {_MAX_REQUEST:,}"
+            )
+    sock = _spawn_socket({"kind": kind, "quotas": asdict(quotas), "has_payload": data is not None, **config})
+    channel = Channel(sock, what)
     try:
+        if data is not None:  # the child reads it first, before it answers anything
+            sock.settimeout(_START_TIMEOUT_S)
+            try:
+                sock.sendall(_FRAME.pack(len(data)) + data)
+            except OSError:
+                pass  # the child is gone: start() reports how it ended
         channel.start()
     except BaseException:
         channel.close()
@@ -335,12 +368,25 @@ def _factory(kind: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def _prepare(kind: str, config: dict[str, Any]) -> None:
+    """In the host, before a fork: import the kind's module and run its ``_prepare`` (if any)."""
+    try:
+        module = importlib.import_module(KINDS[kind].partition(":")[0])
+        prepare = getattr(module, "_prepare", None)
+        if prepare is not None:
+            prepare(config)
+    except Exception:  # noqa: BLE001 - the child meets the same error and reports it
+        pass
+
+
 def _host_main(fd: int) -> None:
     """The host: fork a child per request until the harness's end closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    for kind in KINDS:
-        _factory(kind)  # import once here, not in every child
+    # what a kind's module logs while the host prepares (a spec's pattern warnings, which the
+    # harness printed already when it loaded the spec) is not printed a second time
+    logging.getLogger().addHandler(logging.NullHandler())
+    _factory("session")  # import once here, not in every child; other kinds on first use
     sock = socket.socket(fileno=fd)
     while True:
         try:
@@ -355,6 +401,10 @@ def _host_main(fd: int) -> None:
             for f in fds:
                 os.close(f)
             continue
+        with contextlib.suppress(ValueError, TypeError):
+            config = json.loads(msg)
+            if isinstance(config, dict) and config.get("kind") in KINDS:
+                _prepare(config["kind"], config)
         pid = os.fork()
         if pid == 0:
             sock.close()
@@ -385,6 +435,11 @@ def _child_main(fd: int, msg: bytes) -> None:
         os.close(devnull)
         config = json.loads(msg)
         quotas = Quotas(**config["quotas"])
+        if config.pop("has_payload", False):
+            raw = _recv(ctl, _MAX_REQUEST)
+            if raw is None:
+                return
+            config["payload"] = json.loads(raw)
         threading.stack_size(_STACK_BYTES)
         _limit(resource.RLIMIT_CORE, 0)
         _limit(resource.RLIMIT_NOFILE, 256)
