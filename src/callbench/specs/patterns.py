@@ -639,6 +639,8 @@ _DATA_KEYS = frozenset({"example", "examples", "default", "enum", "const"})
 def unchecked_patterns(document: Any) -> Iterator[tuple[str, SpecPattern]]:
     """``(location, compiled)`` for every ``pattern`` of a raw (unresolved) spec document that is
     unchecked or checked only approximately. Iterative: any depth."""
+    if not any(compile_pattern(p).problem is not None for p in _pattern_texts(document)):
+        return  # the common case, found without building a location for every node
     stack: list[tuple[Any, tuple[Any, ...]]] = [(document, ())]
     while stack:
         node, loc = stack.pop()
@@ -655,6 +657,28 @@ def unchecked_patterns(document: Any) -> Iterator[tuple[str, SpecPattern]]:
                     stack.append((v, (*loc, k)))
         elif isinstance(node, list):
             stack.extend((v, (*loc, i)) for i, v in enumerate(node) if isinstance(v, Mapping | list))
+
+
+def _pattern_texts(document: Any) -> set[str]:
+    """Every string ``pattern`` value outside data keywords (a quick pass: no locations)."""
+    found: set[str] = set()
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            pattern = node.get("pattern")
+            if isinstance(pattern, str):
+                found.add(pattern)
+            for k, v in node.items():
+                if isinstance(v, dict | list) and not (
+                    isinstance(k, str) and (k in _DATA_KEYS or k.startswith("x-"))
+                ):
+                    stack.append(v)
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, dict | list))
+        elif isinstance(node, Mapping):
+            stack.append(dict(node))
+    return found
 
 
 def _location(tokens: tuple[Any, ...]) -> str:
