@@ -219,7 +219,8 @@ def _engine(config: dict[str, Any], quotas: Quotas) -> MockServer:
         spec = load_spec(path)  # the host loaded it already: a cache hit
         model = StateModel.model_validate(config["payload"]["model"])
     except Exception as e:  # noqa: BLE001 - a failed start (SpecError, a bad model), said in one line
-        raise ValueError(f"cannot serve {path}: {type(e).__name__}: {e}") from None
+        why = " ".join(str(e).split())  # one line (pydantic's messages span several)
+        raise ValueError(f"cannot serve {path}: {type(e).__name__}: {why[:500]}") from None
     return MockServer(
         spec,
         model,

@@ -148,3 +148,21 @@ def test_a_spec_file_changed_since_loading_is_refused(tmp_path):
     f.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match="has changed since this spec was loaded"):
         MockService(spec)
+
+
+def test_a_model_larger_than_the_hosts_message_reaches_the_mock(spec):
+    """The state model goes to the mock's process as its start payload, written to the process
+    itself: one far larger than the host's message (60,000 bytes) arrives whole."""
+    model = infer_model(spec).model_copy(update={"title": "t" * 300_000})
+    with MockService(spec, model) as svc:
+        assert requests.post(f"{svc.url}/pets", json={"name": "rex"}, timeout=60).status_code == 201
+        assert [p["name"] for p in svc.snapshot()["pet"]] == ["rex"]
+
+
+def test_a_model_the_mock_cannot_read_is_a_one_line_start_error(spec):
+    bad = infer_model(spec).model_copy(update={"version": 2})  # unvalidated: only the mock's process reads it
+    with pytest.raises(
+        ValueError, match=r"^spec mock: cannot serve .*petstore\.yaml: ValidationError: "
+    ) as err:
+        MockService(spec, bad).start()
+    assert "\n" not in str(err.value)
