@@ -220,3 +220,39 @@ def test_directory_style_patterns_compile():
         r"^projects/[^/]+/locations/[^/]+$",
     ):
         assert compile_pattern(pattern).checked, pattern
+
+
+def test_the_grammar_never_puts_a_spec_pattern_in(tmp_path):
+    # the constrained-decoding grammar constrains URLs, names and types, not a value's pattern: the
+    # same spec with and without its (hostile) patterns gives the same grammar text
+    from callbench.constrain.webapi_grammar import build_webapi_grammar
+    from callbench.specs.openapi import build_spec
+
+    schema = {"type": "string", "pattern": HOSTILE}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "p", "version": "1"},
+        "servers": [{"url": "https://api.example.com"}],
+        "paths": {
+            "/things/{id}": {
+                "post": {
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": schema},
+                        {"name": "q", "in": "query", "schema": schema},
+                    ],
+                    "requestBody": {
+                        "content": {
+                            "application/json": {"schema": {"type": "object", "properties": {"name": schema}}}
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    doc = json.loads(json.dumps(doc))  # no shared objects, as in a parsed file
+    plain = json.loads(json.dumps(doc).replace(', "pattern": "^(a+)+$"', ""))
+    assert "pattern" not in json.dumps(plain)
+    with_patterns = build_webapi_grammar(build_spec(doc, tmp_path / "spec.json"), setup="full").lark
+    without = build_webapi_grammar(build_spec(plain, tmp_path / "spec.json"), setup="full").lark
+    assert with_patterns == without
