@@ -73,12 +73,13 @@ class StoredRun:
 
 def read_run(run_dir: str | os.PathLike[str]) -> StoredRun:
     """Open ``run_dir`` read-only and return its config and every stored row (JSON decoded)."""
-    from callbench.runs.store import RunStore
+    from callbench.runs.store import RunStore, check_track
 
     directory = Path(run_dir)
     store = RunStore.open(directory)
     try:
         config = store.config()
+        check_track(directory / "config.json", config)
         rows = list(store.rows())
     finally:
         store.close()

@@ -82,6 +82,72 @@ def test_store_writes_and_reads_back_surrogates_everywhere(tmp_path):
     store.close()
 
 
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def _depth(value) -> int:
+    """How many lists are nested in ``value`` (each holding the next as its first item)."""
+    depth = 0
+    while isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    return depth
+
+
+def test_values_of_any_depth_are_stored_cut_and_read_back(tmp_path):
+    """Issue 28: whatever a sample produces is stored in a form that reads back. A value 975 deep
+    (JSON writes it, and reading it back failed) and one 100,000 deep (the encoder's RecursionError
+    failed the run's write) are cut at STORED_MAX_DEPTH; the verdict around them is kept."""
+    from callbench.runs.store import STORED_MAX_DEPTH
+
+    store, _ = RunStore.create_or_resume(tmp_path / "r", {"identity": {"track": "webapi"}})
+    try:
+        for depth in (975, 100_000):
+            sid = f"s{depth}"
+            inp = ModelInput(sample_id=sid, prompt="p", messages=[{"role": "user", "content": "p"}])
+            out = ModelOutput(text="x", mode="completion", extra={"body": _nested(depth)},
+                              tool_calls=[{"name": "f", "arguments": _nested(depth)}])
+            res = SampleResult(status="ok", execution={"request": {"body": _nested(depth)}},
+                               verdicts={"strict": {"sample": "wrong", "body": _nested(depth)}})
+            store.write([(f"unscored{depth}", out)], [])
+            store.put("g", inp, out, res)
+        rows = {r["id"]: r for r in store.rows()}
+        unscored = store.generations()
+    finally:
+        store.close()
+    assert set(rows) == {"s975", "s100000"} and set(unscored) == {"unscored975", "unscored100000"}
+    for depth in (975, 100_000):
+        row = rows[f"s{depth}"]
+        assert row["verdicts"]["strict"]["sample"] == "wrong"
+        body = row["execution"]["request"]["body"]
+        assert _depth(body) == STORED_MAX_DEPTH - 2  # the lists below execution -> request
+        leaf = body
+        while isinstance(leaf, list):
+            leaf = leaf[0]
+        assert leaf == f"<cut when stored: nested deeper than {STORED_MAX_DEPTH} levels>"
+        assert isinstance(unscored[f"unscored{depth}"].extra["body"], list)
+
+
+def test_a_webapi_sample_posting_an_array_975_deep_reports(tmp_path, data_root):
+    preds = tmp_path / "preds.jsonl"
+    deep = "[" * 975 + "]" * 975
+    code = ("const axios = require('axios');\n"
+            f"axios.post('https://app.asana.com/api/1.0/tasks', {{data: {deep}}}, "
+            "{headers: {Authorization: 'Bearer token'}});")
+    preds.write_text("\n".join(json.dumps({"id": i, "code": code}) for i in ("asana_0", "asana_1")))
+    res = _invoke("run", "webapi", "--model", f"replay:{preds}", "--out", tmp_path / "runs", "--run-id", "r",
+                  "--no-progress", "--data", data_root, "--ids", "asana_0,asana_1")
+    assert res.exit_code == 0, res.output
+    run_dir = tmp_path / "runs" / "r"
+    res = _invoke("report", run_dir, "--html", tmp_path / "r.html")
+    assert res.exit_code == 0 and "Traceback" not in res.output, res.output
+    res = _invoke("export", run_dir, "--out", tmp_path / "x.jsonl", "--format", "jsonl")
+    assert res.exit_code == 0 and "2 rows" in res.output, res.output
+
+
 def test_json_files_are_utf8_with_surrogates(tmp_path):
     write_json_atomic(tmp_path / "s.json", {"model": LONE, LONE: [1, "\udc00"]})
     raw = (tmp_path / "s.json").read_bytes()
@@ -98,8 +164,10 @@ def test_webapi_run_with_surrogates_finishes_resumes_and_reports(tmp_path, data_
     preds = tmp_path / "preds.jsonl"
     rows = [
         {"id": "asana_0", "code": "const axios = require('axios');\nthrow new Error('\\uD800');"},
-        {"id": "asana_1", "output": f"get('https://app.asana.com/api/1.0/attachments/{LONE}');"},
-        {"id": "asana_2", "output": "get(\"\udc00\" + 1);"},
+        # JavaScript escapes: the lone surrogates appear when the program runs (a replay file holding
+        # a raw lone surrogate is refused as the file's error)
+        {"id": "asana_1", "output": "get('https://app.asana.com/api/1.0/attachments/\\uD800');"},
+        {"id": "asana_2", "output": "get(\"\\uDC00\" + 1);"},
     ]
     preds.write_text("\n".join(json.dumps(r) for r in rows))  # JSON escapes: the file itself is ASCII
     common = ["run", "webapi", "--model", f"replay:{preds}", "--out", tmp_path / "runs", "--run-id", "r",
@@ -114,7 +182,7 @@ def test_webapi_run_with_surrogates_finishes_resumes_and_reports(tmp_path, data_
     stored = {r[0]: r[1:] for r in con.execute("SELECT id, raw_output, error, verdicts FROM samples")}
     con.close()
     assert set(stored) == {"asana_0", "asana_1", "asana_2"}
-    assert "\\ud800" in stored["asana_1"][0] and "\\udc00" in stored["asana_2"][0]
+    assert "\\uD800" in stored["asana_1"][0] and "\\uDC00" in stored["asana_2"][0]
     for name in ("summary.json", "config.json"):
         json.loads((run_dir / name).read_text(encoding="utf-8"))
     res = _invoke("report", run_dir, "--html", tmp_path / "r.html")
@@ -126,8 +194,9 @@ def test_webapi_run_with_surrogates_finishes_resumes_and_reports(tmp_path, data_
 def test_nested_run_with_surrogates_finishes_and_resumes(tmp_path):
     preds = tmp_path / "preds.jsonl"
     bad_call = [{"name": f"circumference{LONE}", "label": "$var_1", "arguments": {"arg_0": "\udc00"}}]
-    preds.write_text("\n".join(json.dumps({"id": f"gen-0-000{i}", "output": json.dumps(bad_call, ensure_ascii=False)
-                                           if i else json.dumps(bad_call)}) for i in range(3)))
+    # the answers carry the surrogates as JSON escapes (a replay file with a raw lone surrogate is
+    # refused as the file's error): they appear once the answer's call list is parsed
+    preds.write_text("\n".join(json.dumps({"id": f"gen-0-000{i}", "output": json.dumps(bad_call)}) for i in range(3)))
     common = ["run", "nested", "--model", f"replay:{preds}", "--out", tmp_path / "runs", "--run-id", "n",
               "--no-progress"]
     res = _invoke(*common, "--ids", "gen-0-0000,gen-0-0001")
@@ -219,6 +288,23 @@ CORRUPTIONS = {
     "row_id_blob": (lambda d: _sql(d, "UPDATE samples SET id=X'00ff' WHERE rowid=1"), "run.sqlite", "error"),
     "row_status_blob": (lambda d: _sql(d, "UPDATE samples SET status=X'01'"), "run.sqlite", "error"),
     "row_latency_text": (lambda d: _sql(d, "UPDATE samples SET latency_s='fast'"), "run.sqlite", "error"),
+    # issue 28: a NULL verdict column, a row of a sample the run never selected, JSON too deep to read back
+    "row_verdicts_null": (lambda d: _sql(d, "UPDATE samples SET verdicts=NULL WHERE rowid=1"), "verdicts", "error"),
+    "row_verdicts_json_null": (lambda d: _sql(d, "UPDATE samples SET verdicts='null'"), "verdicts", "error"),
+    "row_foreign": (lambda d: _sql(d, "INSERT INTO samples SELECT 'slack_9999', grp, status, prompt, messages, raw_output, "
+                                      "mode, parsed, execution, verdicts, error, latency_s, prompt_tokens, "
+                                      "completion_tokens, extra, finished_at FROM samples LIMIT 1"),
+                    "'slack_9999': not a sample of this run", "error"),
+    "row_execution_975_deep": (lambda d: _sql(d, f"UPDATE samples SET execution='{'[' * 975}{']' * 975}'"),
+                               "column 'execution' is not readable JSON (nested deeper than", "error"),
+    "config_track_bogus": (lambda d: _config(d, _set_identity("track", "bogus")),
+                           "config.json", "error"),
+    "config_selection_not_object": (lambda d: _config(d, lambda c: {**c, "selection": [1]}),
+                                    "config.json: 'selection' is not an object", "error"),
+    "config_sample_ids_not_list": (lambda d: _config(d, lambda c: {**c, "selection": {**c["selection"], "sample_ids": "x"}}),
+                                   "config.json: selection.sample_ids", "error"),
+    "config_run_ids_not_list": (lambda d: _config(d, lambda c: {**c, "run_sample_ids": [1, 2]}),
+                                "config.json: run_sample_ids", "error"),
     "config_truncated": (lambda d: _truncate(d / "config.json", 0.5), "config.json", "error"),
     "config_empty": (lambda d: (d / "config.json").write_text(""), "config.json", "error"),
     "config_a_list": (lambda d: (d / "config.json").write_text("[1, 2]"), "config.json", "error"),
@@ -282,6 +368,50 @@ def test_rerun_into_damaged_run_is_one_line_or_resumes(damaged, data_root):
         assert summary["n"] == 2 and summary["complete"] is True
     else:
         _assert_one_line_error(res, needle)
+
+
+# export writes the verdicts as stored (no track aggregates them) and needs no summary.json
+@pytest.mark.parametrize("damaged", sorted(k for k in CORRUPTIONS if not k.startswith("summary_")
+                                           and k != "row_verdicts_wrong_shape"), indirect=True)
+def test_export_of_damaged_run_is_one_line(damaged, tmp_path):
+    """``callbench export`` reads what ``report`` reads: the same one line."""
+    run_dir, needle, _ = damaged
+    _assert_one_line_error(_invoke("export", run_dir, "--out", tmp_path / "x.csv"), needle)
+
+
+def test_an_unknown_track_is_named_by_report_and_export(pristine, tmp_path):
+    run_dir = tmp_path / "r"
+    shutil.copytree(pristine, run_dir)
+    _config(run_dir, _set_identity("track", "bogus"))
+    for res in (_invoke("report", run_dir), _invoke("export", run_dir, "--out", tmp_path / "x.csv")):
+        _assert_one_line_error(res, "config.json: identity.track 'bogus' is not a callbench track (one of: nested,")
+
+
+def test_a_foreign_row_is_refused_until_dropped_and_older_runs_adopt_their_rows(pristine, tmp_path, data_root):
+    """A row whose sample no session of the run selected (copied from another run's store) is
+    named, with the command that drops it; once dropped, report and export count the run's rows.
+    A run written before config.json listed its ids reports as before, and its next resume
+    records the ids it holds."""
+    run_dir = tmp_path / "out" / "r"
+    shutil.copytree(pristine, run_dir)
+    _sql(run_dir, "INSERT INTO samples SELECT 'slack_9999', grp, status, prompt, messages, raw_output, mode, parsed, "
+                  "execution, verdicts, error, latency_s, prompt_tokens, completion_tokens, extra, finished_at "
+                  "FROM samples LIMIT 1")
+    res = _invoke("report", run_dir)
+    _assert_one_line_error(res, "'slack_9999': not a sample of this run")
+    assert "DELETE FROM samples WHERE id='slack_9999'" in res.output
+    _sql(run_dir, "DELETE FROM samples WHERE id='slack_9999'")
+    assert _invoke("report", run_dir).exit_code == 0
+    res = _invoke("export", run_dir, "--out", tmp_path / "x.csv")
+    assert res.exit_code == 0 and "2 rows" in res.output, res.output
+    # an older run: no run_sample_ids in config.json
+    _config(run_dir, lambda c: {k: v for k, v in c.items() if k != "run_sample_ids"})
+    assert _invoke("report", run_dir).exit_code == 0
+    res = _invoke("run", "webapi", "--model", "gold", "--limit", "1", "--out", run_dir.parent, "--run-id", "r",
+                  "--no-progress", "--data", data_root)
+    assert res.exit_code == 0, res.output
+    ids = json.loads((run_dir / "config.json").read_text())["run_sample_ids"]
+    assert len(ids) == 2  # the stored rows of the earlier (2-sample) selection are adopted
 
 
 def test_report_with_scoring_does_not_need_summary(pristine, tmp_path):

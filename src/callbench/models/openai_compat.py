@@ -316,7 +316,14 @@ class OpenAICompatBackend(ModelBackend):
             return f"timed out after {self.timeout:g} s"
         if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
             cause = exc.__cause__ or exc
-            return f"cannot connect ({type(cause).__name__}: {_one_line(str(cause), 120) or type(exc).__name__})"
+            detail = f"({type(cause).__name__}: {_one_line(str(cause), 120) or type(exc).__name__})"
+            if isinstance(exc, aiohttp.ClientPayloadError):  # e.g. fewer bytes than Content-Length said
+                return f"response cut off before its end {detail}"
+            if isinstance(exc, aiohttp.ServerDisconnectedError):
+                return f"the server closed the connection without a reply {detail}"
+            if isinstance(exc, aiohttp.ClientConnectorError):
+                return f"cannot connect {detail}"
+            return f"connection lost {detail}"  # reset or broken while the request ran
         if isinstance(exc, HTTPStatusError):
             detail: Any = exc.body
             if isinstance(detail, dict):

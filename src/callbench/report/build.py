@@ -40,7 +40,7 @@ from callbench.report.model import (
 )
 from callbench.report.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, mcnemar, paired_diff_ci, ratio_ci
 from callbench.runs.runner import BACKEND_ERROR, aggregate_stored
-from callbench.runs.store import CONFIG_FIX, RunStore
+from callbench.runs.store import RunStore, check_track
 from callbench.tracks.base import Sample, SampleResult, get_track
 
 __all__ = ["LoadedRun", "Report", "build_report", "load_run", "short_labels"]
@@ -78,11 +78,8 @@ def load_run(run_dir: Path, scoring: str | None, count_backend_errors: bool = Fa
     try:
         cfg = store.config()
         ident = cfg["identity"]
-        track_name = ident["track"]
-        try:
-            track_cls = get_track(track_name)
-        except ConfigError as exc:
-            raise RunStoreError(f"{run_dir / 'config.json'}: identity.track: {exc}; {CONFIG_FIX}") from None
+        track_name = check_track(run_dir / "config.json", cfg)
+        track_cls = get_track(track_name)
         rows = list(store.rows())
         if scoring is None:
             stored_mode = _stored_scoring(run_dir, track_cls.scoring_modes)

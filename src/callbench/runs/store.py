@@ -216,11 +216,6 @@ def read_config(path: Path) -> dict[str, Any]:
     track = ident.get("track")
     if not isinstance(track, str) or not track:
         raise RunStoreError(f"{path}: identity.track is missing or not a string; {CONFIG_FIX}")
-    if track not in available_tracks():
-        raise RunStoreError(
-            f"{path}: identity.track {encodable(track)[:60]!r} is not a callbench track (one of: "
-            f"{', '.join(available_tracks())}); {CONFIG_FIX}"
-        )
     selection = doc.get("selection")
     if selection is not None:
         if not isinstance(selection, dict):
@@ -237,6 +232,19 @@ def read_config(path: Path) -> dict[str, Any]:
 #: is refused by :meth:`RunStore.rows`, so no report or export counts it. Runs written before the
 #: list existed get it on their next resume (their stored ids are adopted then).
 RUN_IDS = "run_sample_ids"
+
+
+def check_track(path: Path, config: dict[str, Any]) -> str:
+    """The track ``config`` (read from ``path``) names, when callbench has it (reports and exports
+    read runs of the built-in tracks; a run of a track defined in user code resumes, but does not
+    report): else one line naming the file and field."""
+    track = config["identity"]["track"]
+    if track not in available_tracks():
+        raise RunStoreError(
+            f"{path}: identity.track {encodable(track)[:60]!r} is not a callbench track (one of: "
+            f"{', '.join(available_tracks())}); {CONFIG_FIX}"
+        )
+    return track
 
 
 def _id_list(value: Any) -> bool:
