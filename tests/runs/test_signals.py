@@ -153,3 +153,86 @@ def test_sigint_and_sighup_stop_the_run_too(signum, rc, said, tmp_path):
     assert proc.returncode == rc, err
     assert took < STOP_WITHIN, f"stopping took {took:.2f} s"
     assert said in err and "run the same command to resume" in err and "Traceback" not in err
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rpartition(")")[2].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sigterm_stops_a_stateful_run_while_its_programs_run(tmp_path):
+    """Issue 28: SIGTERM took up to 12 s on stateful runs (the run waited for the sandboxes in
+    flight). Programs that would run 40 s are abandoned: the run stops promptly, their answers
+    stay stored unscored for the resume, and no sandbox process outlives the run."""
+    out = tmp_path / "runs"
+    db = out / "r" / "run.sqlite"
+    answer = "```python\nimport time\ntime.sleep(40)\nprint('done')\n```"
+
+    def unscored() -> int:
+        if not db.exists():
+            return 0
+        con = sqlite3.connect(db)
+        try:
+            return con.execute("SELECT COUNT(*) FROM generations").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+        finally:
+            con.close()
+
+    with FakeOpenAIServer(lambda body: {"content": answer}) as fake:
+        env = {**os.environ, "OPENAI_API_KEY": "x"}
+        cmd = [sys.executable, "-m", "callbench.cli", "run", "stateful", "--model", f"openai:m@{fake.url}",
+               "--limit", "6", "--concurrency", "4", "--out", str(out), "--run-id", "r", "--no-progress"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 120
+            while unscored() < 4 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            assert proc.poll() is None, proc.communicate()
+            while time.monotonic() < deadline and not any("bwrap" in _cmdline(p) for p in _descendants(proc.pid)):
+                time.sleep(0.1)  # until the programs run
+            below = _descendants(proc.pid)
+            assert any("bwrap" in _cmdline(p) for p in below), "no sandbox was running"
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=120)
+            took = time.monotonic() - start
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 143, err
+    assert took < STOP_WITHIN, f"stopping took {took:.2f} s"
+    assert "terminated (SIGTERM)" in err and "Traceback" not in err
+    assert unscored() >= 4  # scored by the next resume, not asked again
+    time.sleep(1)  # bwrap's --die-with-parent: the kernel signals them as the run exits
+    assert [p for p in below if _alive(p)] == []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
