@@ -236,3 +236,28 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def test_a_signal_the_run_was_started_ignoring_stays_ignored(tmp_path):
+    """``nohup callbench run ...`` starts the run with SIGHUP ignored: a hang-up must not stop it
+    (SIGTERM still does). The SIGHUP is sent first; had it stopped the run, the status would be 129."""
+    out = tmp_path / "runs"
+    with FakeOpenAIServer(lambda body: {"content": "[]"}) as fake:
+        fake.script = [("ok", 0)] * 4 + [("sleep", SLOW_ANSWER)] * 40
+        env = {**os.environ, "OPENAI_API_KEY": "x"}
+        proc = subprocess.Popen(["nohup", *_cmd(fake.url, out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env, cwd=tmp_path)
+        try:
+            _wait_rows(out, 4, lambda: proc.poll() is None)
+            assert proc.poll() is None, proc.communicate()
+            assert _sig_ignored(proc.pid, signal.SIGHUP)
+            proc.send_signal(signal.SIGHUP)
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "SIGHUP" not in err
