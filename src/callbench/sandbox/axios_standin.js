@@ -36,6 +36,7 @@ globalThis.__callbenchStandin = (function () {
   var HEADER_BUCKETS = ['get', 'delete', 'head', 'options', 'post', 'put', 'patch', 'purge', 'link', 'unlink', 'query', 'common'];
   var ENTRIES = Symbol('entries');
   var OriginalUint8Array = Uint8Array;
+  var captureStackTrace = Error.captureStackTrace;
 
   // ------------------------------------------------------------------ helpers
 
@@ -1795,19 +1796,37 @@ globalThis.__callbenchStandin = (function () {
       return Promise.resolve({ data: {}, status: 200, statusText: 'OK', headers: {}, config: config, request: {} });
     }
 
-    // The arguments of an axios entry point, `{ a: [...], marked }`: when the last one is
-    // the call token issued last (see createEnv's `arm`), it is spent here, before anything
-    // the sample controls can run (only own slots of the arguments object are read), and
-    // left out of `a`.  A token counts once: a copy kept by the code marks nothing.
-    function unmark(args) {
+    // The arguments of the axios entry point `self`, `{ a: [...], marked }`.  When the last
+    // one is the call token issued last (see createEnv's `armer`), it is spent here, before
+    // anything the sample controls can run (only own slots of the arguments object are
+    // read), and left out of `a`; the request is marked only if `self` was called straight
+    // from the picked call: the stack below `self` must be the one `arm` saw, but for the
+    // position of the call (no function of the code's own in between, no later call with a
+    // kept token).
+    function unmark(args, self) {
       var n = args.length;
       var token = state.token;
-      var marked = token !== null && n > 0 && args[n - 1] === token;
-      if (marked) {
+      var marked = false;
+      if (token !== null && n > 0 && args[n - 1] === token) {
         state.token = null;
         n -= 1;
+        var holder = {};
+        captureStackTrace(holder, self);
+        var stack = holder.stack;
+        for (var i = 0; i < state.site.length && !marked; i++) marked = state.site[i] === stack;
       }
       return { a: Array.prototype.slice.call(args, 0, n), marked: marked };
+    }
+
+    // An entry point other than the instance itself (`unmark` needs the function's identity;
+    // a holder keeps its name as axios has it: none).
+    function entryPoint(body) {
+      var holder = {};
+      holder.fn = function () {
+        var u = unmark(arguments, holder.fn);
+        return body(u.a, u.marked);
+      };
+      return holder.fn;
     }
 
     function request(ctx, configOrUrl, config, syntax, marked) {
@@ -1909,50 +1928,45 @@ globalThis.__callbenchStandin = (function () {
       };
       // Every entry point takes (...args[, token]): see `unmark`.
       var instance = function axios() {
-        var u = unmark(arguments);
+        var u = unmark(arguments, instance);
         var a = u.a;
         return settled(function () { return request(ctx, a[0], a[1], top ? 'config' : 'instance', u.marked); });
       };
-      instance.request = function () {
-        var u = unmark(arguments);
-        var a = u.a;
-        return settled(function () { return request(ctx, a[0], a[1], top ? 'request' : 'instance', u.marked); });
-      };
+      instance.request = entryPoint(function (a, marked) {
+        return settled(function () { return request(ctx, a[0], a[1], top ? 'request' : 'instance', marked); });
+      });
       var syntax = top ? 'method' : 'instance';
       METHODS_NO_DATA.forEach(function (m) {
-        instance[m] = function () {
-          var u = unmark(arguments);
-          var url = u.a[0];
-          var config = u.a[1];
+        instance[m] = entryPoint(function (a, marked) {
+          var url = a[0];
+          var config = a[1];
           return settled(function () {
             return request(ctx, mergeConfig(config || {}, {
               method: m, url: url, data: config && hasOwn(config, 'data') ? config.data : undefined
-            }), undefined, syntax, u.marked);
+            }), undefined, syntax, marked);
           });
-        };
+        });
       });
       METHODS_WITH_DATA.forEach(function (m) {
-        instance[m] = function () {
-          var u = unmark(arguments);
-          var url = u.a[0];
-          var data = u.a[1];
-          var config = u.a[2];
+        instance[m] = entryPoint(function (a, marked) {
+          var url = a[0];
+          var data = a[1];
+          var config = a[2];
           return settled(function () {
-            return request(ctx, mergeConfig(config || {}, { method: m, headers: {}, url: url, data: data }), undefined, syntax, u.marked);
+            return request(ctx, mergeConfig(config || {}, { method: m, headers: {}, url: url, data: data }), undefined, syntax, marked);
           });
-        };
+        });
         if (m === 'query') return; // no queryForm: a QUERY carries no form
-        instance[m + 'Form'] = function () {
-          var u = unmark(arguments);
-          var url = u.a[0];
-          var data = u.a[1];
-          var config = u.a[2];
+        instance[m + 'Form'] = entryPoint(function (a, marked) {
+          var url = a[0];
+          var data = a[1];
+          var config = a[2];
           return settled(function () {
             return request(ctx, mergeConfig(config || {}, {
               method: m, headers: { 'Content-Type': 'multipart/form-data' }, url: url, data: data
-            }), undefined, syntax, u.marked);
+            }), undefined, syntax, marked);
           });
-        };
+        });
       });
       instance.getUri = function (config) { return getUri(ctx, config); };
       instance.defaults = ctx.defaults;
@@ -2233,7 +2247,8 @@ globalThis.__callbenchStandin = (function () {
       nextTimerId: 1,
       closed: false,
       deferred: [],
-      token: null, // the call token issued last and not yet spent (see `arm` below)
+      token: null, // the call token issued last and not yet spent (see `armer` below)
+      site: [], // the stacks an entry point may see below itself to mark a request with it
       markedIndex: -1,
       rejected: []
     };
@@ -2319,14 +2334,44 @@ globalThis.__callbenchStandin = (function () {
           ',"rejected":' + JSON.stringify(state.rejected) + '}';
       }
     };
-    // A fresh token per call, made by the picked call itself (its last argument): a token is
-    // an object nothing else holds, and issuing one revokes the one before.
-    function arm() {
-      var token = {};
-      state.token = token;
-      return token;
+    // `armer(atArm, atCalls)` makes the picked call's `arm`: the call passes `arm()` as its
+    // last argument, so each time the call runs, `arm` runs right after its other arguments.
+    // It issues a fresh token (an object nothing else holds; issuing one revokes the one
+    // before) and saves the stack below itself with the position of the `arm()` call
+    // (`atArm`, ':line:column') replaced by each position V8 may report for the call itself
+    // (`atCalls`, tokens of that call alone): what an entry point called straight from that
+    // call sees below itself.  Stack text is
+    // compared whole, and a stack of `Error.stackTraceLimit` frames or more is never matched
+    // (a cut stack could hide a frame: functions may be named anything, newlines included,
+    // but each frame adds at least one "\n    at ").
+    function armer(atArm, atCalls) {
+      var arm = function () {
+        var holder = {};
+        captureStackTrace(holder, arm);
+        var stack = holder.stack;
+        var site = [];
+        var limit = Error.stackTraceLimit;
+        if (typeof stack === 'string' && typeof limit === 'number' && stack.split('\n    at ').length - 1 < limit) {
+          var from = 0;
+          var at;
+          while ((at = stack.indexOf(atArm, from)) !== -1) {
+            var next = stack.charAt(at + atArm.length);
+            if (next === ')' || next === '\n' || next === '') {
+              for (var k = 0; k < atCalls.length; k++) {
+                site.push(stack.slice(0, at) + atCalls[k] + stack.slice(at + atArm.length));
+              }
+            }
+            from = at + 1;
+          }
+        }
+        var token = {};
+        state.token = token;
+        state.site = site;
+        return token;
+      };
+      return arm;
     }
-    return { bindings: bindings, recorder: recorder, describeError: describeError, arm: arm };
+    return { bindings: bindings, recorder: recorder, describeError: describeError, armer: armer };
   }
 
   createEnv.bindingNames = [

@@ -12,7 +12,8 @@ Design (why it looks like this):
   reported as "memory"/"timeout"; the caller never crashes.
 * One long-lived, locked-down context serves all samples (a fresh isolate per sample
   is ~10x slower).  At build time every intrinsic, the stand-in and globalThis are
-  deep-frozen, timer/shared-memory APIs and RegExp.prototype.compile are removed, and
+  deep-frozen, timer/shared-memory APIs and RegExp.prototype.compile are removed, the
+  global `eval` evaluates strict code in global scope only (no direct eval), and
   the runner leaves the global object (the host reaches it through a global lexical
   binding with a random name, so a sample cannot start, settle or finish runs).  Each
   sample's code becomes the body of a fresh strict-mode async function whose
@@ -28,9 +29,15 @@ Design (why it looks like this):
   synchronous part and microtasks, pending timers fire earliest first (up to 100),
   then the rest are dropped.
 * The first recorded request is the one scored, so it must come from the call the
-  extractor picked: that call gets a per-run marker object as an extra last argument
-  (under a random parameter name), and a sample whose first request came from
-  elsewhere (an alias, `require` of a computed name, a nested call) is "rejected".
+  extractor picked, and a sample whose first request came from elsewhere (an alias,
+  `require` of a computed name, a nested call) is "rejected".  The picked call gets
+  `<name>()` as an extra last argument, `<name>` random per sample and bound to the
+  stand-in's `arm` in a closure around the sample's function (no parameter of it): each
+  time the call runs, `arm` makes a fresh one-shot token just before it and saves the
+  stack below the call.  An axios entry point spends a token it finds last at once, before
+  any code of the sample can run, and marks its request only if the token is the newest
+  and the stack below itself is that saved stack (with the call's own position, which the
+  extractor gives in two forms V8 uses), i.e. it was called straight from the picked call.
 * mini_racer drains microtasks outside its eval tasks, where termination cannot reach
   them; a sample stuck there (e.g. `while (true) await null`) makes the worker report
   "timeout" and exit, and the next sample starts a new worker (~0.25 s).  After 100
@@ -68,10 +75,26 @@ but the code around it cannot be completed into a runnable program; `error` says
 "rejected" (over the code budget, first request not from the extracted call, or the
 sample changed shared sandbox state; `error` says which).
 
+What is enforced: no sample code can get another request counted as the picked call's.
+The token never sits where code can look for it (not in `arguments`, the global object or
+anything handed to the sample; the name in the sample's own source leads nowhere without
+direct eval); patching `Function.prototype.call/apply/bind`, `Reflect`, `Error` or any
+builtin the stand-in uses fails (frozen); stack traces hold no values, and strict code
+gives no `caller`/`callee`; getters, Proxies and `Symbol` hooks on what the call is given
+run only after the token is spent.  A function of the sample's own that the picked call
+invokes instead of axios (a wrapper, a Proxy, a substitute `axios`) does receive the token,
+but a request it makes is not marked: its stack is not the call's (and stack text is
+compared whole, so frame names cannot forge it).  A bound axios method at the call marks
+its request: no sample code runs in between, so that request is the call's own.
+(`tests/sandbox/test_marker_redteam.py` has one test per route.)
+
 Not guaranteed: the marker check needs an argument list, so a tagged-template call
 (axios.get`...`) is not checked; with `extract=False` there is no chosen call and no
-check.  V8's own limits (stack depth, heap) still end very deep or very large code as
-"runtime_error" or "memory".
+check.  The picked call is never matched when it runs 100 frames deep or more
+(`Error.stackTraceLimit` is 100 in the sandbox, Node's is 10): such a sample is
+"rejected".  `fresh_context=True` does not freeze the intrinsics, so none of these
+guarantees hold there (it is for comparisons).  V8's own limits (stack depth, heap) still
+end very deep or very large code as "runtime_error" or "memory".
 """
 
 from __future__ import annotations
@@ -512,9 +535,14 @@ class JsSandbox:
             if ex.mark is not None:
                 # the extracted call gets `<mark>()` as its last argument: a call token made
                 # just before that call (see js_harness.js); the name is random per sample
-                mark = "__cb_mark_" + secrets.token_hex(8)
-                at, prefix = ex.mark
-                sent = run_code[:at] + prefix + mark + "()" + run_code[at:]
+                name = "__cb_mark_" + secrets.token_hex(8)
+                at, prefix, calls_at = ex.mark
+                sent = run_code[:at] + prefix + name + "()" + run_code[at:]
+                # where the name starts and where V8 may place the call, in UTF-16 units
+                offsets = [_utf16_len(sent[: at + len(prefix)])] + [
+                    _utf16_len(run_code[:c]) for c in calls_at
+                ]
+                mark = ":".join([name] + [str(o) for o in offsets])
         else:
             run_code, declared = prepare_code(code)
             sent = run_code
@@ -551,6 +579,10 @@ class JsSandbox:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
 
 
 def _clip(text: str, limit: int = 80) -> str:

@@ -168,8 +168,9 @@ class Extraction:
     call_end: the first axios call expression as a slice of the *input* string (character
     offsets), None when there is none. declared: names the code declares with
     let/const/class at top level (the sandbox must not pre-bind them). mark: (offset in
-    `code`, text to put before the marker name) where a last argument can be added to the
-    chosen call, None when it cannot (see the module docstring). stubbed_modules: the
+    `code`, text to put before the marker name, offsets in `code` where V8's stack traces may
+    place the chosen call) where a last argument can be added to the chosen call,
+    None when it cannot (see the module docstring). stubbed_modules: the
     modules other than axios that `code` requires by a literal name (the sandbox gives each
     an inert stand-in; fs and child_process are refused and not listed).
     """
@@ -180,7 +181,7 @@ class Extraction:
     call_start: int | None = None
     call_end: int | None = None
     declared: tuple[str, ...] = ()
-    mark: tuple[int, str] | None = None
+    mark: tuple[int, str, tuple[int, ...]] | None = None
     error: str | None = None
     stubbed_modules: tuple[str, ...] = ()
 
@@ -1056,6 +1057,25 @@ def _marker_insert(call: Node, placeholder: str) -> tuple[int, str] | None:
     return real[-1].end_byte, ", " + placeholder
 
 
+def _call_positions(call: Node) -> list[int]:
+    """Where V8's stack traces may place `call`: the property of a method call (``a.b.get(``,
+    ``a?.get(``) or the name of a plain call (``get(``), else (and for a property named by a
+    reserved word, ``a.delete(``) its argument list.  Both are tokens of this call alone, so
+    allowing either lets no other call pass for it."""
+    out = []
+    fn = call.child_by_field_name("function")
+    if fn is not None and fn.type == "member_expression":
+        prop = fn.child_by_field_name("property")
+        if prop is not None:
+            out.append(prop.start_byte)
+    elif fn is not None and fn.type == "identifier":
+        out.append(fn.start_byte)
+    args = call.child_by_field_name("arguments")
+    if args is not None:
+        out.append(args.start_byte)
+    return out
+
+
 def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = None) -> _Analysis:
     src = _Src(text)
     tree = _parser().parse(src.data)
@@ -1102,6 +1122,8 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
             marker = _marker_insert(first_call, placeholder)
             if marker is not None:
                 src.add_insert(*marker)
+                for k, at in enumerate(_call_positions(first_call)):
+                    src.add_insert(at, f"/*{placeholder}@{k}*/", "before")
 
     # 0. the call sits in scopes the text leaves open (a function, method, promise executor
     #    or callback the starter opened): cut after the largest finished piece of code around
@@ -1288,11 +1310,19 @@ def _extract(code: str) -> Extraction:
     assert a.call is not None
     start, end = offset + a.call[0], offset + a.call[1]
     out, mark = a.code, None
+    calls_at = []
+    for k in range(2):
+        call_mark = f"/*{placeholder}@{k}*/"
+        call_at = out.find(call_mark)
+        if call_at >= 0:
+            out = out.replace(call_mark, "")
+            calls_at.append(call_at)
     at = out.find(placeholder)
     if at >= 0:
         prefix = ", " if out.startswith(", ", at - 2) else ""
         out = out[: at - len(prefix)] + out[at + len(placeholder) :]
-        mark = (at - len(prefix), prefix)
+        # without a position of the call the sandbox never matches it (fails closed)
+        mark = (at - len(prefix), prefix, tuple(c for c in calls_at if c < at))
     return Extraction(
         a.status, out, code[start:end], start, end, a.declared, mark, a.error, required_modules(out)
     )

@@ -5,13 +5,14 @@
  * Runner protocol (the host calls these from outside, one eval each):
  *   start(code, defs, skip, options, mark)  compile `code` as the body of a fresh strict
  *       async function whose parameters are the stand-in bindings plus `defs` (minus
- *       names in `skip`, which the code declares itself), and call it.  When `mark` is a
- *       name, the function is made inside a closure that binds that name to the run's
- *       `arm` (see the stand-in); the host has put `<mark>()` as the last argument of the
- *       call it picked.  The name is no parameter of the sample's function, so neither
- *       `arguments` nor anything the sample is handed holds `arm`; the code can reach it
- *       only by writing its random name, and reading the name from its own source does
- *       not help: the lockdown leaves no direct eval (see there).
+ *       names in `skip`, which the code declares itself), and call it.  When `mark` is
+ *       'name:armAt:callAt...', the host has put `name()` as the last argument of the call
+ *       it picked (`armAt`: where `name` starts in `code`, each `callAt`: where V8 may place
+ *       that call in a stack trace, all in UTF-16 units), and the function is made inside a closure that binds
+ *       `name` to the run's `arm` (see the stand-in's `armer`).  The name is no parameter
+ *       of the sample's function, so neither `arguments` nor anything the sample is handed
+ *       holds `arm`; the code can reach it only by writing its random name, and reading the
+ *       name from its own source does not help: the lockdown leaves no direct eval.
  *   settle()  -> number while timers are pending or a deferred callback is left (one was
  *       just fired or called: call again after the microtasks ran), else the final result
  *       as JSON text.
@@ -93,7 +94,7 @@ globalThis.__callbench = (function () {
       }
     }
     if (mark) {
-      fn = armed(params, code, mark, env.arm);
+      fn = armed(params, code, mark, env);
       if (typeof fn === 'string') {
         run.error = fn;
         run.settled = true;
@@ -110,16 +111,41 @@ globalThis.__callbench = (function () {
     return undefined;
   }
 
-  // The sample's function again, now inside `function (<mark>) { return async function
-  // (params) {...} }` called with `arm`.  The body already compiled on its own above (V8
-  // checks that a dynamic function's body cannot close it early), and the function this
-  // returns must have exactly the expected source text: the code cannot have broken out
-  // of its body into the closure around it.  Returns the function, or an error line.
-  function armed(params, code, mark, arm) {
+  // ':line:column' of UTF-16 offset `at` in `code`, as V8 reports it for a position in the
+  // function `armed` makes (its first `lines` lines come before the code).
+  function position(code, at, lines) {
+    var lineBreak = /\r\n|[\n\r\u2028\u2029]/g; // what JavaScript counts as line breaks
+    var before = code.slice(0, at);
+    var line = 1;
+    var lineStart = 0;
+    var m;
+    while ((m = lineBreak.exec(before)) !== null) {
+      line++;
+      lineStart = m.index + m[0].length;
+    }
+    return ':' + (line + lines) + ':' + (at - lineStart + 1);
+  }
+
+  // The sample's function again, now inside `function (<name>) { return async function
+  // (params) {...} }` called with the run's `arm`.  The body already compiled on its own
+  // above (V8 checks that a dynamic function's body cannot close it early), and the
+  // function this returns must have exactly the expected source text: the code cannot
+  // have broken out of its body into the closure around it.  Returns the function, or an
+  // error line.
+  function armed(params, code, mark, env) {
+    var parts = mark.split(':');
+    var name = parts[0];
+    var head = '"use strict";\nreturn ';
     var inner = 'async function (' + params.join(', ') + ') {"use strict";\n' + code + '\n}';
+    // Function(p, body) compiles "(function anonymous(p\n) {\n" + body + "\n})": 2 lines,
+    // then head (1), then inner's first line (1) come before the code
+    var lines = 4;
+    var calls = [];
+    for (var i = 2; i < parts.length; i++) calls.push(position(code, Number(parts[i]), lines));
+    var arm = env.armer(position(code, Number(parts[1]), lines), calls);
     var fn;
     try {
-      fn = FunctionCtor(mark, '"use strict";\nreturn ' + inner + ';\n')(arm);
+      fn = FunctionCtor(name, head + inner + ';\n')(arm);
     } catch (e) {
       return 'the sandbox could not prepare the extracted call (' + String(e && e.name) + ')';
     }
@@ -199,9 +225,43 @@ globalThis.__callbenchLockdown = function (options) {
   //    function that evaluates strict code in global scope (indirect eval; strict like the
   //    sample, so its `var`s stay its own); the original stays only in this closure, and
   //    no other property holds it.
+  // The stand-in matches the picked call by the stack below it, and never matches a stack as
+  //    deep as this limit (a cut stack could hide a frame): 100 frames, not V8's 10, so that
+  //    honest code reached through helpers, callbacks and the extractor's wrappers still is.
+  Error.stackTraceLimit = 100;
+  // Code the sample makes at run time may not name its script (a `//# sourceURL=` comment):
+  //    stack text is how the stand-in tells the picked call from others, and a script named
+  //    like the sample's own could make a frame of another function read like the call's.
+  //    The Function constructors and `eval` refuse such source.
+  function unnamed(text) {
+    text = String(text);
+    if (text.indexOf('sourceURL') !== -1 || text.indexOf('sourceMappingURL') !== -1) {
+      throw new SyntaxError('code made at run time may not name its script (sourceURL) in the sandbox');
+    }
+    return text;
+  }
+  function tameConstructor(Orig, owners) {
+    var Tamed = {
+      [Orig.name]: function () {
+        var args = [];
+        for (var i = 0; i < arguments.length; i++) args.push(unnamed(arguments[i]));
+        return Reflect.construct(Orig, args, new.target === undefined || new.target === Tamed ? Orig : new.target);
+      }
+    }[Orig.name];
+    Object.defineProperty(Tamed, 'length', { value: 1 });
+    Object.defineProperty(Tamed, 'prototype', { value: Orig.prototype, writable: false, enumerable: false, configurable: false });
+    owners.forEach(function (o) {
+      Object.defineProperty(o, 'constructor', { value: Tamed, writable: true, enumerable: false, configurable: true });
+    });
+    return Tamed;
+  }
+  g.Function = tameConstructor(Function, [Function.prototype]);
+  tameConstructor(Object.getPrototypeOf(async function () {}).constructor, [Object.getPrototypeOf(async function () {})]);
+  tameConstructor(Object.getPrototypeOf(function* () {}).constructor, [Object.getPrototypeOf(function* () {})]);
+  tameConstructor(Object.getPrototypeOf(async function* () {}).constructor, [Object.getPrototypeOf(async function* () {})]);
   var originalEval = g.eval;
   var globalEval = {
-    eval: function (x) { return typeof x === 'string' ? originalEval('"use strict";void 0;' + x) : x; }
+    eval: function (x) { return typeof x === 'string' ? originalEval('"use strict";void 0;' + unnamed(x)) : x; }
   }.eval;
   Object.defineProperty(globalEval, 'length', { value: 1 });
   Object.defineProperty(g, 'eval', { value: globalEval, writable: true, enumerable: false, configurable: true });
