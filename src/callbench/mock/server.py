@@ -200,11 +200,21 @@ def _fingerprint(spec: ApiSpec) -> tuple[Any, ...]:
     )
 
 
+_HOST_SPECS: set[str] = set()  # the specs the forking host holds parsed
+_HOST_SPECS_MAX = 4  # every child inherits them: a fifth spec drops the others (the memory limit)
+
+
 def _prepare(config: dict[str, Any]) -> None:
     """In the forking host: load the spec once (load_spec's cache), so children start with it."""
     from callbench.specs import load_spec
+    from callbench.specs.openapi import clear_spec_cache
 
-    load_spec(config["spec"])
+    path = config["spec"]
+    if path not in _HOST_SPECS and len(_HOST_SPECS) >= _HOST_SPECS_MAX:
+        clear_spec_cache()
+        _HOST_SPECS.clear()
+    load_spec(path)
+    _HOST_SPECS.add(path)
 
 
 def _engine(config: dict[str, Any], quotas: Quotas) -> MockServer:

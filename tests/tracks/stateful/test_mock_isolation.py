@@ -166,3 +166,21 @@ def test_a_model_the_mock_cannot_read_is_a_one_line_start_error(spec):
     ) as err:
         MockService(spec, bad).start()
     assert "\n" not in str(err.value)
+
+
+def test_the_forking_host_holds_few_specs(tmp_path, monkeypatch):
+    """Every mock process inherits the specs the host holds parsed: a fifth spec drops the others,
+    so a run over many specs does not grow every child towards its memory limit."""
+    from callbench.mock import server
+    from callbench.specs.openapi import _CACHE
+
+    monkeypatch.setattr(server, "_HOST_SPECS", set())
+    paths = []
+    for n in range(5):
+        f = tmp_path / f"pets{n}.yaml"
+        f.write_text(PETSTORE.read_text(encoding="utf-8"), encoding="utf-8")
+        paths.append(str(f.resolve()))
+        server._prepare({"spec": paths[-1]})
+    held = {key[0] for key in _CACHE}
+    assert server._HOST_SPECS == {paths[4]} and paths[4] in held
+    assert not held & set(paths[:4])

@@ -1,8 +1,8 @@
 """Services a sample talks to, each in its own memory-limited process outside the harness.
 
 A service that a generated program calls (the session service, a spec's mock) holds whatever the
-program sends it. Run inside the harness, a program posting 1 MB bodies in a loop grew the harness from 33 MB to
-869 MB. Here every service instance is a separate process with its own limits, so the most a
+program sends it. Run inside the harness, a program posting 1 MB bodies in a loop grew the harness
+from 33 MB to 869 MB. Here every service instance is a separate process with its own limits, so the most a
 sample can do is break *its* service, which is that sample's verdict
 (:class:`ServiceLimitError`), while the harness and every other sample are untouched:
 
