@@ -178,7 +178,7 @@ def run_stateful(
     scenario: Annotated[list[str] | None, typer.Option(help="Only these scenarios (repeatable).")] = None,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default 0 for one sample, 0.8 for several).")] = None,
     seed: SampledSeed = 0,
-    timeout: Annotated[float, typer.Option(help="Seconds per program run (wall time, setup included).")] = 20.0,
+    timeout: Annotated[float, typer.Option(help="CPU seconds per program run (start-up, imports and setup not charged; the wall clock is only a backstop, recorded as infra_timeout).")] = 20.0,
     mode: Annotated[
         str, typer.Option(help="program (the model writes Python) or mcp (a tool-calling agent over the scenario's MCP server; voice).")
     ] = "program",

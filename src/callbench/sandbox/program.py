@@ -386,6 +386,7 @@ class _Key:
     tmp_mb: int
     namespaces: bool
     network: bool  # unsandboxed only: a new network namespace (False keeps the host's for services)
+    sandboxed: bool  # bwrap (False: --unsafe-no-sandbox), decided when the run asks for a server
 
 
 class _Server:
@@ -761,7 +762,10 @@ def run_program(
         "max_result_bytes": lim.max_result_bytes,
     }
     json.dumps(cfg["preload"])  # TypeError: preload is not JSON (before any sandbox starts)
-    key = _Key(view, setup_imports(setup), lim.tmp_mb, lim.namespaces, not services)
+    sandboxed = (
+        boundary.bwrap() is not None
+    )  # SandboxUnavailable: no bwrap, and running without it not allowed
+    key = _Key(view, setup_imports(setup), lim.tmp_mb, lim.namespaces, not services, sandboxed)
     t0 = time.monotonic()
     sockets = [path for _, path in services]
     warm = _mode == "forkserver"
