@@ -261,3 +261,31 @@ def test_a_signal_the_run_was_started_ignoring_stays_ignored(tmp_path):
                 proc.communicate()
     assert proc.returncode == 143, err
     assert "terminated (SIGTERM)" in err and "SIGHUP" not in err
+
+
+def test_sigterm_stops_a_run_waiting_out_a_long_retry_after(tmp_path):
+    """Issue 28: a run waiting out a server's Retry-After (here 300 s) was still alive 10 minutes
+    after `kill PID`. The wait is cancelled with the rest of the run."""
+    out = tmp_path / "runs"
+    with FakeOpenAIServer(lambda body: {"content": "[]"}) as fake:
+        fake.script = [("ok", 0)] * 4 + [("retry_after", 300)] * 40
+        env = {**os.environ, "OPENAI_API_KEY": "x"}
+        shell = subprocess.Popen(["sh", "-c", BACKGROUND, "sh", str(tmp_path), *_cmd(fake.url, out)], env=env)
+        try:
+            _wait_rows(out, 4, lambda: shell.poll() is None)
+            deadline = time.monotonic() + 120
+            while len(fake.requests) < 8 and time.monotonic() < deadline:  # 4 answered, 4 told to wait
+                time.sleep(0.05)
+            assert shell.poll() is None and len(fake.requests) >= 8, (tmp_path / "run.log").read_text()
+            time.sleep(0.5)
+            start = time.monotonic()
+            os.kill(int((tmp_path / "run.pid").read_text()), signal.SIGTERM)
+            shell.wait(timeout=120)
+            took = time.monotonic() - start
+        finally:
+            if shell.poll() is None:
+                shell.kill()
+    log = (tmp_path / "run.log").read_text()
+    assert shell.returncode == 143, log
+    assert took < STOP_WITHIN, f"stopping took {took:.2f} s"
+    assert "terminated (SIGTERM)" in log and "run the same command to resume" in log
