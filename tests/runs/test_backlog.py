@@ -280,3 +280,31 @@ def test_a_cut_response_body_is_reported_as_cut_off_not_as_a_connection_failure(
     message = str(err.value)
     assert "gave up after 2 attempt(s): response cut off before its end (" in message, message
     assert "cannot connect" not in message and "\n" not in message
+
+
+# -- a scoring worker sends back whatever a sample's result holds ------------------------------------
+
+
+def test_a_result_of_any_depth_comes_back_from_a_scoring_worker():
+    """A worker pickles its replies, and pickle recursed past Python's limit on a result 100,000
+    deep: the worker died and the run with it. The values are cut as the store cuts them; a
+    result that cannot be pickled at all is that sample's error, not the batch's."""
+    import pickle
+
+    from callbench.runs.eval_worker import _evaluate_batch, _reply
+
+    class Deep:
+        def evaluate(self, sample, output):
+            if sample.id == "odd":
+                return SampleResult(status="ok", execution={"f": lambda: None})
+            value: list = []
+            for _ in range(100_000):
+                value = [value]
+            return SampleResult(status="ok", execution={"body": value}, verdicts={"strict": {"sample": "wrong"}})
+
+    out = ModelOutput(text="x", mode="completion")
+    batch = [(Sample(id=i, group="g", payload=None), out) for i in ("a", "odd", "b")]
+    replies = pickle.loads(_reply(_evaluate_batch(Deep(), batch)))
+    assert [ok for ok, _ in replies] == [True, False, True]
+    assert replies[0][1].verdicts == {"strict": {"sample": "wrong"}} and replies[0][1].execution["body"]
+    assert "its result cannot be sent back" in replies[1][1]

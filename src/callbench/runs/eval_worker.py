@@ -16,6 +16,7 @@ requests over its stdin, like the V8 worker: the parent is the only writer of wh
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import pickle
 import struct
@@ -194,16 +195,45 @@ def _evaluate_batch(track: Any, batch: list[tuple[Any, Any]]) -> list[tuple[bool
     many = getattr(track, "evaluate_many", None)
     if many is not None and len(batch) > 1:
         try:
-            return [(True, r) for r in many(batch)]
+            return [(True, _sendable(r)) for r in many(batch)]
         except Exception:  # noqa: BLE001 - retried one by one below, which names the sample
             pass
     replies: list[tuple[bool, Any]] = []
     for sample, output in batch:
         try:
-            replies.append((True, track.evaluate(sample, output)))
+            replies.append((True, _sendable(track.evaluate(sample, output))))
         except Exception as exc:  # noqa: BLE001 - reported to the parent with the sample's context
             replies.append((False, f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"))
     return replies
+
+
+def _sendable(result: Any) -> Any:
+    """``result`` with the values a sample produced cut as the store cuts them
+    (:func:`callbench.runs.store.storable`): pickle recurses as deep as a value nests, so a
+    result 100,000 deep would otherwise kill the worker and, with it, the run."""
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        from callbench.runs.store import storable
+
+        changes = {f.name: storable(getattr(result, f.name)) for f in dataclasses.fields(result)
+                   if isinstance(getattr(result, f.name), (dict, list, tuple))}
+        return dataclasses.replace(result, **changes) if changes else result
+    return result
+
+
+def _reply(replies: list[tuple[bool, Any]]) -> bytes:
+    """The pickled replies; one that cannot be pickled becomes that sample's error, not the batch's."""
+    try:
+        return pickle.dumps(replies)
+    except Exception:  # noqa: BLE001 - found and named one reply at a time below
+        pass
+    out: list[tuple[bool, Any]] = []
+    for ok, value in replies:
+        try:
+            pickle.dumps(value)
+            out.append((ok, value))
+        except Exception as exc:  # noqa: BLE001 - the sample's error, reported by the parent
+            out.append((False, f"its result cannot be sent back ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"))
+    return pickle.dumps(out)
 
 
 def serve() -> None:
@@ -217,7 +247,7 @@ def serve() -> None:
         warm_up()
     try:
         while (data := _read(inp)) is not None:
-            body = pickle.dumps(_evaluate_batch(track, pickle.loads(data)))
+            body = _reply(_evaluate_batch(track, pickle.loads(data)))
             out.write(_HEADER.pack(len(body)) + body)
             out.flush()
     finally:
