@@ -308,3 +308,35 @@ def test_a_result_of_any_depth_comes_back_from_a_scoring_worker():
     assert [ok for ok, _ in replies] == [True, False, True]
     assert replies[0][1].verdicts == {"strict": {"sample": "wrong"}} and replies[0][1].execution["body"]
     assert "its result cannot be sent back" in replies[1][1]
+
+
+def test_a_request_a_worker_cannot_receive_fails_its_sample_instead_of_hanging(data_root):
+    """The parent pickles each batch for a worker: an answer nested 100,000 deep is cut first (it
+    is scored), and a request that cannot be pickled at all fails its waiters with one line (the
+    driver died with it before, and the run waited forever)."""
+    from callbench.api import make_track
+    from callbench.runs.eval_worker import EvaluatorError, ProcessEvaluator
+
+    track = make_track("webapi")
+    sample = track.load_samples()[0]
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+
+    async def go():
+        pool = ProcessEvaluator(track.evaluator_factory(), 1)
+        try:
+            scored = await pool.evaluate(sample, ModelOutput(text="get('https://example.com')", mode="completion",
+                                                             extra={"deep": deep}))
+            with pytest.raises(EvaluatorError, match="cannot hand the samples to a worker process"):
+                await pool.evaluate(Sample(id="x", group="g", payload=lambda: None), ModelOutput(text="", mode="completion"))
+            again = await pool.evaluate(sample, ModelOutput(text="get('https://example.com')", mode="completion"))
+            return scored, again
+        finally:
+            await pool.close()
+
+    try:
+        scored, again = asyncio.run(go())
+    finally:
+        track.close()
+    assert scored.status == again.status and scored.verdicts == again.verdicts

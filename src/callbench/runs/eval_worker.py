@@ -74,6 +74,9 @@ class ProcessEvaluator:
                 replies = await worker.call([req for req, _ in batch])
             except EvaluatorError as exc:
                 replies = [(None, exc)] * len(batch)
+            except Exception as exc:  # noqa: BLE001 - e.g. a request pickle cannot write: every waiter learns it
+                failure = EvaluatorError(f"cannot hand the samples to a worker process ({type(exc).__name__}: {exc})")
+                replies = [(None, failure)] * len(batch)
             for (_, fut), (ok, value) in zip(batch, replies, strict=True):
                 if fut.done():
                     continue
@@ -86,7 +89,7 @@ class ProcessEvaluator:
         await self.start()
         assert self._queue is not None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(((sample, output), future))
+        self._queue.put_nowait(((sample, _sendable(output)), future))
         return await future
 
     async def close(self, *, abandon: bool = False) -> None:
