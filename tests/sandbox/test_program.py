@@ -602,3 +602,33 @@ def test_idle_servers_are_capped_least_recently_used_first():
     assert a.closed and not b.closed and not c.closed
     assert pool.acquire("a") is c and pool.acquire("b") is b
     pool.close()
+
+
+def test_result_channel_reader_keeps_violations_whatever_the_chunks_and_the_flood():
+    """The reader itself (no sandbox): lines over the limit are skipped whole, never the violations
+    before or after them; forged reports count once; chunk boundaries change nothing."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    stream = (
+        b'\n{"violation": "first"}\n'
+        + b"x" * 5000  # longer than the limit below, split across chunks
+        + b"\n"
+        + b'{"final": true, "status": "ok"}\n' * 50
+        + b"[" * 200_000
+        + b'\n{"violation": "last"}'  # no trailing newline: read at close
+    )
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.integers(min_value=0, max_value=len(stream)), max_size=30))
+    def check(cuts):
+        reader = program._Reports(max_line=1000)
+        bounds = [0, *sorted(cuts), len(stream)]
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            reader.add(stream[a:b])
+        reader.close()
+        forged = "sandbox: more than one result report (forged by the program)"
+        assert reader.violations == ["first", forged, "last"]
+        assert reader.final == {"final": True, "status": "ok"}
+
+    check()

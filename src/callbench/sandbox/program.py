@@ -302,7 +302,9 @@ class _Reports:
                 self.violations.append(_text(msg["violation"]))
         elif msg.get("final") is True:
             if self.final is not None:  # the runner writes one; a second means the program forged one
-                self.violations.append("sandbox: more than one result report (forged by the program)")
+                forged = "sandbox: more than one result report (forged by the program)"
+                if len(self.violations) < MAX_VIOLATIONS and forged not in self.violations:
+                    self.violations.append(forged)
                 return
             self.final = msg
 
