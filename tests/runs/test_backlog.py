@@ -340,3 +340,22 @@ def test_a_request_a_worker_cannot_receive_fails_its_sample_instead_of_hanging(d
     finally:
         track.close()
     assert scored.status == again.status and scored.verdicts == again.verdicts
+
+
+def test_a_stop_while_the_data_loads_ends_the_run_at_once(tmp_path):
+    """Loading the data is synchronous (seconds for a large spec set): a stop signal then unwinds
+    at once instead of waiting for the load to finish."""
+    done: list[str] = []
+
+    class SlowLoad(Scored):
+        def load_samples(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(600):  # 60 s, unless the stop interrupts it
+                threading.Event().wait(0.1)
+            done.append("loaded")
+            return super().load_samples()
+
+    with pytest.raises(RunStopped) as stop:
+        run(SlowLoad([]), Recorder([]), _opts(tmp_path), handle_signals=True)
+    assert stop.value.signum == signal.SIGTERM and done == []
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

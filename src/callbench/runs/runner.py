@@ -349,7 +349,9 @@ async def _rescore(
     return len(updates)
 
 
-async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None) -> RunOutcome:
+async def run_async(
+    track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None, *, _prepared: Any = None
+) -> RunOutcome:
     console = console or Console(stderr=True)
     try:
         prep = _prepare(track, model, opts)
@@ -357,6 +359,8 @@ async def run_async(track: Track, model: ModelBackend, opts: RunOptions, console
         track.close()
         await model.aclose()
         raise
+    if _prepared is not None:  # the run directory is open: from here a stop cancels the run (see run())
+        _prepared()
     samples, run_dir, store, resumed = prep.samples, prep.run_dir, prep.store, prep.resumed
     try:
         if opts.retry_errors:
@@ -763,6 +767,12 @@ async def _run_stoppable(track: Track, model: ModelBackend, opts: RunOptions, co
         caught.append(signum)
         main.cancel()
 
+    def while_preparing(signum: int, frame: Any) -> None:
+        # Loading the data and opening the run directory is synchronous (seconds for large spec
+        # sets), so the loop would see the signal only after it: nothing ran yet, so unwind at
+        # once, as Ctrl-C does (every step of the preparation closes what it opened).
+        raise RunStopped(signum)
+
     installed: dict[int, Any] = {}
     for name in STOP_SIGNALS:
         signum = getattr(signal, name, None)
@@ -771,15 +781,23 @@ async def _run_stoppable(track: Track, model: ModelBackend, opts: RunOptions, co
         previous = signal.getsignal(signum)
         if previous is signal.SIG_IGN and signum != signal.SIGTERM:
             continue
-        loop.add_signal_handler(signum, on_signal, signum)
         installed[signum] = previous
+        signal.signal(signum, while_preparing)
+    looped: list[int] = []
+
+    def prepared() -> None:  # the run starts: a stop now cancels it where it waits
+        for signum in installed:
+            loop.add_signal_handler(signum, on_signal, signum)
+            looped.append(signum)
+
     try:
-        return await run_async(track, model, opts, console)
+        return await run_async(track, model, opts, console, _prepared=prepared)
     except asyncio.CancelledError:
         if caught:
             raise RunStopped(caught[0]) from None
         raise
     finally:
-        for signum, previous in installed.items():
+        for signum in looped:
             loop.remove_signal_handler(signum)
+        for signum, previous in installed.items():
             signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
