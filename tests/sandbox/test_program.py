@@ -632,3 +632,24 @@ def test_result_channel_reader_keeps_violations_whatever_the_chunks_and_the_floo
         assert reader.final == {"final": True, "status": "ok"}
 
     check()
+
+
+def test_directories_of_a_killed_harness_are_removed_by_the_next(tmp_path, monkeypatch):
+    """A harness stopped by a signal runs no clean-up; the next process removes what it left."""
+    import os
+    import subprocess
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f"callbench-sock-{gone.pid}-abc"
+    dead.mkdir()
+    (dead / "s0.sock").write_text("")
+    alive = tmp_path / f"callbench-prog-{os.getppid()}-abc"
+    alive.mkdir()
+    program._sweep_dead_owners.cache_clear()
+    mine = program._private_dir("sock")
+    assert not dead.exists() and alive.exists() and os.path.isdir(mine)
+    os.rmdir(mine)
+    os.rmdir(alive)

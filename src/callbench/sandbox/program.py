@@ -70,6 +70,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import functools
+import glob
 import json
 import math
 import os
@@ -391,6 +392,23 @@ class _Key:
     sandboxed: bool  # bwrap (False: --unsafe-no-sandbox), decided when the run asks for a server
 
 
+def _private_dir(kind: str) -> str:
+    """A new host directory ``callbench-<kind>-<pid>-*``; the first call of a process removes those
+    of processes that are gone (a harness killed by a signal runs no clean-up)."""
+    _sweep_dead_owners()
+    return tempfile.mkdtemp(prefix=f"callbench-{kind}-{os.getpid()}-")
+
+
+@functools.cache
+def _sweep_dead_owners() -> None:
+    root = tempfile.gettempdir()
+    for kind in ("prog", "sock"):
+        for entry in glob.glob(os.path.join(glob.escape(root), f"callbench-{kind}-*-*")):
+            pid = os.path.basename(entry).split("-")[2]
+            if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
 class _Server:
     """One sandbox (bwrap + interpreter) whose fork server runs one program at a time."""
 
@@ -401,17 +419,18 @@ class _Server:
         self.fixed_sockets = tuple(sockets)
         self.proc: subprocess.Popen[bytes] | None = None
         self.usable = False
-        self.tmp = tempfile.mkdtemp(prefix="callbench-prog-")
+        # the scratch directory of a server without bwrap (with it: the private tmpfs, nothing here)
+        self.tmp = _private_dir("prog") if not key.sandboxed else None
         self.links: str | None = None
         self.buf = b""
         self.sock, theirs = socket.socketpair()
         try:
             if not self.fixed_sockets:
-                self.links = tempfile.mkdtemp(prefix="callbench-sock-")
+                self.links = _private_dir("sock")
                 os.chmod(self.links, 0o755)
             how = launch(
                 "_program_runner.py",
-                self.tmp,
+                self.tmp or "/",
                 view=key.view,
                 socket_paths=self.fixed_sockets,
                 socket_dir=self.links,
@@ -614,7 +633,8 @@ class _Server:
         log = getattr(self, "log", None)
         if log is not None:
             log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
         if self.links:
             shutil.rmtree(self.links, ignore_errors=True)
 
