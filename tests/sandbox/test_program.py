@@ -85,7 +85,7 @@ def test_timeout_reports_state_and_is_bounded():
     assert res.status == "timeout" and res.error == "TimeoutError: program exceeded 1.5s of CPU time"
     assert res.variables["counter"] > 0 and res.state is True
     # bounded in CPU time, the budget's unit (the wall clock depends on how busy the machine is)
-    assert 1.4 <= res.cpu_s < 1.5 + 2.0 + 1.5  # rusage is sampled at the kernel's tick
+    assert 1.0 <= res.cpu_s < 1.5 + 2.0 + 1.5, res  # rusage is sampled at the kernel's tick
 
 
 def test_timeout_caught_by_program_still_killed():
@@ -539,7 +539,8 @@ def test_the_sandbox_shows_no_host_path():
     assert res.status == "ok", res.error
     cmdline = res.variables["c"]
     assert cmdline.startswith("bwrap\x00--args\x00")
-    for host in (str(REPO), "site-packages", "--ro-bind", "/tmp/callbench"):
+    assert f"\x00--\x00{boundary.INTERPRETER}\x00" in cmdline
+    for host in (str(REPO), "site-packages", "--ro-bind", "/tmp/callbench", boundary.interpreter()):
         assert host not in cmdline
 
 

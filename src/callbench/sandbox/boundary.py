@@ -47,6 +47,7 @@ from callbench.errors import CallbenchError
 SITE = "/opt/callbench/site"  # packages on the view, inside the sandbox
 SOCKETS = "/run/callbench"  # service sockets, inside the sandbox
 WORKDIR = "/tmp"  # the private writable tmpfs, inside the sandbox
+INTERPRETER = "/opt/python/bin/python3"  # a link to the base interpreter, inside the sandbox
 UID = 65534  # "nobody"
 
 # Stdlib C extensions a program does not need and that reach past the audit hook (readline writes
@@ -440,6 +441,10 @@ def command(
         args += ["--ro-bind", socket_dir, SOCKETS]
     for host, name in sockets:
         args += ["--ro-bind", host, f"{SOCKETS}/{name}"]
+    argv = list(argv)
+    if argv and argv[0] == interpreter():  # the command line shows a neutral name, not the host's path
+        args += ["--symlink", argv[0], INTERPRETER]
+        argv[0] = INTERPRETER
     args += ["--chdir", WORKDIR, "--remount-ro", "/", "--", *argv]
     return args
 
