@@ -265,6 +265,7 @@ def test_honest_call_shapes_are_scored(sb, shape):
     r = sb.run(shape.format(u=GOLD, w=WRONG) + ";")
     assert r.status == "ok", (r.status, r.error, r.code)
     assert r.request["url"] == GOLD
+    assert "__callbench_mark" not in r.code and "__cb_mark" not in r.code  # the stored code is the sample's
 
 
 def test_track_verdict_for_the_issue_exploit(tmp_path, data_root):

@@ -214,8 +214,8 @@ class V8Engine:
     ) -> dict:
         """Run one sample; returns {status, requests, error, console, marked}.
 
-        mark: a parameter name bound to the run's marker object (see js_harness.js);
-        `marked` is the index of the first request a marked call made, -1 if none.
+        mark: 'name:offsets' of the picked call's token function (see js_harness.js `start`);
+        `marked` is the index of the first request the picked call made, -1 if none.
         """
         retried = False
         while True:

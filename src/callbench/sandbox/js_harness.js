@@ -26,7 +26,8 @@
  * host APIs that could run code after a sample ends (timers, Atomics.waitAsync,
  * FinalizationRegistry, WebAssembly) and the Annex B RegExp.prototype.compile (it
  * rewrites a regex in place, frozen or not), leaves no direct eval (the global `eval`
- * evaluates in global scope only), takes __callbench, __callbenchStandin and
+ * evaluates strict code in global scope only) and no way to name a script made at run time
+ * (`eval` and the Function constructors refuse a sourceURL comment), takes __callbench, __callbenchStandin and
  * itself off the global object (the host keeps the runner in a global lexical binding
  * with a random name, which samples cannot enumerate), caps allocations that bypass
  * the V8 heap limit, and deep-freezes every intrinsic, the stand-in, the runner and
