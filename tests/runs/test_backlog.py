@@ -206,7 +206,7 @@ def test_the_backend_error_rate_stop_counts_the_stored_rows(tmp_path, monkeypatc
         r = CliRunner().invoke(app, _args(fake.url, tmp_path, "--concurrency", "16"))
         assert r.exit_code == 2, r.output
         line = next(x for x in r.output.splitlines() if x.startswith("error:"))
-        failed, answered = map(int, re.search(r"(\d+) of the (\d+) samples answered in this session", line).groups())
+        failed, answered = map(int, re.search(r"(\d+) of the (\d+) samples this session stored", line).groups())
         statuses = _statuses(tmp_path)
         assert failed == sum(1 for s in statuses.values() if s == "backend_error") and answered == len(statuses)
         assert "context length exceeded" in line and "--retry-errors" in line and "earlier sessions" not in line
@@ -214,7 +214,7 @@ def test_the_backend_error_rate_stop_counts_the_stored_rows(tmp_path, monkeypatc
         r = CliRunner().invoke(app, _args(fake.url, tmp_path, "--concurrency", "2"))
         assert r.exit_code == 2, r.output
         line = next(x for x in r.output.splitlines() if x.startswith("error:"))
-        failed2, answered2 = map(int, re.search(r"(\d+) of the (\d+) samples answered in this session", line).groups())
+        failed2, answered2 = map(int, re.search(r"(\d+) of the (\d+) samples this session stored", line).groups())
         statuses2 = _statuses(tmp_path)
         total = sum(1 for s in statuses2.values() if s == "backend_error")
         assert failed2 == total - failed and answered2 == len(statuses2) - len(statuses)

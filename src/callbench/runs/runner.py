@@ -514,7 +514,7 @@ def _rate_stop(store: RunStore, asked: list[Sample], rate: float, last: str) -> 
     stored = sum(1 for st in statuses.values() if st == BACKEND_ERROR)
     earlier = f", {stored} stored in the run directory with earlier sessions'" if stored != failed else ""
     return BackendErrorRate(
-        f"{failed} of the {len(mine)} samples answered in this session got no usable answer from the backend "
+        f"{failed} of the {len(mine)} samples this session stored got no usable answer from the backend "
         f"(over --max-backend-error-rate {rate:g}{earlier}); last: {last}; "
         "finished samples are saved: fix the backend and run the same command with --retry-errors"
     )
