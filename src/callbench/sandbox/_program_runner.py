@@ -404,7 +404,13 @@ def serve(server, control):
             return
         cfg, fds = got
         cfg = {**server["program"], **cfg}
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # no process to run it in: the machine's failure, not the program's
+            for fd in fds:
+                os.close(fd)
+            control.sendall((json.dumps({"fork_error": str(exc)}) + "\n").encode())
+            continue
         if pid == 0:
             child(cfg, fds, control)
         for fd in fds:

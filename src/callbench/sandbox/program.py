@@ -561,6 +561,11 @@ class _Server:
             reports = _Reports(lim.max_result_bytes + (1 << 20))
             reply, backstop = self._pump({out_r: out, err_r: err, res_r: reports}, t0 + lim.backstop_s())
             reports.close()
+            if reply is not None and "fork_error" in reply:
+                self.usable = False
+                raise ServerError(
+                    f"the sandbox's fork server could not fork ({_text(reply['fork_error'], 200)})"
+                )
             if reply is None:
                 self.usable = False
             elif reply.get("clean") is not True:
