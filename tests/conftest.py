@@ -20,6 +20,23 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("CALLBENCH_DATA_DIR", str(_DEFAULT_DATA))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A passing suite leaves no temporary directory: pytest removes its own run directory
+    (``tmp_path_retention_policy = "failed"``) but keeps the per-user root it made; drop it too
+    when it is empty (a failing test's directory stays, to look at)."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    basetemp = getattr(factory, "_basetemp", None)
+    if basetemp is None or session.config.option.basetemp:
+        return
+    root = Path(basetemp).parent
+    if root.name.startswith("pytest-of-"):
+        try:
+            root.rmdir()  # only when empty
+        except OSError:
+            pass
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     root = shared_data_dir()
