@@ -25,9 +25,6 @@ that breaks a quota, or the process ending, makes :meth:`MockService.snapshot` a
 from __future__ import annotations
 
 import os
-import resource
-import socket
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +32,14 @@ from callbench.mock.app import MockApp, _MethodNotAllowed
 from callbench.mock.validate import RequestError
 from callbench.specs.openapi import ApiSpec
 from callbench.tracks.stateful.infer.overlay import StateModel
-from callbench.tracks.stateful.services.isolation import Channel, Quotas, ServiceLimitError, spawn
-from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer
-from callbench.untrusted import MAX_NODES, VALUE_MAX_DEPTH, UntrustedInputError, check_value
+from callbench.tracks.stateful.services.isolation import (
+    Channel,
+    IsolatedService,
+    Quotas,
+    ServiceLimitError,
+    spawn,
+)
+from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, ThreadedEngine
 
 __all__ = ["MockServer", "MockService", "Quotas", "ServiceLimitError"]
 
@@ -60,9 +62,12 @@ class _MockHandler(JsonHandler):
             raise ClientError(e.status, e.message) from None
 
 
-class MockServer:
+class MockServer(ThreadedEngine):
     """The mock of ``spec`` served from a thread of *this* process: in a :class:`MockService`'s
     own process (with its quotas), or in ``callbench serve mock``'s."""
+
+    thread_name = "spec-mock"
+    empty_state: dict = {}
 
     def __init__(
         self,
@@ -79,29 +84,17 @@ class MockServer:
         max_state_values: int | None = None,
     ):
         self.app = MockApp(spec, model, seed)
-        self.max_state_values = max_state_values
-        try:
-            self.server = JsonServer(
-                address,
-                self.app,
-                max_body,
-                socket_timeout,
-                max_connections,
-                _MockHandler,
-                max_total_bytes=max_total_bytes,
-                max_requests=max_requests,
-            )
-        except OSError as e:
-            self.app.store.close()
-            where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
-            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
-        self.thread = threading.Thread(
-            target=self.server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="spec-mock",
-            daemon=True,
+        self._serve(
+            address,
+            self.app,
+            _MockHandler,
+            max_body=max_body,
+            socket_timeout=socket_timeout,
+            max_connections=max_connections,
+            max_total_bytes=max_total_bytes,
+            max_requests=max_requests,
+            max_state_values=max_state_values,
         )
-        self.thread.start()
 
     @classmethod
     def from_files(
@@ -122,50 +115,13 @@ class MockServer:
         )
 
     @property
-    def port(self) -> int:
-        return 0 if self.server.address_family == socket.AF_UNIX else self.server.server_address[1]
-
-    @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    # -- the engine interface of services.isolation ---------------------------------------------
-    def ready(self) -> dict[str, Any]:
-        return {"port": self.port}
+    def _state(self) -> dict[str, list[Any]]:
+        return self.app.store.snapshot()
 
-    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
-        if op in ("snapshot", "log") and self.server.breach is not None:
-            return {}  # the harness raises the breach; nothing it would read is sent
-        if op == "snapshot":
-            state = self.app.store.snapshot()
-            try:  # {resource: [object, ...]}: two levels above the stored values
-                check_value(
-                    state,
-                    what="the stored state",
-                    max_depth=VALUE_MAX_DEPTH + 2,
-                    max_nodes=self.max_state_values or MAX_NODES,
-                )
-            except UntrustedInputError as e:
-                self.server.note_breach(f"{e}: over the limit of what is compared")
-                return {"state": {}}
-            return {"state": state}
-        if op == "log":
-            return {"log": self.server.take_log()}
-        if op == "stats":
-            return {
-                "pid": os.getpid(),
-                "threads": threading.active_count(),
-                "received": self.server.received,
-                "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            }
-        raise ValueError(f"unknown operation {op!r}")
-
-    def breach(self) -> str | None:
-        return self.server.breach
-
-    def close(self) -> None:
-        self.server.stop()
-        self.thread.join(timeout=5)
+    def _close_store(self) -> None:
         self.app.store.close()
 
 
@@ -245,11 +201,13 @@ def _engine(config: dict[str, Any], quotas: Quotas) -> MockServer:
     )
 
 
-class MockService:
+class MockService(IsolatedService):
     """A mock of ``spec`` on 127.0.0.1 (``port=0``: a free port) or on a Unix socket
     (``unix_path``, as the program sandbox wants it), in its own process under ``quotas``.
     ``model``: the state model (default: inferred from the spec). ``spec`` must come from a file
     (:func:`callbench.specs.load_spec`): the service's process loads it from there."""
+
+    what = "spec mock"
 
     def __init__(
         self,
@@ -266,10 +224,14 @@ class MockService:
     ):
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int, got {seed!r}")
-        if max_body < 0:
-            raise ValueError(f"max_body must be >= 0, got {max_body}")
-        if max_connections < 1:
-            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
+        super().__init__(
+            max_body=max_body,
+            port=port,
+            socket_timeout=socket_timeout,
+            unix_path=unix_path,
+            max_connections=max_connections,
+            quotas=quotas,
+        )
         if model is None:
             from callbench.tracks.stateful.infer import infer_model
 
@@ -277,15 +239,7 @@ class MockService:
         self.spec = spec
         self.model = model
         self.seed = seed
-        self.quotas = quotas or Quotas()
         self._spec_path, self._spec_stat = _spec_file(spec)
-        self._port = port
-        self._max_body = max_body
-        self._socket_timeout = socket_timeout
-        self._max_connections = max_connections
-        self._unix_path = None if unix_path is None else str(unix_path)
-        self._channel: Channel | None = None
-        self._closed = False
 
     @classmethod
     def from_files(
@@ -297,47 +251,15 @@ class MockService:
         spec = load_spec(spec_path)
         return cls(spec, load_model(spec, model_path), **kw)
 
-    def start(self) -> MockService:
-        if self._channel is not None or self._closed:
-            raise RuntimeError("MockService.start() may be called once, before close()")
+    def _spawn(self) -> Channel:
         config = {
             "spec": self._spec_path,
             "spec_stat": self._spec_stat,
             "seed": self.seed,
-            "unix_path": self._unix_path,
-            "port": self._port,
-            "max_body": self._max_body,
-            "socket_timeout": self._socket_timeout,
-            "max_connections": self._max_connections,
+            **self._listen_config(),
         }
         payload = {"model": self.model.model_dump(mode="json", by_alias=True)}
-        self._channel = spawn("mock", config, self.quotas, "spec mock", payload)
-        return self
-
-    def _running(self) -> Channel:
-        if self._channel is None or self._closed:
-            raise RuntimeError("MockService is not running: call start() first (and not after close())")
-        return self._channel
-
-    @property
-    def port(self) -> int:
-        if self._unix_path:
-            raise RuntimeError("this MockService listens on a Unix socket (socket_path), not a port")
-        return int(self._running().ready["port"])
-
-    @property
-    def socket_path(self) -> str | None:
-        return self._unix_path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _call(self, op: str) -> dict[str, Any]:
-        reply = self._running().call(op)
-        if reply.get("breach"):
-            raise ServiceLimitError(f"spec mock: {reply['breach']}")
-        return reply
+        return spawn("mock", config, self.quotas, self.what, payload)
 
     def snapshot(self) -> dict[str, list[Any]]:
         """The stored objects by resource, in creation order."""
@@ -345,27 +267,3 @@ class MockService:
         if not isinstance(state, dict) or not all(isinstance(v, list) for v in state.values()):
             raise ServiceLimitError("spec mock: its state is not an object of lists")
         return state
-
-    def request_log(self) -> list[tuple[str, str, int]]:
-        """(method, request target, status) of every reply so far."""
-        return [(m, p, s) for m, p, s in self._call("log")["log"]]
-
-    def stats(self) -> dict[str, int]:
-        """The service process's ``pid``, ``threads``, bytes ``received`` and ``maxrss_kb``."""
-        reply = self._running().call("stats")
-        return {k: reply[k] for k in ("pid", "threads", "received", "maxrss_kb")}
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._channel is not None:
-            self._channel.close()
-
-    def __enter__(self) -> MockService:
-        if self._channel is None:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -206,7 +206,7 @@ def test_a_state_too_big_to_compare_is_the_runs_error():
         assert requests.post(url, json={"data": {"x": list(range(900))}}, timeout=30).status_code == 201
         assert len(svc.snapshot()) == 1
         assert requests.post(url, json={"data": {"x": list(range(900))}}, timeout=30).status_code == 201
-        with pytest.raises(ServiceLimitError, match="more than 1,000 JSON values"):
+        with pytest.raises(ServiceLimitError, match="more than 1,000 values"):
             svc.snapshot()
 
 

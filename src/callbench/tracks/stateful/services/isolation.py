@@ -49,7 +49,7 @@ from typing import Any
 
 from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, loads_json
 
-__all__ = ["Channel", "Quotas", "ServiceLimitError", "spawn"]
+__all__ = ["Channel", "IsolatedService", "Quotas", "ServiceLimitError", "spawn"]
 
 #: Service kinds a host can start: kind -> "module:factory". The factory takes the config dict and
 #: returns an engine (see :func:`_child_main`). A module is imported in the host the first time its
@@ -358,6 +358,113 @@ def spawn(kind: str, config: dict[str, Any], quotas: Quotas, what: str, payload:
         channel.close()
         raise
     return channel
+
+
+class IsolatedService:
+    """The harness's handle on one service process (base of
+    :class:`~callbench.tracks.stateful.services.session_server.SessionService` and
+    :class:`~callbench.mock.server.MockService`): where it listens (127.0.0.1 ``port``, 0 for a
+    free one, or the Unix socket ``unix_path`` the program sandbox wants), its ``quotas``, and the
+    calls every service answers. A subclass names its ``what`` (the first words of its errors),
+    the ``stats_keys`` it reports and how it starts (:meth:`_spawn`)."""
+
+    what = "service"
+    stats_keys: tuple[str, ...] = ("pid", "threads", "received", "maxrss_kb")
+
+    def __init__(
+        self,
+        *,
+        max_body: int,
+        port: int,
+        socket_timeout: float,
+        unix_path: str | Path | None,
+        max_connections: int,
+        quotas: Quotas | None,
+    ):
+        if max_body < 0:
+            raise ValueError(f"max_body must be >= 0, got {max_body}")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
+        self._max_body = max_body
+        self._port_request = port
+        self._socket_timeout = socket_timeout
+        self._unix_path = None if unix_path is None else str(unix_path)
+        self._max_connections = max_connections
+        self.quotas = quotas or Quotas()
+        self._channel: Channel | None = None
+        self._closed = False
+
+    def _listen_config(self) -> dict[str, Any]:
+        return {
+            "unix_path": self._unix_path,
+            "port": self._port_request,
+            "max_body": self._max_body,
+            "socket_timeout": self._socket_timeout,
+            "max_connections": self._max_connections,
+        }
+
+    def _spawn(self) -> Channel:
+        raise NotImplementedError
+
+    def start(self):
+        if self._channel is not None or self._closed:
+            raise RuntimeError(f"{type(self).__name__}.start() may be called once, before close()")
+        self._channel = self._spawn()
+        return self
+
+    def _running(self) -> Channel:
+        if self._channel is None or self._closed:
+            raise RuntimeError(
+                f"{type(self).__name__} is not running: call start() first (and not after close())"
+            )
+        return self._channel
+
+    @property
+    def port(self) -> int:
+        if self._unix_path:
+            raise RuntimeError(
+                f"this {type(self).__name__} listens on a Unix socket (socket_path), not a port"
+            )
+        return int(self._running().ready["port"])
+
+    @property
+    def socket_path(self) -> str | None:
+        return self._unix_path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _call(self, op: str, **fields: Any) -> dict[str, Any]:
+        reply = self._running().call(op, **fields)
+        if reply.get("breach"):
+            raise ServiceLimitError(f"{self.what}: {reply['breach']}")
+        return reply
+
+    def request_log(self) -> list[tuple[str, str, int]]:
+        """(method, raw request target, status) of every reply since start (or the last reset)."""
+        return [(m, p, s) for m, p, s in self._call("log")["log"]]
+
+    def stats(self) -> dict[str, int]:
+        """The service process's figures named by ``stats_keys`` (pid, threads, bytes received
+        this run, maxrss_kb, ...)."""
+        reply = self._running().call("stats")
+        return {k: reply[k] for k in self.stats_keys}
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._channel is not None:
+            self._channel.close()
+
+    def __enter__(self):
+        if self._channel is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # -- host and child side ------------------------------------------------------------------------

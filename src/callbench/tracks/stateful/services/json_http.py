@@ -25,6 +25,8 @@ import io
 import json
 import logging
 import math
+import os
+import resource
 import socket
 import socketserver
 import sys
@@ -35,7 +37,9 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["ClientError", "JsonHandler", "JsonServer", "strict_json"]
+from callbench.untrusted import MAX_NODES, VALUE_MAX_DEPTH, UntrustedInputError, check_value
+
+__all__ = ["ClientError", "JsonHandler", "JsonServer", "ThreadedEngine", "strict_json"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +70,9 @@ def strict_json(raw: str | bytes) -> Any:
 class ClientError(Exception):
     """A request the client got wrong: becomes a JSON error reply with this status."""
 
-    def __init__(self, status: int, message: str, *, headers: Iterable[tuple[str, str]] = (), close: bool = False):
+    def __init__(
+        self, status: int, message: str, *, headers: Iterable[tuple[str, str]] = (), close: bool = False
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -188,7 +194,9 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
     def _content_length(self) -> int:
         """Body size from the headers, rejected (413) before any of it is read."""
         if self.headers.get("Transfer-Encoding"):
-            raise ClientError(411, "chunked request bodies are not supported: send a Content-Length", close=True)
+            raise ClientError(
+                411, "chunked request bodies are not supported: send a Content-Length", close=True
+            )
         values = self.headers.get_all("Content-Length") or []
         if not values:
             return 0
@@ -280,6 +288,7 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
 
     def _route(self, method: str, raw: bytes) -> tuple[int, Any, list[tuple[str, str]]]:
         raise NotImplementedError
+
 
 class JsonServer(http.server.ThreadingHTTPServer):
     """Thread per connection, at most ``max_connections`` at once (a client opening hundreds of
@@ -404,9 +413,110 @@ class JsonServer(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients that vanish mid-request are expected here; anything else is a bug worth a trace.
         exc = sys.exc_info()[1]
-        if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)):
+        if isinstance(exc, MemoryError) or (
+            isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)
+        ):
             self.note_breach("the service ran out of memory")
         elif isinstance(exc, OSError):
             log.debug("connection from %s ended: %r", client_address, exc)
         else:
             log.exception("unhandled error for %s", client_address)
+
+
+class ThreadedEngine:
+    """A :class:`JsonServer` on a daemon thread, with the engine interface a service process of
+    :mod:`~callbench.tracks.stateful.services.isolation` drives (``ready``, ``handle``, ``breach``,
+    ``close``). The session service and the spec mock differ in their store and routing only, so
+    they subclass this and give :meth:`_state` (what a snapshot compares), ``empty_state`` and
+    :meth:`_close_store`; ``handle`` answers ``snapshot``, ``log`` and ``stats``."""
+
+    thread_name = "service"
+    empty_state: Any = None
+
+    def _serve(
+        self,
+        address: tuple[str, int] | str,
+        app: Any,
+        handler: type[JsonHandler],
+        *,
+        max_body: int,
+        socket_timeout: float,
+        max_connections: int,
+        max_total_bytes: int | None,
+        max_requests: int | None,
+        max_state_values: int | None,
+    ) -> None:
+        self.max_state_values = max_state_values
+        try:
+            self.server = JsonServer(
+                address,
+                app,
+                max_body,
+                socket_timeout,
+                max_connections,
+                handler,
+                max_total_bytes=max_total_bytes,
+                max_requests=max_requests,
+            )
+        except OSError as e:
+            self._close_store()
+            where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
+            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
+        self.thread = threading.Thread(
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # also how long close() waits for the loop to notice
+            name=self.thread_name,
+            daemon=True,
+        )
+        self.thread.start()
+
+    def _state(self) -> Any:
+        raise NotImplementedError
+
+    def _close_store(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        return 0 if self.server.address_family == socket.AF_UNIX else self.server.server_address[1]
+
+    def ready(self) -> dict[str, Any]:
+        return {"port": self.port}
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "threads": threading.active_count(),
+            "received": self.server.received,
+            "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        }
+
+    def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
+        if op in ("snapshot", "log") and self.server.breach is not None:
+            return {}  # the harness raises the breach; nothing it would read is sent
+        if op == "snapshot":
+            state = self._state()
+            try:  # the state's own two levels above the stored values
+                check_value(
+                    state,
+                    what="the stored state",
+                    max_depth=VALUE_MAX_DEPTH + 2,
+                    max_nodes=self.max_state_values or MAX_NODES,
+                )
+            except UntrustedInputError as e:
+                self.server.note_breach(f"{e}: over the limit of what is compared")
+                return {"state": self.empty_state}
+            return {"state": state}
+        if op == "log":
+            return {"log": self.server.take_log()}
+        if op == "stats":
+            return self.stats()
+        raise ValueError(f"unknown operation {op!r}")
+
+    def breach(self) -> str | None:
+        return self.server.breach
+
+    def close(self) -> None:
+        self.server.stop()
+        self.thread.join(timeout=5)
+        self._close_store()

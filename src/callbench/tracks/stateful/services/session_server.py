@@ -32,8 +32,6 @@ import json
 import logging
 import os
 import re
-import resource
-import socket
 import sqlite3
 import sys
 import threading
@@ -41,9 +39,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
-from callbench.tracks.stateful.services.isolation import Channel, Quotas, ServiceLimitError, spawn
-from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, JsonServer, strict_json
-from callbench.untrusted import MAX_NODES, VALUE_MAX_DEPTH, UntrustedInputError, check_value
+from callbench.tracks.stateful.services.isolation import (
+    Channel,
+    IsolatedService,
+    Quotas,
+    ServiceLimitError,
+    spawn,
+)
+from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, ThreadedEngine, strict_json
+from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, check_value
 
 __all__ = [
     "API_DOC",
@@ -206,7 +210,13 @@ class _Store:
 
     @staticmethod
     def _row(row: tuple) -> dict:
-        return {"id": row[0], "source": row[1], "type": row[2], "checksum": row[3], "data": json.loads(row[4])}
+        return {
+            "id": row[0],
+            "source": row[1],
+            "type": row[2],
+            "checksum": row[3],
+            "data": json.loads(row[4]),
+        }
 
     def select(self, source: str | None = None, type_: str | None = None) -> list[dict]:
         with self._lock:
@@ -374,7 +384,9 @@ class _Handler(JsonHandler):
             self._allow(method, ("GET", "HEAD"))
             return 200, {"status": "ok"}, []
         if segments[:2] != ["api", "sessions"] or len(segments) > 5:
-            raise ClientError(404, f"no such path {self.path!r}; see /api/sessions/{{source}}/{{type}}[/{{id}}]")
+            raise ClientError(
+                404, f"no such path {self.path!r}; see /api/sessions/{{source}}/{{type}}[/{{id}}]"
+            )
         if len(segments) == 2:
             self._allow(method, ("GET", "HEAD"))
             pairs = _filters(query)
@@ -409,12 +421,18 @@ class _Handler(JsonHandler):
     def _allow(self, method: str, allowed: tuple[str, ...]) -> None:
         if method not in allowed:
             raise ClientError(
-                405, f"method {method} not allowed here; allowed: {', '.join(allowed)}", headers=[("Allow", ", ".join(allowed))]
+                405,
+                f"method {method} not allowed here; allowed: {', '.join(allowed)}",
+                headers=[("Allow", ", ".join(allowed))],
             )
 
     def _json_data(self, raw: bytes) -> dict:
         ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if ctype and ctype != "application/json" and not (ctype.startswith("application/") and ctype.endswith("+json")):
+        if (
+            ctype
+            and ctype != "application/json"
+            and not (ctype.startswith("application/") and ctype.endswith("+json"))
+        ):
             raise ClientError(415, f"Content-Type {ctype!r} is not JSON: send application/json")
         return _parse_body(raw)
 
@@ -423,9 +441,12 @@ class _Handler(JsonHandler):
         return f"/api/sessions/{quote(session['source'], safe='')}/{quote(session['type'], safe='')}/{session['id']}"
 
 
-class _Engine:
+class _Engine(ThreadedEngine):
     """The server itself: a store and a :class:`JsonServer` on a thread. Runs inside the service's
     own process (:mod:`~callbench.tracks.stateful.services.isolation`), or in the CLI's."""
+
+    thread_name = "session-service"
+    empty_state: list = []
 
     def __init__(
         self,
@@ -439,34 +460,27 @@ class _Engine:
         max_requests: int | None = None,
         max_state_values: int | None = None,
     ):
-        self.max_state_values = max_state_values
         self.store = _Store(None if db_path is None else Path(db_path))
-        try:
-            self.server = JsonServer(
-                address,
-                self.store,
-                max_body,
-                socket_timeout,
-                max_connections,
-                _Handler,
-                max_total_bytes=max_total_bytes,
-                max_requests=max_requests,
-            )
-        except OSError as e:
-            self.store.close()
-            where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
-            raise OSError(e.errno, f"cannot bind {where}: {e.strerror}") from e
-        self.thread = threading.Thread(
-            target=self.server.serve_forever,
-            kwargs={"poll_interval": 0.05},  # also how long close() waits for the loop to notice
-            name="session-service",
-            daemon=True,
+        self._serve(
+            address,
+            self.store,
+            _Handler,
+            max_body=max_body,
+            socket_timeout=socket_timeout,
+            max_connections=max_connections,
+            max_total_bytes=max_total_bytes,
+            max_requests=max_requests,
+            max_state_values=max_state_values,
         )
-        self.thread.start()
 
-    def ready(self) -> dict[str, Any]:
-        port = 0 if self.server.address_family == socket.AF_UNIX else self.server.server_address[1]
-        return {"port": port}
+    def _state(self) -> list[dict]:
+        return self.store.select()
+
+    def _close_store(self) -> None:
+        self.store.close()
+
+    def stats(self) -> dict[str, Any]:
+        return {**super().stats(), "vm_kb": _vm_kb()}
 
     def handle(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
         if op == "reset":
@@ -474,36 +488,7 @@ class _Engine:
             self.store.reset(rows)  # type: ignore[arg-type]  # validated by the harness (_seed_rows)
             self.server.reset_usage()
             return {}
-        if op in ("snapshot", "log") and self.server.breach is not None:
-            return {}  # the harness raises the breach; nothing it would read is sent
-        if op == "snapshot":
-            state = self.store.select()
-            try:
-                check_value(state, what="state", max_depth=VALUE_MAX_DEPTH + 2, max_nodes=self.max_state_values or MAX_NODES)
-            except UntrustedInputError:
-                limit = self.max_state_values
-                self.server.note_breach(f"the stored state holds more than {limit:,} JSON values, over the limit of what is compared")
-                return {"state": []}
-            return {"state": state}
-        if op == "log":
-            return {"log": self.server.take_log()}
-        if op == "stats":
-            return {
-                "pid": os.getpid(),
-                "threads": threading.active_count(),
-                "vm_kb": _vm_kb(),
-                "received": self.server.received,
-                "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            }
-        raise ValueError(f"unknown operation {op!r}")
-
-    def breach(self) -> str | None:
-        return self.server.breach
-
-    def close(self) -> None:
-        self.server.stop()
-        self.thread.join(timeout=5)
-        self.store.close()
+        return super().handle(op, request)
 
 
 def _engine(config: dict[str, Any], quotas: Quotas) -> _Engine:
@@ -530,7 +515,7 @@ def _vm_kb() -> int:
     return 0
 
 
-class SessionService:
+class SessionService(IsolatedService):
     """A session REST service on 127.0.0.1 (or a Unix socket) for one test case (or one reset
     between cases), in its own process.
 
@@ -545,6 +530,9 @@ class SessionService:
     when it was 0).
     """
 
+    what = "session service"
+    stats_keys = ("pid", "threads", "received", "maxrss_kb", "vm_kb")
+
     def __init__(
         self,
         db_path: Path | None = None,
@@ -556,61 +544,19 @@ class SessionService:
         max_connections: int = 32,
         quotas: Quotas | None = None,
     ):
-        if max_body < 0:
-            raise ValueError(f"max_body must be >= 0, got {max_body}")
-        if max_connections < 1:
-            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
+        super().__init__(
+            max_body=max_body,
+            port=port,
+            socket_timeout=socket_timeout,
+            unix_path=unix_path,
+            max_connections=max_connections,
+            quotas=quotas,
+        )
         self._db_path = None if db_path is None else Path(db_path)
-        self._max_body = max_body
-        self._port_request = port
-        self._unix_path = None if unix_path is None else str(unix_path)
-        self._max_connections = max_connections
-        self._socket_timeout = socket_timeout
-        self.quotas = quotas or Quotas()
-        self._channel: Channel | None = None
-        self._closed = False
 
     def _spawn(self) -> Channel:
-        config = {
-            "db_path": None if self._db_path is None else str(self._db_path),
-            "unix_path": self._unix_path,
-            "port": self._port_request,
-            "max_body": self._max_body,
-            "socket_timeout": self._socket_timeout,
-            "max_connections": self._max_connections,
-        }
-        return spawn("session", config, self.quotas, "session service")
-
-    def start(self) -> SessionService:
-        if self._channel is not None or self._closed:
-            raise RuntimeError("SessionService.start() may be called once, before close()")
-        self._channel = self._spawn()
-        return self
-
-    def _running(self) -> Channel:
-        if self._channel is None or self._closed:
-            raise RuntimeError("SessionService is not running: call start() first (and not after close())")
-        return self._channel
-
-    @property
-    def port(self) -> int:
-        if self._unix_path:
-            raise RuntimeError("this SessionService listens on a Unix socket (socket_path), not a port")
-        return int(self._running().ready["port"])
-
-    @property
-    def socket_path(self) -> str | None:
-        return self._unix_path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _call(self, op: str, **fields: Any) -> dict[str, Any]:
-        reply = self._running().call(op, **fields)
-        if reply.get("breach"):
-            raise ServiceLimitError(f"session service: {reply['breach']}")
-        return reply
+        config = {"db_path": None if self._db_path is None else str(self._db_path), **self._listen_config()}
+        return spawn("session", config, self.quotas, self.what)
 
     def reset(self, initial: list[dict] | None = None) -> None:
         """Clear all sessions, the request log and the quotas' counts; seed ``initial`` ({source,
@@ -635,36 +581,13 @@ class SessionService:
         """Full state, sorted by id: [{id, source, type, checksum, data}, ...]."""
         return self._call("snapshot")["state"]
 
-    def request_log(self) -> list[tuple[str, str, int]]:
-        """(method, raw request target, status) of every reply since start or the last reset."""
-        return [(m, p, s) for m, p, s in self._call("log")["log"]]
-
-    def stats(self) -> dict[str, int]:
-        """The service process's ``pid``, ``threads``, bytes ``received`` this run, ``maxrss_kb``
-        and ``vm_kb`` (its address space now)."""
-        reply = self._running().call("stats")
-        return {k: reply[k] for k in ("pid", "threads", "received", "maxrss_kb", "vm_kb")}
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._channel is not None:
-            self._channel.close()
-
-    def __enter__(self) -> SessionService:
-        if self._channel is None:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the stateful-track session service on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=8000, help="port to bind (0 picks a free one)")
-    parser.add_argument("--db", type=Path, default=None, help="SQLite file to persist sessions (default: memory)")
+    parser.add_argument(
+        "--db", type=Path, default=None, help="SQLite file to persist sessions (default: memory)"
+    )
     parser.add_argument("--max-body", type=int, default=1 << 20, help="largest request body in bytes")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
