@@ -44,7 +44,23 @@ def harness_source() -> str:
     return resources.files(__package__).joinpath("js_harness.js").read_text(encoding="utf-8")
 
 
-STUCK_GRACE_S = 0.25
+# How long a cancelled eval may take to report before the isolate thread counts as lost (a
+# microtask loop that termination cannot reach). Generous: on a busy machine a healthy thread can
+# take seconds to get the CPU back, and only a truly lost one waits this out.
+STUCK_GRACE_S = 5.0
+# A sample's limit is CPU time: V8 only stops an eval after wall time, so an eval stopped before
+# its process used the sample's CPU budget ran on a busy machine, and runs again with the wall
+# time multiplied (1, 4, 16 x the budget). If even the last attempt ends before the budget is
+# spent, the verdict is an infrastructure timeout and says so. A JS sample cannot wait without
+# using CPU (no I/O, sleep or Atomics.wait; timers run on a virtual clock), so a stop below the
+# budget is never the sample's doing.
+WALL_ATTEMPTS = (1, 4, 16)
+CPU_SHARE = 0.8  # of the budget that counts as spent (a terminate lands a little early)
+
+
+def wall_allowance(timeout_s: float) -> float:
+    """The most wall time a worker may spend on one sample (every attempt of :data:`WALL_ATTEMPTS`)."""
+    return timeout_s * sum(WALL_ATTEMPTS)
 
 
 class _Timeout(Exception):
@@ -218,6 +234,7 @@ class V8Engine:
         `marked` is the index of the first request the picked call made, -1 if none.
         """
         retried = False
+        attempt = 0
         while True:
             if fresh:
                 self._build(freeze=False)  # a context that serves one sample needs no freezing
@@ -226,7 +243,10 @@ class V8Engine:
             self._since_build += 1
             self._maybe_gc()
             used_context = self._since_build > 1
-            out = self._run_once(code, defs_json, skip, timeout_s, mark)
+            wall_s = timeout_s * WALL_ATTEMPTS[attempt]
+            cpu0 = time.process_time()  # this worker's threads: V8's isolate, GC and compiler threads
+            out = self._run_once(code, defs_json, skip, wall_s, mark)
+            cpu_s = time.process_time() - cpu0
             if fresh:
                 self._dirty = True
             # A memory hit in a context that already ran samples may be old garbage:
@@ -234,6 +254,18 @@ class V8Engine:
             if out["status"] == "memory" and used_context and not retried:
                 retried = True
                 continue
+            if out["status"] == "timeout":
+                if cpu_s >= timeout_s * CPU_SHARE:
+                    out["error"] = f"execution exceeded the {timeout_s:g} s CPU time limit"
+                elif not out.get("fatal") and attempt + 1 < len(WALL_ATTEMPTS):
+                    attempt += 1  # stopped by the wall clock of a busy machine: run it again
+                    continue
+                else:
+                    out["error"] = (
+                        f"infrastructure timeout, not the sample's: {wall_s:g} s of wall time passed while "
+                        f"the sample used {cpu_s:.2f} s of CPU (its limit {timeout_s:g} s); the machine was too busy"
+                    )
+                    out["infra"] = True
             return out
 
     def _run_once(

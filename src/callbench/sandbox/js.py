@@ -113,7 +113,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callbench.sandbox._engine import harness_source, standin_source
+from callbench.sandbox._engine import harness_source, standin_source, wall_allowance
 from callbench.sandbox.js_extract import budget_error, extract_invocation, prepare_code, required_modules
 
 __all__ = ["STATUSES", "JsResult", "JsSandbox", "node_script", "standin_source"]
@@ -277,14 +277,19 @@ class _Job:
         )
 
 
+_REBUILDS_S = 10.0  # context rebuilds between a sample's attempts, on a busy machine
+
+
 class JsSandbox:
     """Sandboxed execution of axios snippets; see the module docstring.
 
-    timeout_s: wall-time limit per sample.  memory_mb: V8 heap allowance per sample
+    timeout_s: CPU-time limit per sample (V8 stops an eval by wall time, so a sample
+    stopped before it used this much CPU ran on a busy machine and runs again with more
+    wall time; see ``_engine.WALL_ATTEMPTS``).  memory_mb: V8 heap allowance per sample
     (also the cap for single buffer allocations).  fresh_context: build a new V8
-    isolate for every sample (slow; for comparison).  kill_grace_s: how long past
-    timeout_s the worker may stay unresponsive before it is killed.  Not thread safe:
-    use one sandbox per thread.
+    isolate for every sample (slow; for comparison).  kill_grace_s: how long past every
+    attempt's wall time (and context rebuilds) the worker may stay unresponsive before it
+    is killed.  Not thread safe: use one sandbox per thread.
     """
 
     def __init__(
@@ -488,7 +493,11 @@ class JsSandbox:
                         sent += 1
                     if batch:
                         self._send_lines(batch)
-                    out = self._receive(time.monotonic() + self.timeout_s + self.kill_grace_s)
+                    # the worker may re-run a sample stopped by the wall clock of a busy machine
+                    # (its limit is CPU time): wait for every attempt, context rebuilds included
+                    out = self._receive(
+                        time.monotonic() + wall_allowance(self.timeout_s) + _REBUILDS_S + self.kill_grace_s
+                    )
                 except _WorkerGone as gone:
                     # the oldest unanswered sample took the worker down; the others go to a new one
                     i, job = queue.pop()

@@ -176,7 +176,20 @@ def test_request_count_quota():
             svc.snapshot()
 
 
-def test_memory_limit_breach_is_the_runs_error():
+@pytest.fixture
+def fresh_host():
+    """A new forking host for the test: one that imported only the session service's modules. A
+    host that also started a spec mock has imported far more (specs, jsonschema, RE2), and its
+    children start too large for the tight memory limit the test sets."""
+    from callbench.tracks.stateful.services import isolation
+
+    with isolation._host_lock:
+        if isolation._host is not None and isolation._host.pid == os.getpid():
+            isolation._host.stop()
+        isolation._host = None
+
+
+def test_memory_limit_breach_is_the_runs_error(fresh_host):
     # The child starts at about 35 MB of address space under a limit (its malloc arenas shrink to
     # fit); one 1 MB body of empty lists is over 24 MB of objects once parsed, and its peak is
     # about 55 MB above the start, so with 64 MB the service runs out of memory on it.
