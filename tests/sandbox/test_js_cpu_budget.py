@@ -57,3 +57,25 @@ def test_no_cpu_in_every_attempt_is_an_infrastructure_timeout(monkeypatch):
     out = engine.run("while (true) {}", None, [], 0.05)
     assert out["status"] == "timeout" and out.get("infra") is True
     assert out["error"].startswith("infrastructure timeout, not the sample's: 0.8 s of wall time passed")
+
+
+def test_a_worker_slow_to_start_is_started_again(monkeypatch):
+    # the first worker gets no CPU at all (stopped) past the start-up limit, as on a machine too
+    # busy to build its V8 context in time: the sandbox starts another instead of failing the run
+    from callbench.sandbox import js
+
+    real_popen = js.subprocess.Popen
+    stopped = []
+
+    def popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        if not stopped:
+            os.kill(proc.pid, signal.SIGSTOP)
+            stopped.append(proc)
+        return proc
+
+    monkeypatch.setattr(js.subprocess, "Popen", popen)
+    with JsSandbox(timeout_s=1.0, startup_timeout_s=2.0) as s:
+        assert s.run("axios.get('https://a/b')").status == "ok"
+        assert s.worker_starts == 2
+    assert stopped[0].poll() is not None  # the stopped worker was killed, not left behind

@@ -300,7 +300,7 @@ class JsSandbox:
         fresh_context: bool = False,
         kill_grace_s: float = 2.0,
         max_console: int = 200,
-        startup_timeout_s: float = 60.0,
+        startup_timeout_s: float = 300.0,
     ):
         if timeout_s <= 0 or memory_mb <= 0:
             raise ValueError("timeout_s and memory_mb must be positive")
@@ -318,7 +318,7 @@ class JsSandbox:
 
     # ------------------------------------------------------------------ worker management
 
-    def _start_worker(self) -> None:
+    def _start_worker(self, retry: bool = False) -> None:
         # Isolated (-I): neither the cwd nor PYTHONPATH is on the worker's sys.path, so a stray
         # ``concurrent.py`` next to the user's run cannot break or enter the worker; this source
         # tree goes first explicitly (it may not be the installed one).
@@ -341,6 +341,10 @@ class JsSandbox:
         try:
             ready = self._exchange(config, time.monotonic() + self.startup_timeout_s)
         except _WorkerGone as gone:
+            if gone.status == "timeout" and not retry:
+                # a worker that cannot start fails at once; one that is merely slow met a busy
+                # machine (its V8 build is CPU-bound): an infrastructure delay, tried once more
+                return self._start_worker(retry=True)
             raise RuntimeError(
                 f"sandbox worker failed to start: {gone.error}\n{self.last_worker_stderr}"
             ) from None
