@@ -3,9 +3,12 @@ one-line error that names the file instead of a traceback."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from callbench.errors import CallbenchError, DataError
+from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
 
 
 def read_text(
@@ -22,3 +25,21 @@ def read_text(
     except OSError as exc:
         fix = f"; {read_fix}" if read_fix else ""
         raise error(f"{where}: cannot read ({exc.strerror}){fix}") from None
+
+
+def loads_document(text: str, where: str, *, at_line: bool = True) -> Any:
+    """A data file's JSON (a whole file, or one JSONL line: ``at_line=False``) within
+    :mod:`callbench.untrusted`'s document limits, as :class:`DataError` naming ``where``: a value
+    that parsed 900 levels deep would break every recursive walk after it (validation, copies,
+    the scorer). The messages keep the decoder's line and reason, which the generic reader drops."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = f" at line {exc.lineno}" if at_line else ""
+        raise DataError(f"{where}: invalid JSON{at} ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: nested deeper than {DOCUMENT_MAX_DEPTH} levels") from None
+    try:
+        return check_value(value, what=where, max_depth=DOCUMENT_MAX_DEPTH)
+    except UntrustedInputError as exc:
+        raise DataError(str(exc)) from None

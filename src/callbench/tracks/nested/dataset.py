@@ -16,31 +16,24 @@ from pydantic import ValidationError
 
 from callbench.data.validators import register_validator
 from callbench.errors import DataError, MissingExtraError
-from callbench.files import read_text
+from callbench.files import loads_document, read_text
 from callbench.tracks.nested.schema import NestedTask, ToolSpec
 from callbench.tracks.nested.tools import mathqa_names
-from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
 
 _JSON_COLUMNS = ("output", "tools", "gold_answer")
 
 
 def _loads(text: str, where: str, *, at_line: bool = True, text_ok: bool = False) -> Any:
-    """JSON within :mod:`callbench.untrusted`'s document limits: a value that parsed 900 levels
-    deep would break every recursive walk after it (validation, copies, the scorer). With
-    ``text_ok`` a text that is not JSON is returned as it is."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if text_ok:
+    """:func:`callbench.files.loads_document`; with ``text_ok`` a text that is not JSON is
+    returned as it is."""
+    if text_ok:
+        try:
+            json.loads(text)
+        except json.JSONDecodeError:
             return text
-        at = f" at line {exc.lineno}" if at_line else ""
-        raise DataError(f"{where}: invalid JSON{at} ({exc.msg})") from None
-    except RecursionError:
-        raise DataError(f"{where}: nested deeper than {DOCUMENT_MAX_DEPTH} levels") from None
-    try:
-        return check_value(value, what=where, max_depth=DOCUMENT_MAX_DEPTH)
-    except UntrustedInputError as exc:
-        raise DataError(str(exc)) from None
+        except RecursionError:
+            pass  # too deep: loads_document says so
+    return loads_document(text, where, at_line=at_line)
 
 
 def _read_json(path: Path, what: str = "tasks") -> Any:

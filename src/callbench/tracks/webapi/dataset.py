@@ -14,15 +14,13 @@ into the data directory.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from callbench.errors import DataError
-from callbench.files import read_text
-from callbench.untrusted import DOCUMENT_MAX_DEPTH, UntrustedInputError, check_value
+from callbench.files import loads_document, read_text
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 
@@ -120,22 +118,6 @@ class WebApiTask(BaseModel):
 Layout = Literal["list", "per_api", "jsonl"]
 
 
-def _loads(text: str, where: str, *, jsonl: bool = False) -> Any:
-    """JSON within :mod:`callbench.untrusted`'s document limits: a value that parsed 900 levels
-    deep would break every recursive walk after it (validation, copies, the scorer)."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        at = "" if jsonl else f" at line {exc.lineno}"
-        raise DataError(f"{where}: invalid JSON{at} ({exc.msg})") from None
-    except RecursionError:
-        raise DataError(f"{where}: nested deeper than {DOCUMENT_MAX_DEPTH} levels") from None
-    try:
-        return check_value(value, what=where, max_depth=DOCUMENT_MAX_DEPTH)
-    except UntrustedInputError as exc:
-        raise DataError(str(exc)) from None
-
-
 def _rows(path: Path) -> tuple[list[Any], str | None, list[int] | None]:
     """The rows of a task file, the API its per-API layout names, and (JSONL) each row's line."""
     text = read_text(path)
@@ -144,14 +126,14 @@ def _rows(path: Path) -> tuple[list[Any], str | None, list[int] | None]:
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            rows.append(_loads(line, f"{path}:{lineno}", jsonl=True))
+            rows.append(loads_document(line, f"{path}:{lineno}", at_line=False))
             lines.append(lineno)
         if not rows:
             raise DataError(f"{path}: no tasks (the file is {'empty' if not text else 'blank lines only'})")
         return rows, None, lines
     if not text.strip():
         raise DataError(f"{path}: no tasks (the file is empty)")
-    doc = _loads(text, str(path))
+    doc = loads_document(text, str(path))
     if isinstance(doc, list):
         rows, file_api = doc, None
     elif isinstance(doc, dict) and isinstance(doc.get("samples"), list):
