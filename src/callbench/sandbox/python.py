@@ -43,7 +43,7 @@ class Limits:
     cpu_s: int = 60  # per worker process, a backstop behind timeout_s
     fsize_mb: int = 16
     nproc: int = 64
-    startup_s: float = 20.0
+    startup_s: float = 300.0  # wall: only a worker that is slow to start waits it out (a busy machine)
 
 
 class PythonSandbox:
