@@ -11,6 +11,7 @@ Limits are applied before any tool source runs.
 import inspect
 import json
 import os
+import signal
 import sys
 
 from _callbench_guard import apply_limits, install_guard
@@ -70,6 +71,15 @@ def _jsonable(value):
     return repr(value)
 
 
+class _CallCpuLimit(BaseException):
+    """Raised in a call that used its CPU budget (a BaseException: a tool's ``except Exception``
+    does not swallow it)."""
+
+
+def _over_budget(signum, frame):
+    raise _CallCpuLimit
+
+
 def main():
     os.closerange(3, 1 << 20)  # bwrap's --args memfd and anything else inherited
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -92,6 +102,11 @@ def main():
                 tools[name] = ns[name]
     proto.write(json.dumps({"ready": True, "tools": sorted(tools), "load_errors": load_errors}) + "\n")
     proto.flush()
+    # Each call's limit is its CPU time (the parent's wall clock is only a backstop), so a busy
+    # machine cannot turn a call into a timeout.
+    call_cpu_s = cfg.get("call_cpu_s")
+    if call_cpu_s:
+        signal.signal(signal.SIGPROF, _over_budget)
     for line in sys.stdin:
         req = json.loads(line)
         try:
@@ -99,8 +114,17 @@ def main():
             if fn is None:
                 raise LookupError(f"unknown tool '{req['name']}'")
             args, kwargs = _bind(fn, req.get("arguments") or {})
-            out = _wrap(fn(*args, **kwargs), req.get("fields"))
+            if call_cpu_s:
+                signal.setitimer(signal.ITIMER_PROF, call_cpu_s)
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                if call_cpu_s:
+                    signal.setitimer(signal.ITIMER_PROF, 0)
+            out = _wrap(value, req.get("fields"))
             text = json.dumps({"ok": True, "output": _jsonable(out)})
+        except _CallCpuLimit:
+            text = json.dumps({"ok": False, "error": f"TimeoutError: call exceeded {call_cpu_s:g}s of CPU time"})
         except MemoryError:
             text = json.dumps({"ok": False, "error": "MemoryError: memory limit exceeded"})
         except BaseException as exc:  # noqa: BLE001 - any tool failure is a call error

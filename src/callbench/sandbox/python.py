@@ -5,8 +5,11 @@ tests/sandbox/test_redteam_python.py):
 
 * the OS sandbox of :mod:`callbench.sandbox.boundary` (bubblewrap: no network at all, a read-only
   root with only the interpreter and the packages the tool sources import, a private size-limited
-  ``/tmp``, its own PID namespace, not root); on a call's wall-time timeout the whole process group
-  is killed and the next call starts a fresh process;
+  ``/tmp``, its own PID namespace, not root);
+* a call's limit is its CPU time (``timeout_s``; ``ITIMER_PROF`` in the worker raises
+  ``TimeoutError`` in the call), so a busy machine cannot time a call out; past the wall-clock
+  backstop (``Limits.backstop_s``: a call that waits, or C code that ignores signals) the whole
+  process group is killed and the next call starts a fresh process;
 * ``setrlimit``: address space (``memory_mb``), CPU seconds, no core files, file size, processes;
 * an audit hook (``_guard.py``, shared with the program sandbox; a second layer with clear
   messages) refuses sockets, fork/exec/subprocess, ctypes loading, C extensions outside the stdlib
@@ -38,12 +41,20 @@ __all__ = ["Limits", "PythonSandbox"]
 
 @dataclass(frozen=True)
 class Limits:
-    timeout_s: float = 5.0  # wall time per call
+    timeout_s: float = 5.0  # CPU time per call (the wall clock is only a backstop: backstop_s)
     memory_mb: int = 1024
     cpu_s: int = 60  # per worker process, a backstop behind timeout_s
     fsize_mb: int = 16
     nproc: int = 64
+    backstop_extra_s: float = 30.0  # see backstop_s
     startup_s: float = 300.0  # wall: only a worker that is slow to start waits it out (a busy machine)
+
+
+    @property
+    def backstop_s(self) -> float:
+        """Wall time after which a call is stopped however little CPU it used: 10 x its CPU
+        budget, at least the budget + 30 s (a call that sleeps, or a stalled machine)."""
+        return max(10 * self.timeout_s, self.timeout_s + self.backstop_extra_s)
 
 
 class PythonSandbox:
@@ -79,6 +90,7 @@ class PythonSandbox:
             **how.config(),
             "memory_mb": lim.memory_mb,
             "cpu_s": lim.cpu_s,
+            "call_cpu_s": lim.timeout_s,
             "fsize_mb": lim.fsize_mb,
             "nproc": lim.nproc,
             "modules": [
@@ -120,14 +132,17 @@ class PythonSandbox:
         if self._proc is None or self._proc.poll() is not None:
             self.start()
         t0 = time.monotonic()
-        reply = self._exchange(
-            {"name": name, "arguments": arguments, "fields": fields}, self.limits.timeout_s
-        )
+        backstop = self.limits.backstop_s
+        reply = self._exchange({"name": name, "arguments": arguments, "fields": fields}, backstop)
         if reply is None:
-            timed_out = time.monotonic() - t0 >= self.limits.timeout_s
+            timed_out = time.monotonic() - t0 >= backstop
             self.close()  # kill the group; next call gets a fresh worker
             if timed_out:
-                return {"ok": False, "error": f"TimeoutError: call exceeded {self.limits.timeout_s:g}s"}
+                return {
+                    "ok": False,
+                    "error": f"TimeoutError: call exceeded the {backstop:g}s wall-clock backstop "
+                    f"(its CPU limit is {self.limits.timeout_s:g}s: a call that waits, or a stalled machine)",
+                }
             return {"ok": False, "error": "SandboxCrash: the tool process died (resource limit or crash)"}
         return reply
 

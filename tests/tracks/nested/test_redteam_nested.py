@@ -270,7 +270,9 @@ def test_doubling_reference_chain_is_bounded(tmp_path, kind):
 
 # -- 4. per-sample time budget ---------------------------------------------------------------------
 
-SLOW_TOOLS = "import time\n\ndef circumference(arg_0):\n    time.sleep(30)\n    return {\"result\": 0}\n"
+# each call spins until its CPU limit stops it (the limit is CPU time, so a sleeping tool would
+# wait out the wall-clock backstop instead)
+SLOW_TOOLS = "def circumference(arg_0):\n    while arg_0 == arg_0:\n        pass\n    return {\"result\": 0}\n"
 
 
 @pytest.fixture
