@@ -3,13 +3,18 @@ checkout); tests that need it skip with a reason when it is absent — it is nev
 
 from __future__ import annotations
 
+import getpass
 import os
+import shutil
+import signal
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 _DEFAULT_DATA = REPO.parent / "shared" / "data"
+_INDUCTOR_BEFORE = (Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}").exists()
 
 
 def shared_data_dir() -> Path:
@@ -18,6 +23,11 @@ def shared_data_dir() -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("CALLBENCH_DATA_DIR", str(_DEFAULT_DATA))
+    # A suite started in the background by a script (``cmd &``, as CI runners and batch jobs may)
+    # inherits SIGINT ignored, and so would every process a test starts: tests that stop a run or a
+    # server with SIGINT would then test nothing but that. Children get the default action again.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(trylast=True)
@@ -25,6 +35,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """A passing suite leaves no temporary directory: pytest removes its own run directory
     (``tmp_path_retention_policy = "failed"``) but keeps the per-user root it made; drop it too
     when it is empty (a failing test's directory stays, to look at)."""
+    # what processes the tests killed on purpose (stop signals) could not remove themselves
+    from callbench.sandbox.program import sweep_dead_owners
+
+    sweep_dead_owners()
+    inductor = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+    if inductor.is_dir() and not _INDUCTOR_BEFORE:  # torch's compile cache, made by an import in a test
+        shutil.rmtree(inductor, ignore_errors=True)
     factory = getattr(session.config, "_tmp_path_factory", None)
     basetemp = getattr(factory, "_basetemp", None)
     if basetemp is None or session.config.option.basetemp:

@@ -649,8 +649,8 @@ def test_directories_of_a_killed_harness_are_removed_by_the_next(tmp_path, monke
     (dead / "s0.sock").write_text("")
     alive = tmp_path / f"callbench-prog-{os.getppid()}-abc"
     alive.mkdir()
-    program._sweep_dead_owners.cache_clear()
-    mine = program._private_dir("sock")
+    program._sweep_once.cache_clear()
+    mine = program.private_dir("sock")
     assert not dead.exists() and alive.exists() and os.path.isdir(mine)
     os.rmdir(mine)
     os.rmdir(alive)

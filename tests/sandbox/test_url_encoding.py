@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 from urllib.parse import quote
@@ -113,9 +114,10 @@ def test_scorer_reads_encoded_slash_as_one_path_value(sb):
             }
         },
     }
-    return_spec = Path(os.environ.get("TMPDIR", "/tmp")) / "callbench_url_encoding_spec.json"
-    return_spec.write_text(json.dumps(spec_text))
-    spec = load_spec(return_spec)
+    with tempfile.TemporaryDirectory() as tmp:  # removed again: the suite leaves no file behind
+        return_spec = Path(tmp) / "callbench_url_encoding_spec.json"
+        return_spec.write_text(json.dumps(spec_text))
+        spec = load_spec(return_spec)
     r = _request(sb, "axios.get(`https://h.example/${encodeURIComponent('a/b/c')}/events`);")
     m = spec.match("get", r["url"])
     assert m is not None and m.path_params == {"resourceUri": "a/b/c"}

@@ -392,21 +392,32 @@ class _Key:
     sandboxed: bool  # bwrap (False: --unsafe-no-sandbox), decided when the run asks for a server
 
 
-def _private_dir(kind: str) -> str:
+#: Kinds of per-process host directories (``callbench-<kind>-<pid>-*``): fork servers' scratch and
+#: socket directories, and the stateful track's service sockets.
+PRIVATE_KINDS = ("prog", "sock", "svc", "mock")
+
+
+def private_dir(kind: str) -> str:
     """A new host directory ``callbench-<kind>-<pid>-*``; the first call of a process removes those
     of processes that are gone (a harness killed by a signal runs no clean-up)."""
-    _sweep_dead_owners()
+    _sweep_once()
     return tempfile.mkdtemp(prefix=f"callbench-{kind}-{os.getpid()}-")
 
 
-@functools.cache
-def _sweep_dead_owners() -> None:
+
+def sweep_dead_owners() -> None:
+    """Remove the :data:`PRIVATE_KINDS` directories whose owner process is gone."""
     root = tempfile.gettempdir()
-    for kind in ("prog", "sock"):
+    for kind in PRIVATE_KINDS:
         for entry in glob.glob(os.path.join(glob.escape(root), f"callbench-{kind}-*-*")):
             pid = os.path.basename(entry).split("-")[2]
             if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
                 shutil.rmtree(entry, ignore_errors=True)
+
+
+@functools.cache
+def _sweep_once() -> None:
+    sweep_dead_owners()
 
 
 class _Server:
@@ -420,13 +431,13 @@ class _Server:
         self.proc: subprocess.Popen[bytes] | None = None
         self.usable = False
         # the scratch directory of a server without bwrap (with it: the private tmpfs, nothing here)
-        self.tmp = _private_dir("prog") if not key.sandboxed else None
+        self.tmp = private_dir("prog") if not key.sandboxed else None
         self.links: str | None = None
         self.buf = b""
         self.sock, theirs = socket.socketpair()
         try:
             if not self.fixed_sockets:
-                self.links = _private_dir("sock")
+                self.links = private_dir("sock")
                 os.chmod(self.links, 0o755)
             how = launch(
                 "_program_runner.py",

@@ -29,12 +29,11 @@ import contextlib
 import functools
 import math
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from callbench.sandbox.boundary import View
-from callbench.sandbox.program import ProgramLimits, ProgramResult, run_program
+from callbench.sandbox.program import ProgramLimits, ProgramResult, private_dir, run_program
 from callbench.tracks.stateful.scenario import Scenario, check_extras
 from callbench.tracks.stateful.services.isolation import ServiceLimitError
 
@@ -125,7 +124,7 @@ def _execute_once(scenario: Scenario, code: str, case: Case, limits: ProgramLimi
         if rt.service == "session":
             from callbench.tracks.stateful.services.session_server import SessionService
 
-            where = tempfile.mkdtemp(prefix="callbench-svc-")
+            where = private_dir("svc")  # swept by a later process if this one is killed
             stack.callback(shutil.rmtree, where, ignore_errors=True)
             # started on entry; its database goes with it
             svc = stack.enter_context(SessionService(unix_path=f"{where}/session.sock"))
@@ -134,7 +133,7 @@ def _execute_once(scenario: Scenario, code: str, case: Case, limits: ProgramLimi
         elif rt.service == "mock":
             from callbench.mock import MockService
 
-            where = tempfile.mkdtemp(prefix="callbench-mock-")
+            where = private_dir("mock")
             stack.callback(shutil.rmtree, where, ignore_errors=True)
             seed = case.service_seed if isinstance(case.service_seed, int) and not isinstance(case.service_seed, bool) else 0
             svc = stack.enter_context(MockService(scenario.spec, scenario.model, seed=seed, unix_path=f"{where}/mock.sock"))  # type: ignore[attr-defined]
