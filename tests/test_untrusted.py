@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from callbench.untrusted import UntrustedInputError, check_value, clean_text, dumps_json, load_yaml, loads_json
+from callbench.untrusted import (
+    UntrustedInputError,
+    check_value,
+    clean_text,
+    dumps_json,
+    load_yaml,
+    loads_json,
+)
 
 
 def test_json_within_limits_parses():
