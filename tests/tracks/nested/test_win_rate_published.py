@@ -82,7 +82,7 @@ FILES = {
         "def word_count(text):\n    return len(_words(text))\n\n"
         "def double_it(n):\n    return 2 * n\n"
     ),
-    "py_code_file_3.py": "import time\n\ndef slow_tool(text):\n    time.sleep(30)\n    return text\n",
+    "py_code_file_3.py": "def slow_tool(text):\n    while text == text:  # spins: a call's limit is its CPU time\n        pass\n    return text\n",
     "py_code_file_4.py": "def _format(text):\n    return f'<{text}>'\n",
 }
 FUNC_MAP = {
@@ -203,7 +203,7 @@ def test_without_the_library_code_rows_are_listed_not_dropped(tmp_path):
     assert m["non_executable"]["missing_tools"] == {"double_it": 1, "shout": 1, "word_count": 1}
 
 
-def test_code_tool_sleeping_past_the_call_timeout_ends_as_a_timeout(tmp_path):
+def test_code_tool_spinning_past_its_cpu_limit_ends_as_a_timeout(tmp_path):
     from callbench.sandbox.python import Limits
     from callbench.tracks.nested.executor import NestedExecutor
     from callbench.tracks.nested.schema import ToolCall
