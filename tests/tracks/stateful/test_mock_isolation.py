@@ -20,22 +20,14 @@ from callbench.tracks.stateful.infer import infer_model
 from callbench.tracks.stateful.infer.scenario import build_scenario
 from callbench.tracks.stateful.services.isolation import Quotas, ServiceLimitError
 
+from .test_session_isolation import MB, rss_bytes
+
 PETSTORE = Path(__file__).resolve().parents[2] / "fixtures" / "one_spec" / "petstore.yaml"
 REF = (
     'pet = requests.post(f"{BASE_URL}/pets", json={"name": "rex"}).json()\n'
     "got = requests.get(f\"{BASE_URL}/pets/{pet['id']}\").json()\n"
     "result = [pet['id'], got['name']]\n"
 )
-MB = 1 << 20
-
-
-def rss_bytes() -> int:
-    """This process's resident memory now (VmRSS)."""
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS in /proc/self/status")
 
 
 @pytest.fixture(scope="module")
