@@ -3,7 +3,9 @@ run down (item 3): each is a one-line error naming the option or the file and fi
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 
 import pytest
 from typer.testing import CliRunner
@@ -12,6 +14,7 @@ from callbench.cli import app
 from callbench.cli.options import parse_model_args
 from callbench.errors import ConfigError, DataError
 from callbench.models import load_model
+from callbench.models.base import GenerationConfig, ModelInput
 
 runner = CliRunner()
 
@@ -94,18 +97,19 @@ def test_model_arg_values_are_bounded(items, message):
 @pytest.mark.parametrize(
     ("line", "needles"),
     [
-        # used to end the run with a RecursionError (json.loads); now the file's one-line error
-        ('{"id": "a", "output": ' + "[" * 100_000 + "]" * 100_000 + "}", [":1: nested deeper than 100 levels"]),
-        ('{"id": "a", "output": "x\\ud800y"}', [":1.output: contains a lone surrogate (U+D800 at character 1)"]),
+        # the file's shape: what no single sample can own
         ('{"id": "a\\udfff", "output": "x"}', [":1.id: contains a lone surrogate"]),
         ('{"id": "a", "ouptut": "x", "output": "y"}', [":1.ouptut: unknown field", "known: code, id, index, mode, output"]),
         ('{"id": {"a": 1}, "output": "x"}', [":1.id: expected a string or an integer, got dict"]),
-        ('{"id": "a", "output": "x", "mode": "telepathy"}', [":1.mode: 'telepathy' is not 'completion' or 'chat'"]),
-        ('{"id": "a", "code": 5}', [":1.code: expected a string"]),
         ('{"id": "a", "output": "x"}\n{"index": "a", "output": "y"}', [":2.index: sample 'a' has an output on an earlier line"]),
+        ('{"id": "a", "output": ' + "[" * 100_000 + "]" * 100_000 + "}\n" + '{"id": "a", "output": "x"}',
+         [":2.id: sample 'a' has an output on an earlier line"]),
+        # a line nested too deep that names no sample first (a RecursionError before)
+        ("[" * 100_000 + "]" * 100_000, [":1: nested deeper than 100 levels", 'no "id" first on the line']),
+        ('{"output": ' + "[" * 500 + "]" * 500 + ', "id": "a"}', [":1: nested deeper than 100 levels", 'no "id" first on the line']),
     ],
 )
-def test_bad_replay_rows_are_one_line_errors(tmp_path, line, needles):
+def test_bad_replay_files_are_one_line_errors(tmp_path, line, needles):
     preds = tmp_path / "preds.jsonl"
     preds.write_text(line + "\n")
     with pytest.raises(DataError) as exc:
@@ -114,6 +118,68 @@ def test_bad_replay_rows_are_one_line_errors(tmp_path, line, needles):
     assert "\n" not in message and message.startswith(str(preds))
     for needle in needles:
         assert needle in message, message
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        # used to end the run with a RecursionError (json.loads), then the whole file's error
+        ('{"id": "a", "output": ' + "[" * 100_000 + "]" * 100_000 + "}", ":2: nested deeper than 100 levels"),
+        ('{"index": 7, "output": "' + "x" * 10 + '", "mode": ' + "[" * 300 + "]" * 300 + "}", ":2: nested deeper than 100 levels"),
+        ('{"id": "a", "output": "cut off', ":2: invalid JSON"),
+        ('{"id": "a", "output": "x\\ud800y"}', ":2.output: contains a lone surrogate (U+D800 at character 1)"),
+        ('{"id": "a", "output": "x", "mode": "telepathy"}', ":2.mode: 'telepathy' is not 'completion' or 'chat'"),
+        ('{"id": "a", "code": 5}', ":2.code: expected a string, got int"),
+        ('{"id": "a"}', ":2.output: missing (or give 'code')"),
+    ],
+)
+def test_a_row_with_an_unreadable_answer_is_that_samples_empty_answer(tmp_path, line, needle, caplog):
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text('{"id": "b", "output": "fine"}\n' + line + "\n")
+    model = load_model(f"replay:{preds}")
+    sid = "7" if '"index": 7' in line else "a"
+    assert model.outputs["b"] == ("fine", "completion") and model.outputs[sid] == ("", "completion")
+    assert needle in model.unreadable[sid] and "\n" not in model.unreadable[sid]
+    assert set(model.unreadable) == {sid}
+    assert "1 row(s) with an answer that cannot be read" in caplog.text
+    out = asyncio.run(model.generate(ModelInput(sample_id=sid, prompt="", messages=[]), GenerationConfig()))
+    assert out.text == "" and needle in out.extra["replay_error"]
+    out = asyncio.run(model.generate(ModelInput(sample_id="b", prompt="", messages=[]), GenerationConfig()))
+    assert out.text == "fine" and out.extra == {}
+
+
+def test_a_run_scores_the_other_rows_of_a_replay_file_with_hostile_rows(tmp_path):
+    """Issue 28: a replay row nested 100,000 deep (and one with a lone surrogate) is that sample's
+    verdict; the run finishes (rc 0) and every other sample's verdict is the gold run's."""
+    ids = [f"gen-0-000{i}" for i in range(4)]
+    common = ["run", "nested", "--ids", ",".join(ids), "--no-progress"]
+    res = runner.invoke(app, [*common, "--model", "gold", "--out", str(tmp_path / "runs"), "--run-id", "gold"])
+    assert res.exit_code == 0, res.output
+    gold = _stored(tmp_path / "runs" / "gold")
+    rows = [json.dumps({"id": sid, "output": gold[sid][0]}) for sid in ids[:2]]
+    rows.append('{"id": "%s", "output": %s}' % (ids[2], "[" * 100_000 + "]" * 100_000))
+    rows.append(json.dumps({"id": ids[3], "output": "[\ud800]"}))
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("\n".join(rows) + "\n")
+    res = runner.invoke(app, [*common, "--model", f"replay:{preds}", "--out", str(tmp_path / "runs"), "--run-id", "r"])
+    assert res.exit_code == 0, res.output
+    replayed = _stored(tmp_path / "runs" / "r")
+    assert set(replayed) == set(ids)
+    for sid in ids[:2]:
+        assert replayed[sid][1] == gold[sid][1], sid
+    for sid, needle in ((ids[2], "nested deeper than 100 levels"), (ids[3], "lone surrogate")):
+        assert replayed[sid][0] == "" and needle in json.loads(replayed[sid][2])["replay_error"]
+        assert replayed[sid][1] != gold[sid][1]
+    res = runner.invoke(app, ["show", str(tmp_path / "runs" / "r"), ids[2]])
+    assert res.exit_code == 0 and "replay_error" in res.output, res.output
+
+
+def _stored(run_dir):
+    con = sqlite3.connect(run_dir / "run.sqlite")
+    try:
+        return {r[0]: r[1:] for r in con.execute("SELECT id, raw_output, verdicts, extra FROM samples")}
+    finally:
+        con.close()
 
 
 def test_deep_replay_file_is_one_line_on_the_command_line(tmp_path, one_line_error):
