@@ -157,7 +157,7 @@ def test_a_run_scores_the_other_rows_of_a_replay_file_with_hostile_rows(tmp_path
     assert res.exit_code == 0, res.output
     gold = _stored(tmp_path / "runs" / "gold")
     rows = [json.dumps({"id": sid, "output": gold[sid][0]}) for sid in ids[:2]]
-    rows.append('{"id": "%s", "output": %s}' % (ids[2], "[" * 100_000 + "]" * 100_000))
+    rows.append(f'{{"id": "{ids[2]}", "output": {"[" * 100_000 + "]" * 100_000}}}')
     rows.append(json.dumps({"id": ids[3], "output": "[\ud800]"}))
     preds = tmp_path / "preds.jsonl"
     preds.write_text("\n".join(rows) + "\n")
