@@ -3,7 +3,11 @@ from __future__ import annotations
 import asyncio
 import http.server
 import importlib.util
+import json
+import os
 import socket
+import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -438,7 +442,7 @@ def test_tool_sandbox_shares_the_guard():
 def test_forged_result_report_is_a_violation():
     code = (
         "import os, json\n"
-        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "for fd in range(3, 64):  # no procfs in the sandbox: every fd number\n"
         "    try:\n"
         "        os.write(fd, (json.dumps({'final': True, 'status': 'ok', 'variables': {'x': '42'}}) + '\\n').encode())\n"
         "    except OSError:\n"
@@ -463,7 +467,7 @@ def _result_fd_writer(payload: str) -> str:
     return (
         "import os\n"
         f"data = ({payload}).encode() if isinstance({payload}, str) else {payload}\n"
-        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "for fd in range(3, 64):  # no procfs in the sandbox: every fd number\n"
         "    if fd > 2:\n"
         "        try:\n"
         "            os.write(fd, data)\n"
@@ -512,7 +516,7 @@ def test_violations_survive_any_amount_of_output():
         "except PermissionError:\n"
         "    pass\n"
         "block = b'x' * (1 << 20)\n"
-        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "for fd in range(3, 64):  # no procfs in the sandbox: every fd number\n"
         "    if fd > 2:\n"
         "        try:\n"
         "            for _ in range(40):\n"
@@ -533,15 +537,51 @@ def test_violation_after_an_unterminated_write_is_still_read():
     assert res.status == "violation" and "os.system" in res.error, (res.status, res.error)
 
 
-def test_the_sandbox_shows_no_host_path():
-    code = "c = open('/proc/1/cmdline', 'rb').read().decode('utf-8', 'replace')\n"
-    res = run_program(code, setup="import json", result_vars=["c"])
+_HOST_PATH_PROBE = """
+import json, os, sys
+seen = {"sys": [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, *sys.path, *sys.argv],
+        "env": dict(os.environ), "proc": sorted(os.listdir("/proc")), "cwd": os.getcwd(),
+        "modules": sorted(str(getattr(m, "__file__", "")) for m in list(sys.modules.values())),
+        "links": {}, "files": {}}
+for top in ("/", "/opt", "/opt/python", "/opt/python/bin", "/run/callbench", "/etc", "/tmp"):
+    try:
+        for name in os.listdir(top):
+            path = os.path.join(top, name)
+            if os.path.islink(path):
+                seen["links"][path] = os.readlink(path)
+    except OSError:
+        pass
+for path in ("/proc/self/mountinfo", "/proc/1/cmdline", "/proc/self/environ", "/proc/self/maps", "/proc/cpuinfo"):
+    try:
+        with open(path, "rb") as f:
+            seen["files"][path] = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        seen["files"][path] = type(exc).__name__
+x = json.dumps(seen)
+"""
+
+
+@pytest.mark.parametrize("setup", ["import json", "import json\nimport torch"])
+def test_the_sandbox_shows_no_host_path(setup, tmp_path):
+    """Issue 28: nothing a program can read names a host path: not the interpreter's prefix, the
+    venv, the checkout, the temporary directory of the service sockets, nor a bind's source (a
+    procfs mountinfo would name each; the sandbox has no procfs)."""
+    if "torch" in setup:
+        pytest.importorskip("torch")
+    res = run_program(_HOST_PATH_PROBE, setup=setup, result_vars=["x"])
     assert res.status == "ok", res.error
-    cmdline = res.variables["c"]
-    assert cmdline.startswith("bwrap\x00--args\x00")
-    assert f"\x00--\x00{boundary.INTERPRETER}\x00" in cmdline
-    for host in (str(REPO), "site-packages", "--ro-bind", "/tmp/callbench", boundary.interpreter()):
-        assert host not in cmdline
+    seen = json.loads(res.variables["x"])
+    assert seen["files"]["/proc/self/mountinfo"] == "FileNotFoundError"
+    assert seen["files"]["/proc/1/cmdline"] == "FileNotFoundError"
+    assert seen["proc"] == ["cpuinfo", "meminfo"] and "processor" in seen["files"]["/proc/cpuinfo"]
+    assert seen["sys"][0] in (boundary.PREFIX, "/usr") and seen["sys"][3].startswith(seen["sys"][0] + "/bin/")
+    text = json.dumps(seen)
+    hosts = {str(REPO), os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), sys.prefix,
+             os.path.realpath(tempfile.gettempdir()) + "/callbench", str(Path.home())}
+    for host in sorted(hosts - {"/", "/usr", "/tmp", ""}):
+        assert host not in text, (host, [k for k, v in seen.items() if host in json.dumps(v)])
+    if "torch" in setup:
+        assert any(m.startswith(f"{boundary.SITE}/torch/") for m in seen["modules"])
 
 
 def test_no_temporary_directory_is_left_behind(tmp_path, monkeypatch):

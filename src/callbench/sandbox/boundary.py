@@ -8,7 +8,7 @@ passes through it. So every generated program and every tool process runs inside
 
 * new user, PID, network, IPC, UTS and cgroup namespaces; uid/gid 65534 inside (not root, no
   capabilities), no further user namespaces where bwrap supports ``--disable-userns``;
-* a read-only root holding only ``/usr`` and the interpreter's own prefix, with every
+* a read-only root holding only ``/usr`` and the interpreter's own prefix (at :data:`PREFIX`), with every
   ``site-packages``/``dist-packages`` directory hidden and risky stdlib C extensions (``readline``,
   ``_ctypes``, ``_sqlite3``, ...) replaced by empty files: the program cannot see the project, its
   data, the run store, other runs or any package that is not on the :class:`View`;
@@ -16,7 +16,8 @@ passes through it. So every generated program and every tool process runs inside
   import, found by importing them once outside) bound read-only under :data:`SITE`, and single
   harness modules (a service's source) bound alone, never the rest of ``callbench``;
 * a private ``/tmp`` (``tmpfs`` with a size quota; the cwd, ``HOME``, ``TMPDIR``) and a small
-  ``/dev/shm``, both gone when the sandbox ends; ``/proc`` shows the sandbox's own processes only;
+  ``/dev/shm``, both gone when the sandbox ends; no procfs (``/proc`` holds ``cpuinfo`` and
+  ``meminfo`` only), so no host path shows (a procfs ``mountinfo`` names every bind's source);
 * no network but the sandbox's own loopback: a service is reached through a Unix socket bound in
   at :data:`SOCKETS`, which the runner forwards to a loopback port inside.
 
@@ -47,7 +48,8 @@ from callbench.errors import CallbenchError
 SITE = "/opt/callbench/site"  # packages on the view, inside the sandbox
 SOCKETS = "/run/callbench"  # service sockets, inside the sandbox
 WORKDIR = "/tmp"  # the private writable tmpfs, inside the sandbox
-INTERPRETER = "/opt/python/bin/python3"  # a link to the base interpreter, inside the sandbox
+PREFIX = "/opt/python"  # the base interpreter's prefix, inside the sandbox (when not under /usr)
+INTERPRETER = f"{PREFIX}/bin/python3"  # the base interpreter, inside the sandbox
 UID = 65534  # "nobody"
 
 # Stdlib C extensions a program does not need and that reach past the audit hook (readline writes
@@ -83,6 +85,7 @@ DENIED_STDLIB_EXTENSIONS = frozenset(
         "xxsubtype",
     }
 )
+_PROC_FILES = ("cpuinfo", "meminfo")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "localtime", "hosts", "nsswitch.conf", "passwd", "group")
 
 
@@ -396,16 +399,27 @@ def _root_args(layout: Layout) -> list[str]:
             args += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             args += ["--ro-bind", host, host]
-    base = os.path.realpath(sys.base_prefix)
-    if not (base + os.sep).startswith("/usr/"):
-        args += ["--ro-bind", base, base]
-    for hidden in _hidden_package_dirs():
+    base = _relocated_prefix()
+    if base is not None:
+        args += ["--ro-bind", base, PREFIX]
+        if os.path.isdir(os.path.join(base, "lib")):
+            # a shared libpython's run path names the host prefix: the loader finds it here instead
+            args += ["--setenv", "LD_LIBRARY_PATH", f"{PREFIX}/lib"]
+    for hidden in map(inside_path, _hidden_package_dirs()):
         # an empty, read-only tmpfs: nothing on the host to create (or leave behind) for it
         args += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
     for name in _ETC_FILES:
         if os.path.exists(f"/etc/{name}"):
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    # No procfs: a mount namespace's /proc/self/mountinfo names the host directory behind every
+    # bind (the kernel writes the source path; nothing in bwrap can hide it). A PID namespace's
+    # /proc would show nothing else a program needs; libraries that size themselves from the CPU
+    # (torch's cpuinfo) get the host's cpuinfo and meminfo files, which name no path.
+    args += ["--dir", "/proc"]
+    for name in _PROC_FILES:
+        if os.path.exists(f"/proc/{name}"):
+            args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    args += ["--dev", "/dev"]
     args += ["--size", str(layout.tmp_mb << 20), "--tmpfs", WORKDIR]
     args += ["--size", str(layout.shm_mb << 20), "--tmpfs", "/dev/shm"]
     return args
@@ -414,6 +428,25 @@ def _root_args(layout: Layout) -> list[str]:
 def interpreter() -> str:
     """The base interpreter (a venv's ``python`` is a link to it; the venv itself stays outside)."""
     return os.path.realpath(sys.executable)
+
+
+@functools.cache
+def _relocated_prefix() -> str | None:
+    """The base interpreter's host prefix when the sandbox shows it at :data:`PREFIX` (a prefix
+    outside ``/usr``, e.g. pyenv's under a home directory, that holds the interpreter); None when
+    the sandbox sees it where it is (``/usr``: nothing host-specific in that path)."""
+    base = os.path.realpath(sys.base_prefix)
+    if (base + os.sep).startswith("/usr/") or os.path.realpath(sys.base_exec_prefix) != base:
+        return None
+    return base if interpreter().startswith(base + os.sep) else None
+
+
+def inside_path(host: str) -> str:
+    """Where the sandbox sees the host path ``host`` of the base interpreter's tree."""
+    base = _relocated_prefix()
+    if base is not None and (host == base or host.startswith(base + os.sep)):
+        return PREFIX + host[len(base) :]
+    return host
 
 
 def command(
@@ -434,7 +467,7 @@ def command(
     clo = closure(view)
     args = [exe, *_namespace_args(disable_userns), *_root_args(layout)]
     for path in _stdlib_extension_files(clo.stdlib_extensions):
-        args += ["--ro-bind", "/dev/null", path]
+        args += ["--ro-bind", "/dev/null", inside_path(path)]
     for host, inside in clo.binds:
         args += ["--ro-bind", host, inside]
     if socket_dir is not None:  # a directory the harness links service sockets into, one run at a time
@@ -443,8 +476,11 @@ def command(
         args += ["--ro-bind", host, f"{SOCKETS}/{name}"]
     argv = list(argv)
     if argv and argv[0] == interpreter():  # the command line shows a neutral name, not the host's path
-        args += ["--symlink", argv[0], INTERPRETER]
-        argv[0] = INTERPRETER
+        if _relocated_prefix() is not None:
+            argv[0] = inside_path(argv[0])
+        else:
+            args += ["--symlink", argv[0], INTERPRETER]
+            argv[0] = INTERPRETER
     args += ["--chdir", WORKDIR, "--remount-ro", "/", "--", *argv]
     return args
 
@@ -473,7 +509,7 @@ def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
 def extension_roots(view: View, sandboxed: bool) -> list[str]:
     """Where the program may load C extensions from: the stdlib's and the view's packages'."""
     if sandboxed:
-        return [_dynload(), SITE]
+        return [inside_path(_dynload()), SITE]
     return [_dynload(), *closure(view).host_roots]
 
 

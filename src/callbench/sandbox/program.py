@@ -54,9 +54,8 @@ Not guaranteed: the report is written by the runner inside the program's own pro
 holds the program's values — a program can set or fake them, as it could compute them; what the
 harness judges besides them (violations, the child's exit and CPU time, the wall-clock backstop, a
 session service's state) it reads outside the process. The fork server shares the program's uid
-inside the sandbox: its ``/proc`` entries are visible to the program (no secret is in it; writing
-to its files is refused by the hook). The sandbox's ``/proc/self/mountinfo`` still names the host
-directories bound in (the view's packages, the interpreter); ``/proc/1/cmdline`` does not. Without
+inside the sandbox, but the sandbox has no procfs, so the program cannot reach it through
+``/proc`` (and no ``mountinfo`` names the host directories bound in). Without
 bwrap (``--unsafe-no-sandbox``) only the rlimits, the audit hook and ``unshare`` namespaces (where
 they work) remain: C code is then not contained. ``finalize`` is evaluated in the program's
 globals, so the program can rebind the names it uses; ``__to_json__`` is taken as the setup left it.

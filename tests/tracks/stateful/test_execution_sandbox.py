@@ -69,7 +69,7 @@ def _flood(payload: str) -> str:
     return (
         SESSION_REF + "import os\n"
         f"data = {payload}\n"
-        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "for fd in range(3, 64):  # no procfs in the sandbox: every fd number\n"
         "    if fd > 2:\n"
         "        try:\n"
         "            os.write(fd, data)\n"
@@ -102,7 +102,7 @@ def test_a_violation_survives_40_mb_on_the_result_channel():
         SESSION_REF + "import os\n"
         "try:\n    os.system('true')\nexcept PermissionError:\n    pass\n"
         "block = b'x' * (1 << 20)\n"
-        "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "for fd in range(3, 64):  # no procfs in the sandbox: every fd number\n"
         "    if fd > 2:\n"
         "        try:\n"
         "            for _ in range(40):\n"
