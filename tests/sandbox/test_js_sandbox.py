@@ -493,7 +493,7 @@ HOSTILE = [
     ("'abc'.replace(/(b)/, '$1'); /(secret)/.exec('secret');", {"no_request"}),
     ("__callbench.finish(); axios.get('https://x');", {"runtime_error"}),
     ("__callbenchStandin.bindingNames.push('evil');", {"runtime_error"}),
-    ("require('fs');", {"runtime_error"}),
+    ("require('child_process');", {"runtime_error"}),
     ("process.exit(1);", {"runtime_error"}),
     ("while (true) {}", {"timeout"}),
     ("(async () => { while (true) await null; })();", {"timeout"}),
@@ -515,7 +515,9 @@ HOSTILE = [
 
 @pytest.mark.parametrize(("code", "allowed"), HOSTILE, ids=[c for c, _ in HOSTILE])
 def test_hostile_then_clean(hostile, reference, code, allowed):
-    r = hostile.run(code, extract=False)
+    # in strict mode (the file's own directive), where a write to a frozen builtin throws; the
+    # same writes in sloppy mode fail silently: tests/sandbox/test_reaching_the_call_sloppy.py
+    r = hostile.run("'use strict';\n" + code, extract=False)
     assert r.status in allowed, (r.status, r.error)
     if r.status in ("runtime_error", "timeout", "memory"):
         assert r.error
@@ -547,11 +549,12 @@ def test_polling_loop_stalls_at_request_cap(sb):
 
 def test_specific_error_messages(hostile):
     assert (
-        hostile.run("require('fs')", extract=False).error
-        == "Error: require('fs') is not allowed in the sandbox"
+        hostile.run("require('child_process')", extract=False).error
+        == "Error: require('child_process') is not allowed in the sandbox"
     )
     assert "process.exit(1)" in hostile.run("process.exit(1)", extract=False).error
-    assert hostile.run("this.x = 1", extract=False).status == "runtime_error"
+    strict = hostile.run("'use strict'; Object.prototype.x = 1", extract=False)
+    assert strict.status == "runtime_error" and strict.error.startswith("TypeError: Cannot add property x")
 
 
 def test_fresh_context_mode_matches(reference):
@@ -579,7 +582,7 @@ def test_run_many_matches_one_by_one(reference):
     and rebuilds a sample causes never leak into the samples queued behind it."""
     codes = []
     for code, _ in HOSTILE:
-        codes += [code, PROBE]
+        codes += ["'use strict';\n" + code, PROBE]
     big = "// " + "x" * 70_000 + "\naxios.get('https://api.example.com/big');"
     codes += [big, PROBE, "axios.get('https://api.example.com/a'", PROBE]  # incomplete: settled before V8
     with JsSandbox(timeout_s=1.0, kill_grace_s=1.0) as s:

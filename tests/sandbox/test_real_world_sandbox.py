@@ -338,9 +338,15 @@ def test_callback_cannot_tamper_with_shared_state(sb):
         "globalThis.leak = __callbench_rt;",
         "JSON.stringify = () => 'x';",
     ):
-        r = sb.run(ROUTE.replace("await axios.", f"{bad}\n  await axios.") + "get('https://a.example/');\n")
+        # strict (the file's directive): the write throws and ends the sample
+        r = sb.run("'use strict';\n" + ROUTE.replace("await axios.", f"{bad}\n  await axios.") + "get('https://a.example/');\n")
         assert r.status in ("runtime_error", "rejected"), (bad, r.status)
         assert r.requests == []
+        _clean_after(sb)
+        # sloppy (CommonJS as Node runs it): the write fails silently and changes nothing
+        probe = "get('https://a.example/' + [typeof ({}).polluted, typeof globalThis.leak, JSON.stringify(1)].join());\n"
+        r = sb.run(ROUTE.replace("await axios.", f"{bad}\n  await axios.") + probe)
+        assert r.status == "ok" and r.request["url"] == "https://a.example/undefined,undefined,1", (bad, r.status, r.error)
         _clean_after(sb)
 
 

@@ -1034,6 +1034,96 @@ def _join(pieces: list[str]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+# --------------------------------------------------------------------------- sloppy mode
+
+# The sandbox runs code as Node runs a CommonJS file: in sloppy mode unless the file opens with a
+# 'use strict' directive (an ES module is strict: its imports are rewritten, so the directive is
+# added).  Sloppy code may assign a variable it never declared, which in Node makes a global; the
+# sandbox's global object is frozen (such a write would vanish), so these names get a `var` of the
+# sample's own function instead (`_sloppy_prologue`): a per-sample home that dies with the sample.
+# Standard globals are left out: `var JSON;` would hide the builtin from the sample.
+_STANDARD_GLOBALS = frozenset(
+    "globalThis Infinity NaN undefined eval isFinite isNaN parseFloat parseInt decodeURI decodeURIComponent "
+    "encodeURI encodeURIComponent escape unescape AggregateError Array ArrayBuffer BigInt BigInt64Array "
+    "BigUint64Array Boolean DataView Date Error EvalError FinalizationRegistry Float32Array Float64Array "
+    "Function Int8Array Int16Array Int32Array Intl Iterator JSON Map Math Number Object Promise Proxy "
+    "RangeError ReferenceError Reflect RegExp Set SharedArrayBuffer String Symbol SyntaxError TypeError "
+    "Uint8Array Uint8ClampedArray Uint16Array Uint32Array URIError WeakMap WeakRef WeakSet Atomics "
+    "WebAssembly arguments".split()
+)
+
+
+def _directive_strict(root: Node, src: _Src) -> bool:
+    """Does the program open with a 'use strict' directive (its directive prologue)?"""
+    for c in root.children:
+        if c.type in ("comment", "hash_bang_line"):
+            continue
+        if c.type != "expression_statement" or c.named_child_count != 1 or c.named_children[0].type != "string":
+            return False
+        if src.node(c.named_children[0])[1:-1] == "use strict":
+            return True
+    return False
+
+
+def _assigned_names(root: Node, src: _Src) -> list[str]:
+    """Identifiers a plain assignment (or a destructuring one, or a `for (x in/of ...)` without a
+    declaration) writes, in text order, once each."""
+    out: dict[str, None] = {}
+    for n in _walk(root):
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "for_in_statement" and not any(c.type in ("var", "let", "const") for c in n.children):
+            target = n.child_by_field_name("left")
+        if target is None:
+            continue
+        if target.type == "identifier":
+            out[src.name(target)] = None
+        elif target.type in ("object_pattern", "array_pattern"):
+            names: list[str] = []
+            _pattern_names(target, src, names)
+            out.update((_unescape(x), None) for x in names)
+    return list(out)
+
+
+def _is_module(code: str) -> bool:
+    """Is `code` an ES module (an import or export statement at top level)?  Node runs those strict."""
+    if "import" not in code and "export" not in code:
+        return False
+    root = _parser().parse(code.encode("utf-8", errors="surrogatepass")).root_node
+    return any(c.type in ("import_statement", "export_statement") for c in root.children)
+
+
+def with_mode(code: str, module: bool) -> str:
+    """`code` as the sandbox runs it in Node's mode: an ES module (`module`) gets a 'use strict'
+    directive in front (on the first line, so lines keep their numbers); sloppy code gets a `var`
+    for the names it assigns undeclared, at the end (hoisted: no position in the code moves)."""
+    if module:
+        return "'use strict'; " + code
+    prologue = _sloppy_prologue(code)
+    return code + ("\n" if prologue and not code.endswith("\n") else "") + prologue
+
+
+def _sloppy_prologue(code: str) -> str:
+    """For sloppy code, `var a, b;` for every name it assigns that no top-level let/const/class
+    declares and that is no standard global (see above); '' for strict code."""
+    src = _Src(code)
+    root = _parser().parse(src.data).root_node
+    if _directive_strict(root, src):
+        return ""
+    lexical: set[str] = set()
+    for c in root.children:
+        lexical.update(_declared(c, src, lexical_only=True))
+    names = [
+        n for n in _assigned_names(root, src)
+        if n not in lexical and n not in _STANDARD_GLOBALS and _IDENT_RE.match(n)
+    ]
+    return f"var {', '.join(names)};\n" if names else ""
+
+
+_IDENT_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -1310,6 +1400,8 @@ def _extract(code: str) -> Extraction:
     assert a.call is not None
     start, end = offset + a.call[0], offset + a.call[1]
     out, mark = a.code, None
+    if a.status == "ok":
+        out = with_mode(out, _is_module(code[offset:]))
     calls_at = []
     for k in range(2):
         call_mark = f"/*{placeholder}@{k}*/"
@@ -1374,7 +1466,7 @@ def prepare_code(code: str) -> tuple[str, tuple[str, ...]]:
         if c.type in ("lexical_declaration", "class_declaration"):
             declared.extend(_declared(c, src, lexical_only=True))
     if not needs_rewrite:
-        return code, tuple(dict.fromkeys(declared))
+        return with_mode(code, False), tuple(dict.fromkeys(declared))
     out: list[str] = []
     pos = 0
     declared = []
@@ -1387,7 +1479,8 @@ def prepare_code(code: str) -> tuple[str, tuple[str, ...]]:
             out.append(src.node(c))
         pos = c.end_byte
     out.append(src.slice(pos, len(src.data)))
-    return "".join(out), tuple(dict.fromkeys(declared))
+    module = any(c.type in ("import_statement", "export_statement") for c in root.children)
+    return with_mode("".join(out), module), tuple(dict.fromkeys(declared))
 
 
 def script_problem(code: str, predeclared: Iterable[str] = ()) -> str | None:

@@ -3,8 +3,9 @@
  * Needs axios_standin.js evaluated first.
  *
  * Runner protocol (the host calls these from outside, one eval each):
- *   start(code, defs, skip, options, mark)  compile `code` as the body of a fresh strict
- *       async function whose parameters are the stand-in bindings plus `defs` (minus
+ *   start(code, defs, skip, options, mark)  compile `code` as the body of a fresh async
+ *       function (sloppy, as Node runs CommonJS, unless the code opens with a 'use strict'
+ *       directive; `this` is module.exports) whose parameters are the stand-in bindings plus `defs` (minus
  *       names in `skip`, which the code declares itself), and call it.  When `mark` is
  *       'name:armAt:callAt...', the host has put `name()` as the last argument of the call
  *       it picked (`armAt`: where `name` starts in `code`, each `callAt`: where V8 may place
@@ -80,7 +81,9 @@ globalThis.__callbench = (function () {
     var fn = null;
     while (fn === null) {
       try {
-        fn = AsyncFunction.apply(null, params.concat(['"use strict";\n' + code + '\n']));
+        // no directive of ours: the code runs in sloppy mode as Node runs CommonJS, unless its
+        // own first statement is a 'use strict' directive (the extractor adds one for ES modules)
+        fn = AsyncFunction.apply(null, params.concat(['\n' + code + '\n']));
       } catch (e) {
         // `const axios = require('axios')` and friends: the code's own declaration wins.
         var m = e instanceof SyntaxError ? DUPLICATE.exec(e.message) : null;
@@ -102,7 +105,8 @@ globalThis.__callbench = (function () {
         return undefined;
       }
     }
-    var promise = fn.apply(undefined, args);
+    // top-level `this` is module.exports, as in a CommonJS module
+    var promise = fn.apply(env.bindings.exports, args);
     promise.then(function () {
       run.settled = true;
     }, function (e) {
@@ -136,8 +140,10 @@ globalThis.__callbench = (function () {
   function armed(params, code, mark, env) {
     var parts = mark.split(':');
     var name = parts[0];
-    var head = '"use strict";\nreturn ';
-    var inner = 'async function (' + params.join(', ') + ') {"use strict";\n' + code + '\n}';
+    // sloppy like the function above (strictness comes from the code's own directive): the
+    // closure runs once, before any sample code, and nothing of the sample can reach it
+    var head = ';\nreturn ';
+    var inner = 'async function (' + params.join(', ') + ') {\n' + code + '\n}';
     // Function(p, body) compiles "(function anonymous(p\n) {\n" + body + "\n})": 2 lines,
     // then head (1), then inner's first line (1) come before the code
     var lines = 4;
