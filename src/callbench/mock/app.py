@@ -14,6 +14,17 @@ state model (:mod:`callbench.tracks.stateful.infer`).
 
 Responses are the entity put where the response schema keeps it (``{"data": ...}``), the rest of
 the body synthesized, so they conform to the declared schema.
+
+**Seeded catalogue** (``seeded_catalog=True``; off by default, the nested tasks of read-only specs
+turn it on, :mod:`callbench.tracks.nested.from_spec`): a read-only API (Spotify's) serves data it
+never created. There every resource with an id field is a catalogue in which every id its path
+accepts names an object: a read (or a precondition) of an id the store does not hold answers the
+object synthesized from the seed, the resource and that id (its id field set to the id), so the
+same id is the same object in every call; an update or replace stores the merged catalogue object
+(a created object is stored as before and wins over the catalogue's); a list, like an action,
+answers a response synthesized from its schema (and the request). Synthesized answers then keep every optional property (not half of them at random), so
+a field a response declares is there: an album's ``artists[0].id`` is present, and the artist it
+names is one ``GET /artists/{id}`` answers.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -40,10 +52,10 @@ def _seed(*parts: Any) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
-def _synth(schema: Any, seed: int, name: str | None = None) -> Any:
+def _synth(schema: Any, seed: int, name: str | None = None, optional: float = 0.5) -> Any:
     if not isinstance(schema, Mapping) or not schema:
         return {}
-    return synthesize_value(schema, seed=seed, name=name)
+    return synthesize_value(schema, seed=seed, name=name, optional=optional)
 
 
 def _set(body: Any, path: tuple[str, ...], value: Any) -> Any:
@@ -63,13 +75,16 @@ def _set(body: Any, path: tuple[str, ...], value: Any) -> Any:
 class MockApp:
     """The routing-independent part of the mock: one per server instance."""
 
-    def __init__(self, spec: ApiSpec, model: StateModel, seed: int = 0):
+    def __init__(self, spec: ApiSpec, model: StateModel, seed: int = 0, *, seeded_catalog: bool = False):
         self.spec = spec
         self.model = model
         self.seed = seed
         self.store = Store()
         self._ops = {f"{o.method} {o.path}": o for o in model.operations}
         self._res = {r.name: r for r in model.resources}
+        # the catalogue's resources (see the module docstring): none unless seeded_catalog
+        self.catalog = frozenset(r.name for r in model.resources if r.id_field) if seeded_catalog else frozenset()
+        self._optional = 1.0 if seeded_catalog else 0.5  # share of optional properties synthesized answers keep
 
     # -- routing -------------------------------------------------------------------------
     def handle(
@@ -99,7 +114,7 @@ class MockApp:
     ) -> tuple[int, Any]:
         for pre in om.preconditions if om else ():
             key = path_params.get(pre.param)
-            if key is None or self.store.get(pre.exists, key) is None:
+            if key is None or (self.store.get(pre.exists, key) is None and pre.exists not in self.catalog):
                 raise RequestError(404, f"no {pre.exists} {key!r}")
         res = self._res.get(om.resource or "") if om else None
         role = om.role if om and om.used and res is not None and res.id_field else "action"
@@ -112,6 +127,10 @@ class MockApp:
         if role in ("read", "update", "replace", "delete"):
             key = path_params.get(item_param or "")
             obj = self.store.get(res.name, key) if key is not None else None
+            if obj is None and key is not None and res.name in self.catalog:
+                obj = self._catalog_item(res, ent, key)
+                if role in ("update", "replace"):
+                    self.store.insert(res.name, key, _scope(op.path, path_params, res) or "{}", obj)
             if obj is None:
                 raise RequestError(404, f"no {res.name} {key!r}")
             if role in ("update", "replace"):
@@ -122,9 +141,9 @@ class MockApp:
                 _, schema = success(op)
                 if status == 204 or schema is None:
                     return status, None
-                return status, _synth(schema, _seed(self.seed, op.method, op.path, "deleted"))
+                return status, _synth(schema, _seed(self.seed, op.method, op.path, "deleted"), optional=self._optional)
             return status, self._wrap(op, ent, obj, res)
-        if role == "list":
+        if role == "list" and res.name not in self.catalog:
             scope = _scope(op.path, path_params, res)
             objs = self.store.list(res.name, scope)
             fields = object_properties(ent.schema) if ent else {}
@@ -139,7 +158,22 @@ class MockApp:
         _, schema = success(op)
         if schema is None:
             return status, None
-        return status, _synth(schema, _seed(self.seed, op.method, op.path, dict(path_params), params, body))
+        return status, _synth(schema, _seed(self.seed, op.method, op.path, dict(path_params), params, body), optional=self._optional)
+
+    def _catalog_item(self, res: Resource, ent: Entity | None, key: str) -> Any:
+        """The catalogue's object ``key`` of ``res``: synthesized from the seed, the resource and the
+        id (every optional property kept), its id field the id (a number where the id is one)."""
+        schema = ent.schema if ent else {}
+        obj = _synth(schema, _seed(self.seed, res.name, key, "catalog"), res.name, optional=1.0)
+        if not isinstance(obj, dict):
+            obj = {}
+        field = res.id_field or "id"
+        typed: Any = key
+        fschema = object_properties(schema).get(field)
+        if re.fullmatch(r"-?[0-9]{1,18}", key) and (res.id_type in ("integer", "number") or (isinstance(fschema, Mapping) and schema_type(fschema) & {"integer", "number"})):
+            typed = int(key)
+        obj[field] = typed
+        return obj
 
     def _id_value(self, res: Resource, ent: Entity | None, body: Any) -> tuple[str, Any]:
         field = res.id_field or "id"
@@ -235,7 +269,7 @@ class MockApp:
         if not ent.path:
             return value
         _, schema = success(op)
-        outer = _synth(schema, _seed(self.seed, op.method, op.path, "envelope"))
+        outer = _synth(schema, _seed(self.seed, op.method, op.path, "envelope"), optional=self._optional)
         return _set(outer if isinstance(outer, dict) else {}, ent.path, value)
 
 

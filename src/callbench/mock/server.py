@@ -82,8 +82,9 @@ class MockServer(ThreadedEngine):
         max_total_bytes: int | None = None,
         max_requests: int | None = None,
         max_state_values: int | None = None,
+        seeded_catalog: bool = False,
     ):
-        self.app = MockApp(spec, model, seed)
+        self.app = MockApp(spec, model, seed, seeded_catalog=seeded_catalog)
         self._serve(
             address,
             self.app,
@@ -198,6 +199,7 @@ def _engine(config: dict[str, Any], quotas: Quotas) -> MockServer:
         max_total_bytes=quotas.max_total_bytes,
         max_requests=quotas.max_requests,
         max_state_values=quotas.max_state_values,
+        seeded_catalog=bool(config.get("seeded_catalog", False)),
     )
 
 
@@ -205,7 +207,9 @@ class MockService(IsolatedService):
     """A mock of ``spec`` on 127.0.0.1 (``port=0``: a free port) or on a Unix socket
     (``unix_path``, as the program sandbox wants it), in its own process under ``quotas``.
     ``model``: the state model (default: inferred from the spec). ``spec`` must come from a file
-    (:func:`callbench.specs.load_spec`): the service's process loads it from there."""
+    (:func:`callbench.specs.load_spec`): the service's process loads it from there.
+    ``seeded_catalog``: the resources no operation creates are a seeded catalogue
+    (:mod:`callbench.mock.app`)."""
 
     what = "spec mock"
 
@@ -221,6 +225,7 @@ class MockService(IsolatedService):
         max_connections: int = 32,
         unix_path: str | Path | None = None,
         quotas: Quotas | None = None,
+        seeded_catalog: bool = False,
     ):
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int, got {seed!r}")
@@ -239,6 +244,7 @@ class MockService(IsolatedService):
         self.spec = spec
         self.model = model
         self.seed = seed
+        self.seeded_catalog = seeded_catalog
         self._spec_path, self._spec_stat = _spec_file(spec)
 
     @classmethod
@@ -256,6 +262,7 @@ class MockService(IsolatedService):
             "spec": self._spec_path,
             "spec_stat": self._spec_stat,
             "seed": self.seed,
+            "seeded_catalog": self.seeded_catalog,
             **self._listen_config(),
         }
         payload = {"model": self.model.model_dump(mode="json", by_alias=True)}

@@ -127,11 +127,25 @@ def name_links(sc: SpecScenario) -> bool:
     return not any(p.is_object for api in sc.apis for p in api.params)
 
 
+def field_links(sc: SpecScenario) -> bool:
+    """Whether ``sc``'s calls are linked by response fields (:func:`field_link`): a read-only spec,
+    one in which most APIs that take an object take one of a resource no API creates (Spotify's
+    albums, artists, shows: only tracks are "created", added to a playlist). There the stateful
+    traces, which read only objects they created, carry almost no reference. Specs with name links
+    keep them; a CRUD spec (most object-taking APIs on created resources) keeps its path links."""
+    if name_links(sc):
+        return False
+    created = {sc.ops[a.name].resource for a in sc.apis if sc.ops[a.name].role == "create"}
+    takes = [p.object_type for a in sc.apis for p in a.params if p.is_object]
+    return sum(t not in created for t in takes) > len(takes) / 2
+
+
 def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
     """One :class:`ToolShape` per API of ``sc`` (catalog order = the scenario's API order)."""
     from callbench.tracks.stateful.infer.name_links import response_fields
 
     by_name = name_links(sc)
+    by_fields = field_links(sc)
     out: dict[str, ToolShape] = {}
     for api in sc.apis:
         info = sc.ops[api.name]
@@ -191,7 +205,11 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
         else:
             outputs = {}
         links: Mapping[str, Any] = {}
-        if by_name and not outputs and info.role != "delete":  # the JSON body's linkable fields
+        if by_fields and info.role != "delete":  # field links: every scalar field of the whole JSON body
+            links = deep_fields(op)
+            # types only: a response has up to FIELD_KEYS of them, their descriptions would swell every prompt
+            outputs = {k: {x: y for x, y in _param_doc(v).items() if x != "description"} for k, v in links.items()}
+        elif by_name and not outputs and info.role != "delete":  # the JSON body's linkable fields
             links = response_fields(op)
             outputs = {k: _param_doc(v) for k, v in links.items()}
         what = f"{info.method} {info.path}"
@@ -223,13 +241,14 @@ class SpecExecutor:
         self.seed = seed
         self.timeout = call_timeout_s
         self.shapes = tool_shapes(sc)
+        self.catalog = field_links(sc)  # a read-only spec's mock serves a seeded catalogue (callbench.mock.app)
         self.max_value_chars = max_value_chars
         self.max_value_depth = max_value_depth
 
     def run(self, calls: list[ToolCall], tools: list[ToolSpec] | None = None, *, deadline: float | None = None) -> SequenceResult:
         from callbench.mock import MockService
 
-        with MockService(self.sc.spec, self.sc.model, seed=self.seed) as svc:
+        with MockService(self.sc.spec, self.sc.model, seed=self.seed, seeded_catalog=self.catalog) as svc:
             return run_calls(calls, lambda call, env: self._one(svc.port, call, env), deadline)
 
     def _one(self, port: int, call: ToolCall, env: dict[str, Any]) -> CallOutcome:
@@ -445,6 +464,13 @@ def trace_to_task(sc: SpecScenario, shapes: dict[str, ToolShape], program, task_
         if values:
             text += " with " + ", ".join(f"{k2} = {json.dumps(v, ensure_ascii=False)}" for k2, v in values.items())
         steps.append(f"{k}. {text[:1].upper()}{text[1:]}.")
+    return _task_row(sc, shapes, calls, steps, task_id, seed, rng, distractors, folder)
+
+
+def _task_row(sc: SpecScenario, shapes: dict[str, ToolShape], calls: list[dict[str, Any]], steps: list[str], task_id: str,
+              seed: int, rng: Random, distractors: int, folder: str) -> dict[str, Any]:
+    """The nested row of ``calls`` (the question lists ``steps``; the catalog: the tools called and
+    ``distractors`` others)."""
     used = list(dict.fromkeys(c["name"] for c in calls))
     others = [a.name for a in sc.apis if a.name not in used]
     extra = rng.sample(others, min(distractors, len(others)))
@@ -490,6 +516,307 @@ def _link_by_name(shapes: dict[str, ToolShape], shape: ToolShape, calls: list[di
     return refs
 
 
+# -- field links (read-only specs) ---------------------------------------------------------------
+FIELD_DEPTH = 5  # segments of a field key at most (albums.items.0.artists.0.id): the mock synthesizes 5 levels
+FIELD_KEYS = 150  # keys per response at most (shallow ones first)
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")  # a key segment a reference can spell (no dot, '$', quote)
+# container names that say nothing about what their items are (``albums.items.0.id`` is an album's id)
+_GENERIC = frozenset({
+    "items", "item", "data", "results", "result", "values", "value", "records", "entries", "list", "content",
+    "objects", "body", "response", "nodes", "node", "edges", "elements", "hits", "page", "payload", "rows",
+})
+# formats too common to tell two ids apart (a date is no one's id)
+_COMMON_FORMATS = frozenset({"date", "date-time", "time", "uri", "url", "email", "int32", "int64", "float", "double",
+                             "byte", "binary", "password", "hostname", "ipv4", "ipv6", "uri-reference"})
+
+
+def deep_fields(op: Any) -> dict[str, Mapping[str, Any]]:
+    """Every scalar field of ``op``'s success response, inside objects and arrays (an array by its
+    first item): reference key (``id``, ``artists.0.id``, ``albums.items.0.id``) -> the field's
+    schema; at most :data:`FIELD_DEPTH` segments, :data:`FIELD_KEYS` keys, a recursive schema
+    walked once per branch. Keys are in the schema's order, a parent's fields before deeper ones."""
+    from callbench.tracks.stateful.infer.entity import success
+    from callbench.tracks.stateful.infer.name_links import SCALARS
+
+    if op is None:
+        return {}
+    _, schema = success(op)
+    out: dict[str, Mapping[str, Any]] = {}
+    level: list[tuple[Any, tuple[str, ...], frozenset[int]]] = [(schema, (), frozenset())]
+    while level and len(out) < FIELD_KEYS:  # breadth first: shallow keys first
+        nxt: list[tuple[Any, tuple[str, ...], frozenset[int]]] = []
+        for sch, path, seen in level:
+            if not isinstance(sch, Mapping) or id(sch) in seen or len(path) > FIELD_DEPTH:
+                continue
+            t = schema_type(sch)
+            if path and len(t) == 1 and t <= SCALARS:
+                if len(out) < FIELD_KEYS:
+                    out[".".join(path)] = sch
+                continue
+            inner = seen | {id(sch)}
+            props = object_properties(sch)
+            if props:
+                nxt += [(v, (*path, k), inner) for k, v in props.items() if isinstance(k, str) and _KEY.match(k)]
+            elif t == {"array"} and isinstance(sch.get("items"), Mapping) and sch.get("maxItems") != 0:
+                nxt.append((sch["items"], (*path, "0"), inner))
+        level = nxt
+    return out
+
+
+def _noun(word: str | None) -> str | None:
+    """``Albums`` -> ``album``, ``categories`` -> ``category``, ``album_id`` stays: the singular,
+    lower case, without ``_``/``-``."""
+    if not word:
+        return None
+    w = re.sub(r"[^a-z0-9]", "", word.lower())
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith(("sses", "xes", "ches", "shes")):
+        return w[:-2]
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        return w[:-1]
+    return w or None
+
+
+def key_owner(key: str, resource: str | None) -> str | None:
+    """What ``key``'s object is (:func:`_noun`): its nearest container named by something other
+    than a position or a generic word (``albums.items.0.id`` -> ``album``, ``artists.0.id`` ->
+    ``artist``), else ``resource`` (the response's own resource: ``id`` of an album read)."""
+    for seg in reversed(key.split(".")[:-1]):
+        if seg.isdigit() or seg.lower() in _GENERIC:
+            continue
+        return _noun(seg)
+    return _noun(resource)
+
+
+def arg_resource(sc: SpecScenario, shape: ToolShape, arg: str) -> str | None:
+    """The resource whose id ``arg`` takes (:func:`_noun`): the state model's id source of a path
+    parameter (``GET /artists/{id}``: artist), else what the name says (``artist_id``, ``artistIds``),
+    else the operation's resource for the last path parameter (``/shows/{id}``)."""
+    info = shape.info
+    loc, name = shape.args[arg]
+    if loc == "path":
+        for pid, (ploc, pname) in info.params.items():
+            if ploc == "path" and pname == name and pid in info.id_fields:
+                obj = next((p.object_type for p in sc.api(info.api).params if p.name == pid), None)
+                if obj:
+                    return _noun(obj)
+    m = re.fullmatch(r"(.+?)[_-]?(?:id|Id|ID|ids|Ids|IDs)", name)
+    if m:
+        return _noun(m.group(1))
+    if loc == "path" and info.path.split("#", 1)[0].rstrip("/").endswith("{" + name + "}"):
+        return _noun(info.resource)
+    return None
+
+
+def _id_like(name: str) -> bool:
+    return bool(re.search(r"(?:^|[_-]|[a-z])(?:id|Id|ID)s?$", name)) or name.lower() in ("id", "ids")
+
+
+def _distinctive(schema: Any) -> tuple[str, str] | None:
+    """What sets an id's schema apart from any string: its pattern, or a format no date or URL has."""
+    if not isinstance(schema, Mapping):
+        return None
+    if isinstance(schema.get("pattern"), str) and schema["pattern"]:
+        return ("pattern", schema["pattern"])
+    fmt = schema.get("format")
+    return ("format", fmt) if isinstance(fmt, str) and fmt and fmt not in _COMMON_FORMATS else None
+
+
+def field_link(fields: Mapping[str, Mapping[str, Any]], resource: str | None, arg: str, schema: Any,
+               want: str | None, *, in_body: bool = False) -> list[str]:
+    """The keys of ``fields`` (a :func:`deep_fields` result of an operation about ``resource``) that
+    argument ``arg`` (with ``schema``, taking an id of ``want``) may take its value from, best
+    first. Each must :func:`~callbench.tracks.stateful.infer.name_links.fits` the argument (one
+    scalar type, the argument's constraints all the field's own) and match it
+
+    1. **by name**: the field is named as the argument (``user_id`` -> ``user_id``; not a bare
+       ``id``, which every object has), for a path or query parameter or an id in the body
+       (``in_body``: a body's ``name`` or ``description`` is the caller's to choose, not a copy);
+    2. **by resource**: the field is the ``id`` (or ``<resource>_id``) of an object of ``want``
+       (:func:`key_owner`: ``artists.0.id`` for an artist's id);
+    3. **by schema**: both are ids (their names end in ``id``) whose schemas share a distinctive
+       ``pattern`` or ``format`` (a uuid), and no resource says otherwise.
+
+    Shallower keys first within a rule."""
+    from callbench.tracks.stateful.infer.name_links import fits
+
+    ranked: list[tuple[int, int, str]] = []
+    mark = _distinctive(schema)
+    for key, f in fields.items():
+        if not fits(f, schema):
+            continue
+        leaf = key.rsplit(".", 1)[-1]
+        leafn = re.sub(r"[^a-z0-9]", "", leaf.lower())
+        owner = key_owner(key, resource)
+        if leafn not in ("id", "ids") and leafn == re.sub(r"[^a-z0-9]", "", arg.lower()) and (not in_body or _id_like(arg)):
+            rule = 1
+        elif want and leafn in ("id", f"{want}id") and owner == want:
+            rule = 2
+        elif mark and _id_like(leaf) and _id_like(arg) and _distinctive(f) == mark and (not want or not owner or owner == want):
+            rule = 3
+        else:
+            continue
+        ranked.append((rule, key.count("."), key))
+    return [k for _, _, k in sorted(ranked)]
+
+
+def _pointer_key(expr: Any) -> str | None:
+    """``$response.body#/artists/0/id`` -> ``artists.0.id`` (an OpenAPI runtime expression into the
+    response body, RFC 6901 escapes undone); None for any other expression."""
+    if not isinstance(expr, str) or not expr.startswith("$response.body#/"):
+        return None
+    segs = [x.replace("~1", "/").replace("~0", "~") for x in expr[len("$response.body#/"):].split("/")]
+    return ".".join(segs) if segs and all(_KEY.match(x) or x.isdigit() for x in segs) else None
+
+
+def spec_links(sc: SpecScenario, shapes: Mapping[str, ToolShape]) -> dict[tuple[str, str], dict[str, str]]:
+    """The spec's own OpenAPI ``links`` (Link Objects of a success response): (source tool, target
+    tool) -> {target argument: source key}. A link names its target by ``operationId`` (or an
+    ``operationRef`` ``#/paths/<path>/<method>``) and each parameter by a ``$response.body#/...``
+    expression (``path.``/``query.`` prefixes allowed); only keys the source's response has
+    (:func:`deep_fields`) and arguments the target has are kept."""
+    from callbench.tracks.stateful.infer.entity import success
+
+    by_opid = {sh.info.operation_id: name for name, sh in shapes.items() if sh.info.operation_id}
+    by_op = {sh.info.op.split("#", 1)[0].lower(): name for name, sh in shapes.items()}
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for src, sh in shapes.items():
+        op = sc.spec.operation(sh.info.method.lower(), sh.info.path)
+        if op is None or not sh.links:
+            continue
+        resp = op.responses.get(success(op)[0]) or {}
+        links = resp.get("links") if isinstance(resp, Mapping) else None
+        for link in (links or {}).values() if isinstance(links, Mapping) else ():
+            if not isinstance(link, Mapping) or not isinstance(link.get("parameters"), Mapping):
+                continue
+            dst = by_opid.get(link.get("operationId"))
+            ref = link.get("operationRef")
+            if dst is None and isinstance(ref, str) and ref.startswith("#/paths/"):
+                path, _, method = ref[len("#/paths/"):].rpartition("/")
+                dst = by_op.get(f"{method} {path.replace('~1', '/').replace('~0', '~')}".lower())
+            if dst is None or dst == src:
+                continue
+            for pname, expr in link["parameters"].items():
+                name = str(pname).split(".", 1)[1] if str(pname).startswith(("path.", "query.", "header.", "cookie.")) else str(pname)
+                key = _pointer_key(expr)
+                if key is not None and key in sh.links and name in shapes[dst].args:
+                    out.setdefault((src, dst), {})[name] = key
+    return out
+
+
+@dataclass(frozen=True)
+class LinkGraph:
+    """Which argument of which tool may take which field of which tool's response: ``edges[dst][arg]``
+    = [(src, [keys, best first]), ...]; ``sources``: the tools some other tool's argument links to."""
+
+    edges: Mapping[str, Mapping[str, list[tuple[str, list[str]]]]]
+    sources: tuple[str, ...]
+
+
+def link_graph(sc: SpecScenario, shapes: Mapping[str, ToolShape]) -> LinkGraph:
+    """Field links between the tools of ``sc`` (OpenAPI ``links`` first, then :func:`field_link`)."""
+    declared = spec_links(sc, shapes)
+    edges: dict[str, dict[str, list[tuple[str, list[str]]]]] = {}
+    for dst, dsh in shapes.items():
+        for arg, (loc, _) in dsh.args.items():
+            if loc in ("body", "form") and not dsh.flat_body:
+                continue
+            want = arg_resource(sc, dsh, arg)
+            for src, ssh in shapes.items():
+                if src == dst or not ssh.links:
+                    continue
+                keys = [declared[(src, dst)][arg]] if arg in declared.get((src, dst), {}) else []
+                found = field_link(ssh.links, ssh.info.resource, arg, dsh.arg_schemas.get(arg), want, in_body=loc in ("body", "form"))
+                keys += [k for k in found if k not in keys]
+                if keys:
+                    edges.setdefault(dst, {}).setdefault(arg, []).append((src, keys))
+    sources = sorted({src for d in edges.values() for lst in d.values() for src, _ in lst})
+    return LinkGraph(edges, tuple(sources))
+
+
+def _bracketed(key: str) -> str:
+    """``albums.items.0.id`` -> ``albums.items[0].id`` (how the task text shows a field)."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
+
+
+def _literal_args(sc: SpecScenario, shape: ToolShape, rng: Random) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Drawn values for every argument of ``shape``'s operation (path, required query, body), as a
+    tool call passes them; (arguments, the values the text names). None when a body cannot be
+    given as the tool's arguments."""
+    from callbench.mock.validate import sent_path_problem
+    from callbench.tracks.stateful.infer.scenario import _wire, fitting_value
+    from callbench.tracks.stateful.scenario import World
+
+    info = shape.info
+    op = sc.spec.operation(info.method.lower(), info.path)
+    args: dict[str, Any] = {}
+    for p in sc.api(info.api).params:
+        loc, name = info.params[p.name]
+        if p.is_object:  # a literal id: a seeded catalogue names an object by any id its path accepts
+            prm = op.parameter("path", name) if op is not None else None
+            sch = prm.schema if prm is not None and prm.schema else {"type": "string"}
+            check = (lambda v, prm=prm: sent_path_problem(prm, v)) if prm is not None else None
+            value = fitting_value(sch, rng, name, sent=_wire, check=check)
+        else:
+            value = p.domain(rng, World(), {}) if p.domain is not None else None
+        if loc in ("path", "query"):
+            value = _json_typed(sc, shape, loc, name, value)
+        if loc in ("body", "form") and shape.flat_body:
+            if not isinstance(value, dict) or any(k not in shape.args or shape.args[k][0] != loc for k in value):
+                return None
+            args.update(value)
+        else:
+            args[name] = value
+    return args, dict(args)
+
+
+def linked_task(sc: SpecScenario, shapes: dict[str, ToolShape], graph: LinkGraph, rng: Random, n_calls: int,
+                task_id: str, seed: int, distractors: int, folder: str) -> tuple[dict[str, Any] | None, str]:
+    """A row whose calls follow :func:`link_graph` (read-only specs): the first call's arguments
+    drawn, each later call an operation some argument of which takes a field of an earlier call's
+    response (from the latest such call; its other arguments drawn), ``n_calls`` calls or fewer
+    where no operation links on. (row, "") or (None, why)."""
+    if not graph.sources:
+        return None, "no field links between operations"
+    chosen: list[str] = [rng.choice(graph.sources)]
+    while len(chosen) < n_calls:
+        options = sorted({dst for dst, by_arg in graph.edges.items() if dst not in chosen
+                          for lst in by_arg.values() for src, _ in lst if src in chosen})
+        if not options:
+            break
+        chosen.append(rng.choice(options))
+    if len(chosen) < 2:
+        return None, "no reference between calls"
+    calls: list[dict[str, Any]] = []
+    steps: list[str] = []
+    for k, name in enumerate(chosen, 1):
+        shape = shapes[name]
+        drawn = _literal_args(sc, shape, rng)
+        if drawn is None:
+            return None, "reference not expressible"
+        args, values = drawn
+        refs: list[str] = []
+        for arg, lst in graph.edges.get(name, {}).items():
+            srcs = dict(lst)
+            j = next((j for j in range(k - 1, 0, -1) if chosen[j - 1] in srcs), None)
+            if j is None:
+                continue
+            key = srcs[chosen[j - 1]][0]
+            args[arg] = f"$var_{j}.{key}$"
+            values.pop(arg, None)
+            refs.append(f"{arg}: the {_bracketed(key)} of step {j}'s answer")
+        calls.append({"name": name, "label": f"$var_{k}", "arguments": args})
+        # the operation's summary where it has one: a read-only API has many lists of one resource
+        text = shape.info.summary.rstrip(".") if shape.info.summary else _words(shape, sc)
+        if refs:
+            text += " (" + "; ".join(refs) + ")"
+        if values:
+            text += " with " + ", ".join(f"{k2} = {json.dumps(v, ensure_ascii=False)}" for k2, v in values.items())
+        steps.append(f"{k}. {text[:1].upper()}{text[1:]}.")
+    return _task_row(sc, shapes, calls, steps, task_id, seed, rng, distractors, folder), ""
+
+
 def generate_nested_from_spec(
     sc: SpecScenario, folder: str, opts: NestedSpecOptions, *, on_task: Callable[[int, int], None] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -503,6 +830,7 @@ def generate_nested_from_spec(
     # the few APIs whose responses link to others (Slack: 54 rows in 1,000 attempts), so there only
     # calls that failed weigh (the kept rows' pairs are still counted)
     by_name = name_links(sc)
+    graph = link_graph(sc, shapes) if field_links(sc) else None
     counts: Counter = Counter()  # transition pairs of the kept rows
     failed: Counter = Counter()  # pairs whose call failed in a gold run (sampling energy only)
     rows: list[dict[str, Any]] = []
@@ -514,6 +842,15 @@ def generate_nested_from_spec(
         n_calls = rng.randint(opts.min_calls, opts.max_calls)
         row, why = None, "no trace"
         for _ in range(opts.candidates):  # sampling costs little: draw until a trace is a nested one
+            if graph is not None:  # a read-only spec: calls linked by response fields
+                program, seed = None, rng.randrange(1 << 31)
+                row, why = linked_task(sc, shapes, graph, rng, n_calls, f"{sc.name}_nested_{len(rows) + 1:03d}", seed,
+                                       opts.distractors, folder)
+                if row is not None:
+                    break
+                if why == "no field links between operations":
+                    break  # no draw can do better
+                continue
             trial = failed + Counter() if by_name else counts + failed
             program = sample_program(sc, rng, n_calls=n_calls, sampler=opts.sampler, counts=trial, p_loop=0.0, p_branch=0.0, alternatives=0, reuse=opts.reuse)
             if program is None or len(program.steps) < opts.min_calls:
@@ -537,7 +874,8 @@ def generate_nested_from_spec(
             i, bad = next((i, c) for i, c in enumerate(first.calls) if not c.ok)
             # the energy sampler favours pairs no kept row covers; a call that cannot succeed (a
             # schema whose pattern no value fits) would be drawn again and again: weigh it down
-            failed[tuple(program.pairs[i])] += 3
+            if program is not None:
+                failed[tuple(program.pairs[i])] += 3
             dropped[f"gold call fails: {str(bad.output.message).split(':')[0]}"] += 1
             continue
         if json.dumps(_plain(first.final), sort_keys=True) != json.dumps(_plain(again.final), sort_keys=True):
@@ -545,7 +883,9 @@ def generate_nested_from_spec(
             continue
         row["gold_answer"] = first.final
         rows.append(row)
-        if by_name:
+        if program is None:
+            counts.update((c["name"],) for c in row["output"])  # field links: the operations called
+        elif by_name:
             counts.update(tuple(p) for p in program.pairs)
         else:
             counts = trial - failed
