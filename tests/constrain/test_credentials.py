@@ -4,6 +4,10 @@ An operation whose effective security requirement is not optional must carry one
 credential, in the place its scheme names, with the placeholder value (`Bearer <token>`,
 `Basic <credentials>`, `<key>`). Checked through `check_continuation`, i.e. the llguidance matcher
 and the key tracker byte by byte, as in decoding.
+
+These are the rules of ``credential_rule="placeholder", real_world=False`` (the default before issue 29);
+the default rule now takes any string or expression as the value, tested in
+tests/constrain/test_real_world_calls.py.
 """
 
 from __future__ import annotations
@@ -91,14 +95,17 @@ KEY_SPEC = _spec(
 )
 
 AUTH = "{ headers: { Authorization: 'Bearer <token>' } }"
+PLACEHOLDER = GrammarOptions(credential_rule="placeholder", real_world=False)  # the rules before issue 29
 
 
 def ok(spec, text: str, **kw) -> None:
+    kw.setdefault("options", PLACEHOLDER)
     r = check_continuation(spec, text, **kw)
     assert r.allowed, (text, r.reason, r.offset)
 
 
 def rejected(spec, text: str, reason: str, at: str | None = None, **kw) -> None:
+    kw.setdefault("options", PLACEHOLDER)
     r = check_continuation(spec, text, **kw)
     assert not r.allowed, text
     assert r.reason is not None and reason in r.reason, (r.reason, reason)
@@ -242,7 +249,7 @@ def test_one_of_several_places():
     ok(s, f"{url}, {{ headers: {{ 'X-Trace': 't' }}, params: {{ api_key: '<key>' }} }});")
     # ... but once both are closed without one, the second close is refused (no dead end later)
     text = f"{url}, {{ headers: {{ 'X-Trace': 't' }}, params: {{ limit: 1 }} }});"
-    r = check_continuation(s, text)
+    r = check_continuation(s, text, options=PLACEHOLDER)
     assert not r.allowed and "no credential left possible" in (r.reason or "")
     assert r.offset == text.index("} });")
     # a place given as an identifier may hold the credential
@@ -291,7 +298,7 @@ def test_random_walks_never_dead_end_on_a_choice_of_places():
     closed = 0
     for seed in range(30):
         rng = random.Random(seed)
-        g = build_webapi_grammar(KEY_SPEC, setup="args", method="get", url=f"{BASE}/either")
+        g = build_webapi_grammar(KEY_SPEC, setup="args", method="get", url=f"{BASE}/either", options=PLACEHOLDER)
         m, t = matcher_for(g), make_key_tracker(g, KEY_SPEC)
         out = bytearray()
         byte_walk(m, t, out, rng, limit=400, bias=(0.3, 200))
@@ -299,7 +306,7 @@ def test_random_walks_never_dead_end_on_a_choice_of_places():
             closed += 1
             text = out.decode("utf-8", "replace")
             assert "<token>" in text or "<key>" in text, text
-            r = check_continuation(KEY_SPEC, text, setup="args", method="get", url=f"{BASE}/either")
+            r = check_continuation(KEY_SPEC, text, setup="args", method="get", url=f"{BASE}/either", options=PLACEHOLDER)
             assert r.allowed, (text, r.reason)
     assert closed >= 15
 

@@ -27,6 +27,7 @@ PAPER = GrammarOptions(profile="paper")
 LENIENT = GrammarOptions()
 TYPES_ONLY = GrammarOptions(value_types="paper")
 LIMITS_ONLY = GrammarOptions(profile="paper", value_types="lenient")
+PLACEHOLDER_RULE = GrammarOptions(credential_rule="placeholder")
 
 MINI_SPEC = """\
 openapi: 3.0.0
@@ -518,21 +519,24 @@ def secured(tmp_path_factory):
 @pytest.mark.parametrize(
     "call,callbench_ok,paper_ok",
     [
-        # two schemes named (global union): nothing forced upstream; callbench wants the placeholder
+        # two schemes named (global union): nothing forced upstream; callbench wants a credential
+        # (any string or expression since issue 29; the placeholder only: PLACEHOLDER_RULE below)
         (f"get('{BASE}/two');", False, True),
         (f"get('{BASE}/two', {{headers: {{Authorization: 'Bearer <token>'}}}});", True, True),
-        (f"get('{BASE}/two', {{headers: {{Authorization: 'Bearer sk-live-123'}}}});", False, True),
-        (f"get('{BASE}/two', {{headers: {{Authorization: 'token'}}}});", False, True),
+        (f"get('{BASE}/two', {{headers: {{Authorization: 'Bearer sk-live-123'}}}});", True, True),
+        (f"get('{BASE}/two', {{headers: {{Authorization: 'token'}}}});", True, True),
         # one scheme (the operation's own plus the global two: three names -> optional upstream)
         (f"get('{BASE}/one');", False, True),
-        (f"get('{BASE}/one', {{headers: {{Authorization: 'xoxb-1'}}}});", False, True),
+        (f"get('{BASE}/one', {{headers: {{Authorization: 'xoxb-1'}}}});", True, True),
         # an apiKey in the query: its own name, in params
-        (f"get('{BASE}/key', {{params: {{api_key: 'abc'}}}});", False, True),
+        (f"get('{BASE}/key', {{params: {{api_key: 'abc'}}}});", True, True),
         (f"get('{BASE}/key', {{params: {{api_key: '<key>'}}}});", True, True),
     ],
 )
 def test_paper_credentials_any_value_and_optional_with_several_schemes(secured, call, callbench_ok, paper_ok):
     assert check_continuation(secured, call, options=LENIENT).allowed is callbench_ok, call
+    placeholder_ok = callbench_ok and "<" in call  # the rule before issue 29
+    assert check_continuation(secured, call, options=PLACEHOLDER_RULE).allowed is placeholder_ok, call
     res = check_continuation(secured, call, options=PAPER)
     assert res.allowed is paper_ok, (call, res.reason)
 
@@ -555,13 +559,15 @@ components:
 def test_paper_credentials_required_with_one_scheme_any_value(tmp_path):
     spec = _inline_spec(tmp_path, SLACK_LIKE)
     url = "https://slack.example.com/api/chat.postMessage"
-    assert PAPER.credentials == "paper" and LENIENT.credentials == "required"
-    assert GrammarOptions(profile="paper", credential_rule="callbench").credentials == "required"
+    assert PAPER.credentials == "paper" and LENIENT.credentials == "any"
+    assert PLACEHOLDER_RULE.credentials == "required"
+    assert GrammarOptions(profile="paper", credential_rule="callbench").credentials == "any"
     without = check_continuation(spec, f"get('{url}');", options=PAPER)
     assert not without.allowed
     for value in ("Bearer <token>", "Bearer xoxb-123", "<token>"):
         call = f"get('{url}', {{headers: {{Authorization: '{value}'}}}});"
         assert check_continuation(spec, call, options=PAPER).allowed, value
-        assert check_continuation(spec, call, options=LENIENT).allowed is (value == "Bearer <token>"), value
+        assert check_continuation(spec, call, options=LENIENT).allowed, value
+        assert check_continuation(spec, call, options=PLACEHOLDER_RULE).allowed is (value == "Bearer <token>"), value
     with pytest.raises(GrammarError, match="credential rule"):
         GrammarOptions(credential_rule="strict")  # type: ignore[arg-type]

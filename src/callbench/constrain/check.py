@@ -537,6 +537,8 @@ def _describe(desc: Any) -> str:
     if isinstance(desc, ObjShape):
         return "an object" if desc.kind != "empty" else "no body (null, {} or undefined)"
     if isinstance(desc, CredentialValue):
+        if desc.free:
+            return "a credential: a string or an expression (identifier, member access, template, concatenation)"
         return "the credential placeholder " + " or ".join(repr(v) for v in desc.values)
     scal = schema_scalars(desc)
     if scal is None:

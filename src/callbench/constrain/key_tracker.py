@@ -63,6 +63,7 @@ from callbench.constrain.engine import TokenFilter  # noqa: E402, F401 - re-expo
 # byte constants
 _LBRACE, _RBRACE, _LBRACK, _RBRACK = ord("{"), ord("}"), ord("["), ord("]")
 _LPAR, _RPAR, _COMMA, _COLON = ord("("), ord(")"), ord(","), ord(":")
+_PLUS = ord("+")
 _SQ, _DQ, _BQ, _BSL, _DOLLAR = ord("'"), ord('"'), ord("`"), ord("\\"), ord("$")
 _PLAIN_ESCAPES = frozenset(b"'\"\\/`$")  # escapes that stand for the character itself
 _WS = frozenset(b" \t\r\n")
@@ -879,8 +880,9 @@ class KeyTracker:
         if self._q == _BQ and self._dollar and b == _LBRACE:
             self._dollar = False
             self._hole = True
-            if url is not None:
-                url[-1:] = b"1"  # stands for the identifier's value when matching the URL
+            if url is not None:  # "1" stands for the identifier's value when matching the URL;
+                # at its start the hole holds the server (`${BASE}/gifs`): \0 marks it
+                url[-1:] = b"\0" if len(url) == 1 else b"1"
             return
         self._dollar = b == _DOLLAR
         if b == _BSL:
@@ -926,6 +928,8 @@ class KeyTracker:
                     top.state = O_KEY
                 elif b == _RBRACE:
                     self._close_obj(top)
+                elif b == _PLUS:  # a concatenation goes on (a credential: 'Bearer ' + token)
+                    top.state = O_VALUE
                 else:
                     self._lost()
         elif kind == "arr":
@@ -1087,6 +1091,9 @@ class KeyTracker:
         url = bytes(self._url or b"").decode("utf-8", "replace")
         self._url = None
         method = self._method or ""
+        if url.startswith("\0"):  # the server as a variable: whichever of the spec's servers
+            urls = [srv + url[1:] for srv in self._spec.servers]
+            url = next((u for u in urls if self._spec.match(method, u) is not None), url[1:])
         match = self._spec.match(method, url)
         if match is None:  # a path key fixing a query name the params will carry (#ResourceArn)
             match = self._spec.match(method, url, names_later=True)

@@ -156,10 +156,16 @@ VALUE_TYPES: tuple[str, ...] = ("lenient", "paper")
 #: literal-typed values); see docs/constrained-decoding.md for what differs.
 CD_PROFILES: dict[str, dict[str, Any]] = {
     "callbench": {},
-    "paper": {"max_nesting": 3, "max_array_items": 5, "value_types": "paper", "credential_rule": "paper"},
+    "paper": {
+        "max_nesting": 3,
+        "max_array_items": 5,
+        "value_types": "paper",
+        "credential_rule": "paper",
+        "real_world": False,
+    },
 }
-CredentialRule = Literal["callbench", "paper"]
-CREDENTIAL_RULES: tuple[str, ...] = ("callbench", "paper")
+CredentialRule = Literal["callbench", "placeholder", "paper"]
+CREDENTIAL_RULES: tuple[str, ...] = ("callbench", "placeholder", "paper")
 
 
 class GrammarError(CallbenchError, ValueError):
@@ -184,7 +190,12 @@ class GrammarOptions:
     require_credentials: an operation whose security requirement is not optional must carry one
         of its accepted credentials, in its place, with the placeholder value (off: credentials
         are optional keys with any string value, the behaviour before this switch).
-    credential_rule: ``"callbench"`` (the default: ``require_credentials`` as above) or
+    credential_rule: ``"callbench"`` (the default: ``require_credentials`` as above, the value any
+        string literal or expression: ``'ee97...'``, ``token``, ``process.env.KEY``,
+        ``this.apiKey``, `` `Bearer ${token}` ``, ``'Bearer ' + token``; real code passes keys and
+        variables, and the scorer does not compare a credential's value either),
+        ``"placeholder"`` (the credential must be the dataset's placeholder, see the module
+        docstring; callbench's default before issue 29) or
         ``"paper"`` (WAPIIBench's CD, ``openapi_utils._get_possible_requests`` and
         ``_create_arguments_regex``): every security scheme named by the spec's global or the
         operation's own requirement (their union; alternatives are not told apart) is a key in its
@@ -208,6 +219,16 @@ class GrammarOptions:
         defaults above) or ``"paper"`` (WAPIIBench's limits: ``max_nesting=3``,
         ``max_array_items=5``, ``value_types="paper"``). A profile fills in only what is not given
         explicitly (``value_types``/``max_nesting``/``max_array_items`` left at None).
+    real_world: how real code writes calls (None: the profile's; on in ``callbench``, off in
+        ``paper``, whose grammars stay those of WAPIIBench): a value may be a member expression
+        of an identifier in scope, ``this`` or ``process.env`` (``cfg.key``, ``this.apiKey``,
+        ``process.env.KEY``), also inside a template literal's ``${...}``; a backtick URL may
+        start with ``${BASE}`` (a variable holding the server) before the path; a server's
+        ``http://`` may be written ``https://`` and the reverse (the same server). Credentials
+        have their own switch (``credential_rule``): under ``"callbench"`` a declared credential
+        parameter (:data:`CREDENTIAL_PARAMS`) is one more security alternative, and under
+        every rule but ``"paper"`` a spec declaring no security scheme allows an
+        ``Authorization`` header (:meth:`SpecModel.op_args`).
     staged: the ``full`` setup as two grammars (:mod:`callbench.constrain.staged`): the URLs with
         any text after them, then, once the URL names its operation, that operation's own full
         grammar, which replays what was written. Same language and masks as one grammar; the
@@ -230,6 +251,7 @@ class GrammarOptions:
     credential_rule: CredentialRule = None  # type: ignore[assignment] - None: the profile's
     profile: CdProfile = "callbench"
     staged: bool | None = None
+    real_world: bool = None  # type: ignore[assignment] - None: the profile's, resolved below
 
     def __post_init__(self) -> None:
         if self.profile not in CD_PROFILES:
@@ -241,6 +263,8 @@ class GrammarOptions:
             object.__setattr__(self, "value_types", "lenient")
         if self.credential_rule is None:
             object.__setattr__(self, "credential_rule", "callbench")
+        if self.real_world is None:
+            object.__setattr__(self, "real_world", True)
         if self.credential_rule not in CREDENTIAL_RULES:
             raise GrammarError(
                 f"unknown credential rule {self.credential_rule!r} (choose from {', '.join(CREDENTIAL_RULES)})"
@@ -254,11 +278,14 @@ class GrammarOptions:
 
     @property
     def credentials(self) -> str:
-        """How credentials enter the grammar: ``"required"`` (the placeholder, where the security
-        requirement asks for one), ``"paper"`` (WAPIIBench's rule) or ``"off"``."""
+        """How credentials enter the grammar: ``"any"`` (where the security requirement asks for
+        one, any string or expression), ``"required"`` (there, the placeholder), ``"paper"``
+        (WAPIIBench's rule) or ``"off"``."""
         if self.credential_rule == "paper":
             return "paper"
-        return "required" if self.require_credentials else "off"
+        if not self.require_credentials:
+            return "off"
+        return "required" if self.credential_rule == "placeholder" else "any"
 
     @property
     def paper_body_types(self) -> bool:
@@ -337,17 +364,30 @@ class CredentialValue:
 
     values: tuple[str, ...]
     prefixes: tuple[str, ...] = ()
+    #: any string literal or expression (``credential_rule="callbench"``): ``values`` and
+    #: ``prefixes`` are then only what messages show
+    free: bool = False
 
     def union(self, other: CredentialValue) -> CredentialValue:
         return CredentialValue(
             tuple(dict.fromkeys(self.values + other.values)),
             tuple(dict.fromkeys(self.prefixes + other.prefixes)),
+            self.free or other.free,
         )
 
 
 BEARER = CredentialValue(("Bearer <token>",), ("Bearer ",))
 BASIC = CredentialValue(("Basic <credentials>",), ("Basic ",))
 API_KEY = CredentialValue(("<key>",), ("",))
+#: a required credential's value under ``credential_rule="callbench"``: any string or expression
+ANY_CREDENTIAL = CredentialValue((), (), free=True)
+#: Declared query/header parameters that carry a credential by convention (lower case). Under
+#: ``credential_rule="callbench"`` an operation that declares one has it as one more security
+#: alternative: Google's specs list only OAuth2 but declare ``key`` (an API key) and
+#: ``access_token``/``oauth_token`` as query parameters, and real code sends ``key=...``.
+CREDENTIAL_PARAMS = frozenset(
+    {"key", "api_key", "apikey", "api-key", "x-api-key", "access_token", "oauth_token", "auth_token", "token"}
+)
 
 
 @dataclass(frozen=True)
@@ -421,13 +461,13 @@ class SpecModel:
             self._templates = Templates(self.spec, self._scalars)
         return self._templates
 
-    def url_words(self, idents: tuple[str, ...], allow_url_query: bool) -> UrlWords:
+    def url_words(self, idents: tuple[str, ...], allow_url_query: bool, real: bool = False) -> UrlWords:
         """The URL lexeme words of every template for these inputs (filled on demand, shared by
         every build of this spec with them)."""
-        key = (idents, allow_url_query)
+        key = (idents, allow_url_query, real)
         hit = self._url_words.get(key)
         if hit is None:
-            hit = self._url_words[key] = UrlWords(idents, allow_url_query)
+            hit = self._url_words[key] = UrlWords(idents, allow_url_query, real)
         return hit
 
     # -- schema helpers ----------------------------------------------------------------
@@ -610,7 +650,9 @@ class SpecModel:
             params.setdefault(name, _STRING)
             params_req.add(name)
         headers_req = set(p.name.lower() for p in op.params_in("header") if p.required)
-        alts = credential_requirement(spec, op) if credentials == "required" else ()
+        alts = credential_requirement(spec, op, real=credentials == "any") if credentials in ("required", "any") else ()
+        if credentials == "any":  # any string or expression in each credential's place
+            alts = tuple(dict.fromkeys(tuple(replace(c, value=ANY_CREDENTIAL) for c in alt) for alt in alts))
         if credentials == "paper":
             for loc, name, required in self._paper_credentials(op):
                 target = headers if loc == "headers" else params
@@ -644,16 +686,25 @@ class SpecModel:
             rest = tuple(dict.fromkeys(s - common for s in sets))
             cred_any = () if any(not r for r in rest) else rest
         creds = _credential_names(spec)
+        if not spec.security_schemes and credentials != "paper":
+            # a spec declaring no security scheme (GitHub's in the APIs.guru directory) still
+            # serves calls carrying one: the header is allowed, with any value (the scorer
+            # records it as undeclared, not illegal)
+            creds.setdefault("header", []).append("Authorization")
+        # a credential the operation does not require: any string (the value form of the
+        # required ones under credential_rule="callbench": also an expression)
+        free = ANY_CREDENTIAL if credentials == "any" else _STRING
         for name in creds.get("query", ()):
-            params.setdefault(name, _STRING)
+            params.setdefault(name, free)
         lower = {k.lower() for k in headers}
         has_body = op.request_body is not None
         implied = ["Accept", *creds.get("header", ())]
         if op.method in BODY_METHODS or has_body:
             implied.append("Content-Type")
+        cred_headers = {n.lower() for n in creds.get("header", ())}
         for name in implied:
             if name.lower() not in lower:
-                headers[name] = _STRING
+                headers[name] = free if name.lower() in cred_headers else _STRING
                 lower.add(name.lower())
         pshape = ObjShape("params", params, frozenset(params_req), patterns=tuple(dict.fromkeys(patterns)))
         hshape = ObjShape("headers", headers, frozenset(headers_req), ci=True)
@@ -784,7 +835,7 @@ def _credential_names(spec: ApiSpec) -> dict[str, list[str]]:
     return out
 
 
-def credential_requirement(spec: ApiSpec, op: Operation) -> tuple[tuple[Credential, ...], ...]:
+def credential_requirement(spec: ApiSpec, op: Operation, *, real: bool = False) -> tuple[tuple[Credential, ...], ...]:
     """The credentials ``op`` must carry: one tuple per accepted alternative of its effective
     security requirement (all of a tuple's credentials together), or ``()`` when nothing is
     required.
@@ -796,10 +847,18 @@ def credential_requirement(spec: ApiSpec, op: Operation) -> tuple[tuple[Credenti
     together) cannot be sent and is dropped. Several apiKey cookies of one alternative share one
     ``Cookie`` header (``'a=<key>; b=<key>'``). Scopes are not looked at: Slack's ``['none']``
     scope ("No scope required") still names its oauth2 scheme, so the token is required.
+
+    ``real``: a query or header parameter the operation declares under a conventional credential
+    name (:data:`CREDENTIAL_PARAMS`: Google's ``key``, ``access_token``) is one more alternative,
+    alone (any string value): the spec documents that way of authenticating too.
     """
     if not op.security:
         return ()
     out: list[tuple[Credential, ...]] = []
+    if real:
+        for p in op.parameters:
+            if p.location in ("query", "header") and p.name.lower() in CREDENTIAL_PARAMS:
+                out.append((Credential("params" if p.location == "query" else "headers", p.name, None),))
     for req in op.security:
         if not req:
             return ()
@@ -1175,6 +1234,16 @@ class _Builder:
         self.key_bytes: set[int] = set()
         self.n = 0
         self.ident_rx = "|".join(_rx(i) for i in idents)
+        # What a value may name (``GrammarOptions.real_world``): identifiers in scope with member
+        # access, and ``this.x``/``process.env.X``; else only the identifiers in scope.
+        self.has_vars = bool(idents) or options.real_world
+        self.var_rx = self.ident_rx
+        if options.real_world:
+            member = r"(?:\.[A-Za-z_$][A-Za-z0-9_$]*)"
+            roots = [rf"(?:this|process\.env){member}+"]
+            if idents:
+                roots.insert(0, rf"(?:{self.ident_rx}){member}*")
+            self.var_rx = "|".join(roots)
         # Where a value is being built: the nesting level a container written here would have
         # (tracked only under ``max_nesting``) and whether it is in the request body (only under
         # ``value_types="paper"``). Both are part of every value rule's memo key; without the two
@@ -1238,8 +1307,8 @@ class _Builder:
         sq = r"[^\x27\x5c\n\r]|" + esc
         dq = r"[^\x22\x5c\n\r]|" + esc
         tq = r"[^\x60\x5c$]|" + esc + r"|\$+(?:[^\x60\x5c${]|" + esc + ")"
-        if self.idents:
-            tq += r"|\$*\$\{[ ]*(?:" + self.ident_rx + r")[ ]*\}"
+        if self.has_vars:
+            tq += r"|\$*\$\{[ ]*(?:" + self.var_rx + r")[ ]*\}"
         num = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
         integer = r"-?(?:0|[1-9][0-9]*)"
         return {
@@ -1254,7 +1323,7 @@ class _Builder:
             "ANY": "/(?s:.+)/",  # a staged head's text after the URL (judged by the tail)
             "NULL": '"null"',
             "UNDEF": '"undefined"',
-            "IDENT": f"/(?:{self.ident_rx})/",
+            "IDENT": f"/(?:{self.var_rx})/",
             "ANYKEY": r"/\x27(?:[^\x27\x5c\n\r]|" + esc + r")*\x27|\x22(?:[^\x22\x5c\n\r]|" + esc + r")*\x22|[A-Za-z_$][A-Za-z0-9_$]*/",
             # After the call: `;`, `.then(`/`.catch(`/`.finally(` or a line break, then anything.
             "TAIL": f"/(?s:[ \\t]{{0,{max(0, o.space_max)}}}(?:;|\\.(?:then|catch|finally)\\(|\\r?\\n).*)/",
@@ -1276,7 +1345,7 @@ class _Builder:
         return self.rule("end", f'")" {self.base("TAIL")}?')
 
     def with_ident(self, alts: list[str]) -> list[str]:
-        if self.idents:
+        if self.has_vars:
             alts = [*alts, self.base("IDENT")]
         return alts
 
@@ -1322,11 +1391,23 @@ class _Builder:
 
     def credential_value(self, cred: CredentialValue) -> str:
         """A required credential's value: its placeholder forms in any quote; with identifiers
-        in scope, `` `<prefix>${name}` `` (and a bare name for an empty prefix)."""
+        in scope, `` `<prefix>${name}` `` (and a bare name for an empty prefix). A free one
+        (``credential_rule="callbench"``): any string literal or value expression, or a
+        concatenation of them (``'Bearer ' + token``)."""
+        if cred.free:
+            key = ("credential", "free")
+            hit = self.memo.get(key)
+            if hit is None:
+                w = self.ws()
+                atom = self.alt("ca", self.with_ident([self.base("STR")]))
+                more = self._name("cc")
+                self.rules[more] = f'{atom} | {atom} {w} "+" {w} {more}'
+                hit = self.memo[key] = more
+            return hit
         forms = [_rx(_js_string(v, q)) for v in cred.values for q in "'\"`"]
         alts: list[str] = []
-        if self.idents:
-            hole = rf"\$\{{[ ]*(?:{self.ident_rx})[ ]*\}}"
+        if self.has_vars:
+            hole = rf"\$\{{[ ]*(?:{self.var_rx})[ ]*\}}"
             forms += [rf"\x60{_rx(_js_string(p, '`')[1:-1])}{hole}\x60" for p in cred.prefixes]
             if "" in cred.prefixes:
                 alts.append(self.base("IDENT"))
@@ -1666,7 +1747,7 @@ class _Builder:
                 else f"{self.spec.source}: no operations"
             )
         templates = self.model.templates()
-        words = self.model.url_words(self.idents, self.opt.allow_url_query)
+        words = self.model.url_words(self.idents, self.opt.allow_url_query, self.opt.real_world)
         found_by: dict[str, list[Any]] = {}
         for method, ops in by_method.items():
             if head:
@@ -1730,7 +1811,7 @@ class _Builder:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        words = [(tuple((self.segment_term((x, (), None)),) for x in w), "") for w in server_words(self.spec, quote)]
+        words = [(tuple((self.segment_term((x, (), None)),) for x in w), "") for w in server_words(self.spec, quote, self.var_rx if self.opt.real_world else None)]
         name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv")[0])
         return name
 
@@ -1820,7 +1901,7 @@ class _Builder:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        dkey = (path, self.idents, self.opt.allow_url_query)
+        dkey = (path, self.idents, self.opt.allow_url_query, self.opt.real_world)
         definition = self.model.url_defs.get(dkey)
         if definition is None:
             definition = self.model.url_defs[dkey] = self._url_def(templates, path)
@@ -1882,7 +1963,12 @@ class _Builder:
             url = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
             if url and "//" not in url and not url.startswith("/"):
                 url = "/" + url  # a relative server such as "v1"
-            alts.append(server_var_rx(url, variables, free))
+            rx = server_var_rx(url, variables, free)
+            if self.opt.real_world:  # http and https: the same server (see server_words)
+                rx = re.sub(r"^https?(?=\\x3a)", "https?", rx)
+            alts.append(rx)
+        if self.opt.real_world and quote == "`":
+            alts.append(rf"\$\{{[ ]*(?:{self.var_rx})[ ]*\}}")
         name = "|".join(dict.fromkeys(alts))
         self.memo[key] = name
         return name
@@ -1911,8 +1997,8 @@ class _Builder:
                 rx, free = r"-?[0-9]+(?:\.[0-9]+)?", False
             elif types and types <= {"boolean", "null"}:
                 rx, free = "true|false", False
-        if quote == "`" and self.idents:
-            hole = rf"\$\{{[ ]*(?:{self.ident_rx})[ ]*\}}"
+        if quote == "`" and self.has_vars:
+            hole = rf"\$\{{[ ]*(?:{self.var_rx})[ ]*\}}"
             # a free-text hole may mix literal characters and ${name}; a typed one is either
             return rf"(?:{rx[:-1]}|{hole})+" if free else rf"(?:{rx}|{hole})"
         return f"(?:{rx})"

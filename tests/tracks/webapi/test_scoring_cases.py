@@ -854,7 +854,11 @@ axios.post('https://app.asana.com/api/1.0/attachments', form, {
   params: { token: '<token>', channel: 'C12345678', limit: 10 },
 });
 """,
-        # Authorization header missing; `token` is a declared query parameter -> unnecessary.
+        # strict: `token` is a declared query parameter with a conventional credential name, one
+        # more security alternative (issue 29): it stands in for the Authorization header, whose
+        # verdict holds it (noted "credential alternative: params.token"), so it is no extra.
+        ok("correct", AUTH, "params.channel correct", "params.limit correct"),
+        # compat: Authorization header missing; `token` is a declared query parameter -> unnecessary.
         ok(
             "wrong",
             "headers.Authorization missing",
@@ -883,7 +887,10 @@ CASES += [
   headers: { Authorization: 'Bearer abc123' },
 });
 """,
-        # 'Bearer abc123' != 'Bearer <token>' -> incorrect_value, the only fault.
+        # strict: a credential's value is not compared beyond its scheme word (issue 29: real code
+        # passes keys and variables) -> correct, noted "credential value not compared".
+        ok("correct", AUTH, "params.parent correct", "params.limit correct"),
+        # compat: 'Bearer abc123' != 'Bearer <token>' -> incorrect_value, the only fault.
         ok("wrong", "headers.Authorization incorrect_value", "params.parent correct", "params.limit correct"),
     ),
     Case(
@@ -1123,7 +1130,9 @@ EXCEPT_CREDENTIALS: dict[str, tuple[bool, bool]] = {
     "missing_authorization": (True, True),  # only Authorization missing
     "placeholder_not_used": (True, True),  # only Authorization's value wrong
     "extra_authorization": (True, True),  # only an extra Authorization
-    "slack_token_in_query": (False, False),  # params.token is a parameter, not a scheme credential
+    # strict: correct (params.token is an alternative); compat: params.token is a parameter, not a
+    # scheme credential
+    "slack_token_in_query": (True, False),
     # compat: `authorization` is no credential name (exact match), and it is illegal
     "header_name_lowercase": (True, False),
     "integer_as_string": (True, False),  # compat: limit '50' != 50
@@ -1154,8 +1163,9 @@ def test_credential_arguments_are_marked(evaluated, mode: str):
 
 # Six samples: correct, missing_authorization, placeholder_not_used, slack_token_in_query,
 # header_name_lowercase, no_request_fetch (5 executable).
-#   strict: correct implementations: correct, header_name_lowercase = 2; correct except
-#     credentials: + missing_authorization, placeholder_not_used = 4 -> 4/6, executable 4/5.
+#   strict: correct implementations: correct, header_name_lowercase, placeholder_not_used (a
+#     credential's value is not compared), slack_token_in_query (params.token is an alternative)
+#     = 4; correct except credentials: + missing_authorization = 5 -> 5/6, executable 5/5.
 #   compat: correct implementations: correct = 1; except credentials: + missing_authorization,
 #     placeholder_not_used = 3 (header_name_lowercase has an illegal non-credential header)
 #     -> 3/6, executable 3/5.
@@ -1168,7 +1178,7 @@ EXCEPT_AGG = (
     "no_request_fetch",
 )
 EXCEPT_AGG_EXPECTED = {
-    "strict": (F(2, 6), F(4, 6), F(4, 5)),
+    "strict": (F(4, 6), F(5, 6), F(5, 5)),
     "compat": (F(1, 6), F(3, 6), F(3, 5)),
 }
 

@@ -49,6 +49,25 @@ a path key that fixes a query (``/?action=balance``, APIs.guru's
 key with a fragment label that names a header (AWS' ``/#X-Amz-Target=Svc.Op``) matches a URL
 without the fragment (axios never sends one) when the request carries that header.
 
+Credentials in ``strict`` (real code passes keys and variables, so a credential present in its
+place does not make the call wrong; issue 29):
+  * an expected credential argument is *correct* whatever its value, when the request carries a
+    non-empty string there, keeping the expected value's scheme word where it has one
+    (``'Bearer <token>'`` takes ``'Bearer ' + token`` or ``'bearer ee97'``, not ``'Basic dTpw'``
+    nor ``'ee97'``); the argument is noted ``credential value not compared`` when the values differ;
+  * a security requirement is an OR of alternatives (each an AND of schemes): expected credentials
+    that are missing are *correct* when the request carries every credential of another accepted
+    alternative of the generated endpoint (an API key in the query instead of an OAuth
+    ``Authorization`` header; a declared conventional credential parameter such as Google's
+    ``key`` counts as one, see :func:`callbench.constrain.webapi_grammar.credential_requirement`);
+    the alternative's own arguments are then part of that verdict (noted
+    ``credential alternative: params.key``), not extra arguments;
+  * on a spec that declares no security scheme at all (GitHub's in the APIs.guru directory), an
+    ``Authorization`` header is a credential nobody declared: an extra one is *unnecessary*
+    (noted ``undeclared credential``), not *illegal*, and an expected one compares as above.
+An expected credential sent with an empty or non-string value, or with another scheme word, is
+*incorrect_value* as before; compat keeps the published rules (values compared with ``==``).
+
 Both modes mark each header/query argument that is a *credential* (where one of the spec's
 security schemes puts one: the ``Authorization`` header for http/oauth2/openIdConnect, an apiKey's
 name in its place; compat compares the names exactly, strict header names case-insensitively), so
@@ -57,6 +76,7 @@ that :func:`correct_except_credentials` can tell samples that fail only on crede
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -85,6 +105,8 @@ class ArgumentVerdict:
     credential: bool | None = None  # a security scheme's credential? None: scored before this was kept
     # strict: why the actual value breaks the spec's schema bounds (one line), else None
     out_of_bounds: str | None = None
+    # strict: how a credential was judged when not by its value (see the module docstring)
+    note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -97,6 +119,8 @@ class ArgumentVerdict:
         }
         if self.out_of_bounds is not None:  # stored rows without bounds problems stay as they were
             out["out_of_bounds"] = self.out_of_bounds
+        if self.note is not None:
+            out["note"] = self.note
         return out
 
 
@@ -369,12 +393,58 @@ def _compat_credential(spec: ApiSpec, location: str, name: str) -> bool:
 
 
 def _is_credential(spec: ApiSpec, location: str, name: str, mode: Scoring) -> bool:
-    """Is ``name`` in ``location`` a place one of the spec's security schemes puts a credential?"""
+    """Is ``name`` in ``location`` a place one of the spec's security schemes puts a credential?
+    Strict: also ``Authorization`` on a spec declaring no scheme (:func:`_undeclared_auth`)."""
     if location not in ("headers", "params"):
         return False
     if mode == "compat":
         return _compat_credential(spec, _SPEC_LOCATION[location], name)
-    return spec.is_credential(_SPEC_LOCATION[location], name)
+    return spec.is_credential(_SPEC_LOCATION[location], name) or _undeclared_auth(spec, location, name)
+
+
+def _undeclared_auth(spec: ApiSpec, location: str, name: str) -> bool:
+    """An ``Authorization`` header on a spec that declares no security scheme (strict)."""
+    return location == "headers" and name.lower() == "authorization" and not spec.security_schemes
+
+
+_SCHEME_WORD = re.compile(r"([A-Za-z][A-Za-z0-9_-]*) +\S")
+
+
+def credential_value_ok(expected: Any, actual: Any) -> bool:
+    """Strict: does ``actual`` stand in a credential's place as well as ``expected``? A non-empty
+    string, starting with the expected value's scheme word (``Bearer``, ``Basic``, compared
+    case-insensitively) where the expected value has one; the secret itself is not compared."""
+    if not isinstance(actual, str) or not actual.strip():
+        return False
+    m = _SCHEME_WORD.match(expected) if isinstance(expected, str) else None
+    if m is None:
+        return True
+    word = m.group(1).lower()
+    head = actual.strip().split(" ", 1)
+    return len(head) == 2 and head[0].lower() == word and bool(head[1].strip())
+
+
+def _credential_alternative(
+    spec: ApiSpec, op: Any, act: dict[str, Any]
+) -> tuple[str, list[tuple[str, str]]] | None:
+    """The first accepted security alternative of ``op`` whose credentials the request ``act``
+    all carries (non-empty strings in their places), as (its description, (location, key as
+    written) of each), or None."""
+    if op is None:
+        return None
+    from callbench.constrain.webapi_grammar import credential_requirement  # no llguidance needed
+
+    for alt in credential_requirement(spec, op, real=True):
+        found: list[tuple[str, str]] = []
+        for cred in alt:
+            values = act.get(cred.loc)
+            key = _find_key(values, cred.name, cred.loc == "headers") if isinstance(values, dict) else None
+            if key is None or not credential_value_ok(None, values[key]):
+                break
+            found.append((cred.loc, key))
+        else:
+            return ", ".join(f"{loc}.{key}" for loc, key in found), found
+    return None
 
 
 def _strict_legal(spec: ApiSpec, op: Any, location: str, name: str) -> bool:
@@ -453,6 +523,22 @@ def compare_requests(
             break
     judge_op = exp_op if mode == "compat" else (act_op or exp_op)
 
+    # strict: expected credentials the request leaves out, satisfied by another alternative
+    alternative: tuple[str, list[tuple[str, str]]] | None = None
+    if mode == "strict":
+        left_out = [
+            (loc, name)
+            for loc in ("headers", "params")
+            if isinstance(exp.get(loc), dict)
+            for name in exp[loc]
+            if _is_credential(spec, loc, name, mode)
+            and not (loc == "headers" and _is_special(name, mode))
+            and _find_key(act.get(loc) if isinstance(act.get(loc), dict) else {}, name, loc == "headers") is None
+        ]
+        if left_out:
+            alternative = _credential_alternative(spec, judge_op, act)
+    consumed = {(loc, key) for loc, key in alternative[1]} if alternative else set()
+
     args: list[ArgumentVerdict] = []
     for loc in LOCATIONS:
         exp_values = exp.get(loc)
@@ -475,6 +561,11 @@ def compare_requests(
             cred = _is_credential(spec, loc, name, mode)
             key = _find_key(act_values, name, ci)
             if key is None:
+                if cred and alternative is not None:  # another accepted alternative stands in
+                    shown = {f"{lo}.{k}": act[lo][k] for lo, k in alternative[1]}
+                    note = f"credential alternative: {alternative[0]}"
+                    args.append(ArgumentVerdict(loc, name, "correct", exp_value, shown, cred, None, note))
+                    continue
                 args.append(ArgumentVerdict(loc, name, "missing", exp_value, None, cred))
                 continue
             matched.add(key)
@@ -484,11 +575,14 @@ def compare_requests(
                 exp_cmp = _as_wire_array(exp_cmp, exp_op, loc, name)
                 act_cmp = _as_wire_array(act_cmp, exp_op, loc, name)
             ok = values_equal(exp_cmp, act_cmp, schema, mode, loc)
+            note = None
+            if not ok and cred and mode == "strict" and credential_value_ok(exp_value, act_values[key]):
+                ok, note = True, "credential value not compared"
             verdict = "correct" if ok else "incorrect_value"
             bounds = None
             if not ok and mode == "strict" and name != "(body)":
                 bounds = out_of_bounds(spec, judge_op, loc, name, act_values[key])
-            args.append(ArgumentVerdict(loc, name, verdict, exp_value, act_values[key], cred, bounds))
+            args.append(ArgumentVerdict(loc, name, verdict, exp_value, act_values[key], cred, bounds, note))
         for name, act_value in act_values.items():
             if name in matched or (loc == "headers" and _is_special(name, mode)):
                 continue
@@ -496,17 +590,22 @@ def compare_requests(
                 continue
             if act_value is None and mode == "strict" and loc in ("params", "headers"):
                 continue  # axios sends no `key: null` query parameter or header; compat counts it
+            if (loc, name) in consumed:
+                continue  # a credential of the alternative an expected credential's verdict holds
             bounds = None
+            note = None
             if mode == "compat":
                 legal = _compat_legal(spec, judge_op, loc, name, exp_method)
             else:
                 legal = _strict_legal(spec, judge_op, loc, name)
+                if not legal and judge_op is not None and _undeclared_auth(spec, loc, name):
+                    legal, note = True, "undeclared credential"
                 if legal and name != "(body)":
                     bounds = out_of_bounds(spec, judge_op, loc, name, act_value)
                     legal = bounds is None
             cred = _is_credential(spec, loc, name, mode)
             verdict = "unnecessary" if legal else "illegal"
-            args.append(ArgumentVerdict(loc, name, verdict, None, act_value, cred, bounds))
+            args.append(ArgumentVerdict(loc, name, verdict, None, act_value, cred, bounds, note))
 
     n_counted = len(args)
     n_correct = sum(1 for a in args if a.verdict == "correct")

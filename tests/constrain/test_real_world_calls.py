@@ -1,0 +1,324 @@
+"""Real invocation styles under the default CD profile (issue 29, item 2), and the paper's rules kept.
+
+Real code passes keys and variables: outside ``--cd-profile paper`` a required credential may be
+any string literal or expression (an identifier in scope, member access such as
+``process.env.KEY``/``this.apiKey``, a template literal, a concatenation ``'Bearer ' + token``);
+every alternative of a ``security`` list is accepted (an OR of ANDs; a declared conventional
+credential parameter such as Google's ``key`` is one more); values and URL holes may be member
+expressions; a backtick URL may start with a variable holding the server (`` `${BASE}/gifs/${id}` ``);
+``http`` and ``https`` are the same server; an ``Authorization`` header is allowed on a spec that
+declares no security scheme. Checked through ``check_continuation`` (the llguidance matcher and the
+key tracker byte by byte), through token masks of real vocabularies (GPT-2, Qwen2.5, SmolLM2),
+and with a hypothesis property over generated credential expressions. The paper profile rejects
+each of these where the paper's CD does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llguidance")
+
+from callbench.constrain import (  # noqa: E402
+    GrammarOptions,
+    build_webapi_grammar,
+    check_continuation,
+    make_key_tracker,
+)
+from callbench.constrain.webapi_grammar import credential_requirement  # noqa: E402
+from callbench.specs import build_spec  # noqa: E402
+
+OK = {"200": {"description": "ok"}}
+DEFAULT = GrammarOptions()
+PAPER = GrammarOptions(profile="paper")
+IDENTS = ("token", "cfg", "BASE", "id", "apiKey")
+BASE = "http://api.example.com/v1"
+
+
+def _spec(doc: dict, name: str):
+    full = {"openapi": "3.0.0", "info": {"title": name, "version": "1"}, **doc}
+    return build_spec(full, Path(f"/{name}/openapi.yaml"), f"{name}.yaml")
+
+
+GIFS = {
+    "get": {
+        "parameters": [
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+            {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+        ],
+        "responses": OK,
+    }
+}
+# OAuth or an API key in the query (an OR of two requirements), and one needing both (an AND)
+SECURED = _spec(
+    {
+        "servers": [{"url": BASE}],
+        "components": {
+            "securitySchemes": {
+                "oauth": {"type": "oauth2", "flows": {}},
+                "qkey": {"type": "apiKey", "in": "query", "name": "api_key"},
+            }
+        },
+        "security": [{"oauth": []}, {"qkey": []}],
+        "paths": {
+            "/gifs/{id}": GIFS,
+            "/both": {"get": {"security": [{"oauth": [], "qkey": []}], "responses": OK}},
+        },
+    },
+    "secured",
+)
+# Google-like: only OAuth2 declared, but every operation declares `key` and `access_token` queries
+GOOGLE = _spec(
+    {
+        "servers": [{"url": "https://www.googleapis.com/youtube/v3"}],
+        "components": {"securitySchemes": {"Oauth2": {"type": "oauth2", "flows": {}}}},
+        "security": [{"Oauth2": []}],
+        "paths": {
+            "/search": {
+                "get": {
+                    "parameters": [
+                        {"name": "key", "in": "query", "schema": {"type": "string"}},
+                        {"name": "access_token", "in": "query", "schema": {"type": "string"}},
+                        {"name": "q", "in": "query", "schema": {"type": "string"}},
+                        {"name": "part", "in": "query", "required": True, "schema": {"type": "string"}},
+                    ],
+                    "responses": OK,
+                }
+            }
+        },
+    },
+    "google",
+)
+# GitHub-like: no security scheme declared at all
+OPEN = _spec(
+    {
+        "servers": [{"url": "https://api.github.com"}],
+        "paths": {"/users/{id}/repos": GIFS},
+    },
+    "open",
+)
+
+
+def allowed(spec, text: str, options: GrammarOptions = DEFAULT, **kw) -> bool:
+    r = check_continuation(spec, text, identifiers=kw.pop("identifiers", IDENTS), options=options, **kw)
+    return r.allowed
+
+
+def reason(spec, text: str, options: GrammarOptions = DEFAULT) -> str:
+    r = check_continuation(spec, text, identifiers=IDENTS, options=options)
+    assert not r.allowed, text
+    return r.reason or ""
+
+
+GIF = f"get('{BASE}/gifs/1'"
+
+# ------------------------------------------------------------------------------ 1. credential values
+CREDENTIAL_VALUES = [
+    "'Bearer <token>'",
+    "'Bearer ee97a1c0'",
+    "'ee97a1c0'",
+    '"Bearer abc"',
+    "token",
+    "apiKey",
+    "cfg.auth.token",
+    "process.env.GIPHY_KEY",
+    "this.apiKey",
+    "`Bearer ${token}`",
+    "`Bearer ${process.env.TOKEN}`",
+    "`Bearer ${this.token}`",
+    "'Bearer ' + token",
+    "'Bearer ' + process.env.TOKEN",
+    "'Bearer ' +\n    this.token",
+    "'token ' + cfg.key + ''",
+]
+
+
+@pytest.mark.parametrize("value", CREDENTIAL_VALUES)
+def test_a_credential_may_be_any_string_or_expression(value):
+    assert allowed(SECURED, f"{GIF}, {{ headers: {{ Authorization: {value} }} }});"), value
+    assert allowed(SECURED, f"{GIF}, {{ params: {{ api_key: {value}, limit: 3 }} }});"), value
+    # the args setup takes the same values
+    assert allowed(
+        SECURED, f"{{ headers: {{ Authorization: {value} }} }});", setup="args", method="get", url=f"{BASE}/gifs/1"
+    ), value
+
+
+@pytest.mark.parametrize(
+    "value", ["3", "null", "{ a: 1 }", "['Bearer x']", "unknownVar", "process.argv", "'Bearer ' +", "'a' - 'b'"]
+)
+def test_a_credential_is_still_a_string_or_an_expression_of_known_names(value):
+    assert not allowed(SECURED, f"{GIF}, {{ headers: {{ Authorization: {value} }} }});"), value
+
+
+def test_a_credential_is_still_required():
+    assert "credential missing" in reason(SECURED, f"{GIF}, {{ params: {{ limit: 3 }} }});")
+    assert "needs a config" in reason(SECURED, f"{GIF});")
+    # the AND of two schemes needs both, whatever their values
+    both = f"get('{BASE}/both', {{ headers: {{ Authorization: 'Bearer ' + token }} }});"
+    assert "params" in reason(SECURED, both)
+    assert allowed(
+        SECURED, f"get('{BASE}/both', {{ headers: {{ Authorization: token }}, params: {{ api_key: process.env.K }} }});"
+    )
+
+
+@pytest.mark.parametrize("value", ["'Bearer abc'", "token", "process.env.KEY", "'Bearer ' + token", "`Bearer ${token}`"])
+def test_paper_profile_keeps_its_credential_rule(value):
+    """Paper: the credential is any string (its regex) or an identifier in scope; no member
+    expressions of names not in scope and no concatenation."""
+    text = f"{GIF}, {{ headers: {{ Authorization: {value} }} }});"
+    expected = value in ("'Bearer abc'", "token", "`Bearer ${token}`")
+    assert allowed(SECURED, text, PAPER) is expected, value
+
+
+# ------------------------------------------------------------------------------ 2. security alternatives
+def test_every_security_alternative_is_accepted():
+    assert allowed(SECURED, f"{GIF}, {{ headers: {{ Authorization: 'Bearer ' + token }} }});")
+    assert allowed(SECURED, f"{GIF}, {{ params: {{ api_key: 'DEMO_KEY' }} }});")
+    # Google: OAuth2 only in `security`, but the declared `key` / `access_token` queries work too
+    url = "get('https://www.googleapis.com/youtube/v3/search'"
+    for cred in ("key: process.env.YT_KEY", "access_token: token", "key: 'AIza-123'"):
+        assert allowed(GOOGLE, f"{url}, {{ params: {{ part: 'snippet', q: 'cats', {cred} }} }});"), cred
+    assert allowed(GOOGLE, f"{url}, {{ params: {{ part: 'snippet' }}, headers: {{ Authorization: `Bearer ${{token}}` }} }});")
+    assert "credential missing" in reason(GOOGLE, f"{url}, {{ params: {{ part: 'snippet', q: 'cats' }} }});")
+    op = GOOGLE.operations[0]
+    assert [[c.atom for c in alt] for alt in credential_requirement(GOOGLE, op, real=True)] == [
+        [("params", "key")],
+        [("params", "access_token")],
+        [("headers", "authorization")],
+    ]
+    assert [[c.atom for c in alt] for alt in credential_requirement(GOOGLE, op)] == [[("headers", "authorization")]]
+    # the paper's rule: one scheme named -> its Authorization header is required
+    assert not allowed(GOOGLE, f"{url}, {{ params: {{ part: 'snippet', key: 'AIza-123' }} }});", PAPER)
+    assert not allowed(
+        GOOGLE, f"{url}, {{ params: {{ part: 'snippet', key: 'k' }} }});", GrammarOptions(credential_rule="placeholder")
+    )
+
+
+# ------------------------------------------------------------------------------ 4. variables
+def test_values_and_urls_may_be_member_expressions_and_variables():
+    ok_calls = [
+        f"{GIF}, {{ params: {{ api_key: apiKey, limit: cfg.limit }} }});",
+        f"{GIF}, {{ params: {{ api_key: apiKey, limit: this.pageSize }} }});",
+        f"{GIF}, {{ params: cfg.params }});",  # a whole object as a member expression
+        "get(`${BASE}/gifs/${id}`, { params: { api_key: apiKey } });",
+        "get(`${this.baseUrl}/gifs/${id}`, { params: { api_key: apiKey } });",
+        f"get(`{BASE}/gifs/${{this.gifId}}`, {{ params: {{ api_key: process.env.KEY }} }});",
+        f"get(`{BASE}/gifs/${{cfg.gif.id}}`, {{ headers: {{ Authorization: token }} }});",
+    ]
+    for text in ok_calls:
+        r = check_continuation(SECURED, text, identifiers=IDENTS)
+        assert r.allowed, (text, r.reason)
+    # still the spec's paths and keys: a variable server does not free the path
+    assert not allowed(SECURED, "get(`${BASE}/nope/${id}`, { params: { api_key: apiKey } });")
+    assert not allowed(SECURED, f"{GIF}, {{ params: {{ api_key: apiKey, nope: cfg.x }} }});")
+    # a variable server works in backticks only (a '...' URL is a literal)
+    assert not allowed(SECURED, "get('${BASE}/gifs/1', { params: { api_key: apiKey } });")
+    # the paper profile: identifiers in scope only, no member access, no variable server
+    assert not allowed(SECURED, ok_calls[0], PAPER)
+    assert not allowed(SECURED, ok_calls[3], PAPER)
+    assert allowed(SECURED, f"{GIF}, {{ params: {{ api_key: apiKey, limit: id }} }});", PAPER)
+
+
+def test_the_tracker_follows_a_variable_server_to_its_operation():
+    """`${BASE}` at the URL's start stands for one of the spec's servers: the key tracker still
+    knows the operation (its required keys and credentials are enforced)."""
+    g = build_webapi_grammar(SECURED, setup="full", identifiers=IDENTS)
+    tr = make_key_tracker(g, SECURED)
+    tr.feed(b"get(`${BASE}/gifs/${id}`, ")
+    assert tr._args is not None and tr._args.label == "GET /gifs/{id}"
+    assert "credential missing" in reason(SECURED, "get(`${BASE}/gifs/${id}`, { params: { limit: 3 } });")
+
+
+# ------------------------------------------------------------------------------ 5. http and https
+def test_http_and_https_are_the_same_server():
+    secure = f"get('{BASE.replace('http:', 'https:')}/gifs/1', {{ params: {{ api_key: apiKey }} }});"
+    plain = f"{GIF}, {{ params: {{ api_key: apiKey }} }});"
+    assert allowed(SECURED, secure) and allowed(SECURED, plain)
+    gh = "get('http://api.github.com/users/octo/repos');"
+    assert allowed(OPEN, gh) and allowed(OPEN, gh.replace("http:", "https:"))
+    assert not allowed(SECURED, secure.replace("https:", "ftp:"))
+    assert not allowed(SECURED, secure, PAPER)  # the paper: the server as the spec writes it
+    assert not allowed(OPEN, gh, PAPER)
+
+
+# ------------------------------------------------------------------------------ 6. no security declared
+def test_authorization_on_a_spec_declaring_no_security():
+    url = "get('https://api.github.com/users/octo/repos'"
+    for value in ("'token ghp_123'", "`token ${token}`", "'Bearer ' + process.env.GH_TOKEN"):
+        assert allowed(OPEN, f"{url}, {{ headers: {{ Authorization: {value} }} }});"), value
+    assert allowed(OPEN, f"{url});")  # not required
+    assert "not allowed" in reason(OPEN, f"{url}, {{ headers: {{ 'X-Other': 'x' }} }});")
+    assert not allowed(OPEN, f"{url}, {{ headers: {{ Authorization: 'token x' }} }});", PAPER)
+    # a spec that declares a scheme keeps its own places only
+    assert not allowed(SECURED, f"{GIF}, {{ headers: {{ Authorization: 'x' }}, params: {{ api_key: 'k', Authorization: 'x' }} }});")
+
+
+# ------------------------------------------------------------------------------ property
+def test_property_any_generated_credential_expression_is_accepted():
+    """Hypothesis: a credential built from string literals (any quote, any printable text),
+    identifiers in scope, member chains and ``this``/``process.env`` roots, joined by ``+``, is
+    accepted in the Authorization header and in the query key; with one operand a number it is not."""
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+    name = st.from_regex(r"[A-Za-z_$][A-Za-z0-9_$]{0,6}", fullmatch=True)
+    text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters="'\"`\\$"), max_size=12)
+    literal = st.one_of(text.map(lambda t: f"'{t}'"), text.map(lambda t: f'"{t}"'), text.map(lambda t: f"`{t}`"))
+    root = st.one_of(st.sampled_from(IDENTS), st.sampled_from(("this", "process.env")))
+    member = st.tuples(root, st.lists(name, min_size=1, max_size=3)).map(lambda r: ".".join([r[0], *r[1]]))
+    var = st.one_of(st.sampled_from(IDENTS), member)
+    template = st.tuples(text, var).map(lambda p: f"`{p[0]}${{{p[1]}}}`")
+    operand = st.one_of(literal, var, template)
+    expr = st.lists(operand, min_size=1, max_size=4).map(lambda xs: " + ".join(xs))
+
+    @hyp.settings(max_examples=120, deadline=None, derandomize=True)
+    @hyp.given(expr, st.booleans())
+    def check(value: str, as_query: bool) -> None:
+        where = f"params: {{ api_key: {value} }}" if as_query else f"headers: {{ Authorization: {value} }}"
+        r = check_continuation(SECURED, f"{GIF}, {{ {where} }});", identifiers=IDENTS)
+        assert r.allowed, (value, r.reason)
+        bad = f"{GIF}, {{ headers: {{ Authorization: {value} + 3 }} }});"
+        assert not check_continuation(SECURED, bad, identifiers=IDENTS).allowed, value
+
+    check()
+
+
+# ------------------------------------------------------------------------------ masks, real vocabularies
+REAL_CALLS = [
+    f"{GIF}, {{ headers: {{ Authorization: 'Bearer ' + token }} }});",
+    f"{GIF}, {{ params: {{ api_key: process.env.GIPHY_KEY, limit: cfg.limit }} }});",
+    "get(`${BASE}/gifs/${id}`, { headers: { Authorization: `Bearer ${this.token}` } });",
+    "get('https://api.example.com/v1/gifs/1', { params: { api_key: 'DEMO_KEY' } });",
+]
+
+
+@pytest.mark.parametrize("vocab_name", ["gpt2", "qwen", "smollm2"])
+def test_real_calls_pass_the_masks_of_real_vocabularies(vocab_name, real_vocab):
+    """Each real-style call, tokenized by the vocabulary, is allowed token by token by the engine's
+    mask (grammar and key tracker) and ends accepted; after ``Authorization: `` the mask allows
+    ``process``/``this`` (``p``/``t``) by default and not ``p`` under the paper profile."""
+    from callbench.constrain import GrammarConstraint
+
+    vocab = real_vocab(vocab_name)
+
+    def session(options: GrammarOptions):
+        g = build_webapi_grammar(SECURED, setup="full", identifiers=IDENTS, options=options)
+        return GrammarConstraint(g.lark, lambda: make_key_tracker(g, SECURED)).new_session(vocab, record=False)
+
+    for text in REAL_CALLS:
+        s = session(DEFAULT)
+        for t in vocab.lltok.tokenize_str(text):
+            assert s.mask()[t], (vocab_name, text, s.generated_bytes(), vocab.token_bytes[t])
+            s.advance(t)
+        assert s.generated_bytes() == text.encode() and s.is_accepting(), (vocab_name, text)
+
+    def firsts(options: GrammarOptions) -> set[int]:
+        s = session(options)
+        for t in vocab.lltok.tokenize_str(f"{GIF}, {{ headers: {{ Authorization: "):
+            s.advance(t)
+        return {vocab.token_bytes[i][0] for i in s.mask().nonzero()[0] if vocab.token_bytes[i]}
+
+    default, paper = firsts(DEFAULT), firsts(PAPER)
+    assert {ord("p"), ord("t"), ord("'"), ord("`")} <= default, vocab_name
+    assert ord("p") not in paper and ord("'") in paper and ord("t") in paper, vocab_name  # `token` is in scope
