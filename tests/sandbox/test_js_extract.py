@@ -278,7 +278,8 @@ def test_statements_joined_safely():
 
 def test_prepare_code_keeps_everything():
     code, declared = prepare_code("import axios from 'axios';\naxios.get('a');\naxios.get('b');")
-    assert code == "const axios = require('axios');\naxios.get('a');\naxios.get('b');"
+    # an ES module runs strict, as in Node
+    assert code == "'use strict'; const axios = require('axios');\naxios.get('a');\naxios.get('b');"
     assert declared == ("axios",)
     code, declared = prepare_code("const x = 1;\nlet y;\nclass Z {}\nfunction f() {}")
     assert declared == ("x", "y", "Z")

@@ -218,10 +218,13 @@ def test_loop_over_a_stand_in_result_reaches_the_call(sb):
 
 
 def test_refused_builtins_still_end_the_sample(sb):
-    r = sb.run("const fs = require('fs');\nfunction f() {\n  axios.get('https://a.example/');\n")
+    r = sb.run("const cp = require('child_process');\nfunction f() {\n  axios.get('https://a.example/');\n")
     assert r.status == "runtime_error"
-    assert "require('fs') is not allowed" in r.error
+    assert "require('child_process') is not allowed" in r.error
     assert r.stubbed_modules == []
+    # the file system is modelled (empty, read-only), not an inert stand-in: requiring it is no error
+    r = sb.run("const fs = require('fs');\nfunction f() {\n  axios.get('https://a.example/');\n")
+    assert r.status == "ok" and r.stubbed_modules == []
 
 
 # ----------------------------------------------------------------------------- definitions colliding with the starter
@@ -293,15 +296,17 @@ def _clean_after(sb: JsSandbox) -> None:
 
 
 def test_callback_cannot_read_files_or_spawn(sb):
-    for bad in (
-        "require('fs').readFileSync('/etc/passwd', 'utf8')",
-        "require('child_process').execSync('id')",
+    for bad, error in (
+        # the file system is empty: a host file is never there (Node's error for a missing file)
+        ("require('fs').readFileSync('/etc/passwd', 'utf8')", "Error: ENOENT: no such file or directory, open '/etc/passwd'"),
+        ("require('fs').writeFileSync('/tmp/x', 'a')", "Error: EROFS: read-only file system, open '/tmp/x'"),
+        ("require('child_process').execSync('id')", "Error: require('child_process') is not allowed in the sandbox"),
     ):
         r = sb.run(
             ROUTE.replace("await axios.", f"const x = {bad};\n  await axios.")
             + "get('https://a.example/');\n"
         )
-        assert r.status == "runtime_error" and "is not allowed in the sandbox" in r.error
+        assert r.status == "runtime_error" and r.error == error, (bad, r.error)
         assert r.requests == []
     _clean_after(sb)
 

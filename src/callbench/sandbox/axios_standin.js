@@ -2005,13 +2005,81 @@ globalThis.__callbenchStandin = (function () {
 
   // ------------------------------------------------------------------ inert stand-ins
 
-  // Node builtins whose real use reads or changes the host: requiring them still ends the
-  // sample (a request built from a file's content cannot be reproduced).  Every other module
+  // Processes are refused: requiring child_process ends the sample.  The file system is a model
+  // of its own (`FS`, below): empty and read-only, no host file ever.  Every other module
   // (express, ws, lodash, './config', ...) gets an inert stand-in.
-  // Every module but axios is an inert stand-in except the file system and processes: code that
-  // reads a file would fail under node where the file is not there (WAPIIBench's scorer counts it a
-  // runtime error), and a stand-in would let it reach its call with a made-up value instead.
-  var REFUSED_MODULES = ['fs', 'fs/promises', 'child_process'];
+  var REFUSED_MODULES = ['child_process'];
+
+  // ------------------------------------------------------------------ the virtual file system
+
+  // `require('fs')` / 'fs/promises': an empty, read-only file system, shared by all samples and
+  // frozen with the rest.  Every read fails as Node's does for a missing file (ENOENT: code that
+  // reads a config file takes its own fallback, or stops as it would where the file is missing),
+  // every write is refused (EROFS), existsSync is false; callbacks get the error asynchronously,
+  // the promise API rejects with it, streams emit it.  Nothing here touches the host: there is no
+  // host file system in the V8 isolate at all.
+  var FS_ERRORS = { ENOENT: [-2, 'no such file or directory'], EROFS: [-30, 'read-only file system'] };
+  function fsError(code, syscall, path) {
+    var shown = typeof path === 'string' ? path : String(path);
+    var e = new Error(code + ': ' + FS_ERRORS[code][1] + ', ' + syscall + " '" + shown + "'");
+    e.errno = FS_ERRORS[code][0];
+    e.code = code;
+    e.syscall = syscall;
+    e.path = shown;
+    return e;
+  }
+  // name -> [error code, syscall]
+  var FS_CALLS = {
+    readFile: ['ENOENT', 'open'], stat: ['ENOENT', 'stat'], lstat: ['ENOENT', 'lstat'],
+    readdir: ['ENOENT', 'scandir'], access: ['ENOENT', 'access'], open: ['ENOENT', 'open'],
+    realpath: ['ENOENT', 'realpath'], readlink: ['ENOENT', 'readlink'], opendir: ['ENOENT', 'opendir'],
+    statfs: ['ENOENT', 'statfs'], watch: ['ENOENT', 'watch'],
+    writeFile: ['EROFS', 'open'], appendFile: ['EROFS', 'open'], mkdir: ['EROFS', 'mkdir'],
+    mkdtemp: ['EROFS', 'mkdtemp'], rm: ['EROFS', 'rm'], rmdir: ['EROFS', 'rmdir'], unlink: ['EROFS', 'unlink'],
+    rename: ['EROFS', 'rename'], copyFile: ['EROFS', 'copyfile'], cp: ['EROFS', 'cp'], symlink: ['EROFS', 'symlink'],
+    link: ['EROFS', 'link'], chmod: ['EROFS', 'chmod'], chown: ['EROFS', 'chown'], truncate: ['EROFS', 'open'],
+    utimes: ['EROFS', 'utime']
+  };
+  function fsStream(code, syscall) {
+    return function (path) {
+      var err = fsError(code, syscall, path);
+      var stream = {
+        on: function (event, fn) {
+          if (event === 'error' && typeof fn === 'function') Promise.resolve().then(function () { fn(err); });
+          return stream;
+        },
+        pipe: function (dest) { return dest; },
+        write: function () { return false; },
+        end: function () { return stream; },
+        close: function (cb) { if (typeof cb === 'function') Promise.resolve().then(function () { cb(); }); },
+        destroy: function () { return stream; }
+      };
+      stream.once = stream.on;
+      stream.addListener = stream.on;
+      return stream;
+    };
+  }
+  var FS = (function () {
+    var fs = { promises: {}, constants: { F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1 } };
+    Object.keys(FS_CALLS).forEach(function (name) {
+      var code = FS_CALLS[name][0];
+      var syscall = FS_CALLS[name][1];
+      fs[name + 'Sync'] = function (path) { throw fsError(code, syscall, path); };
+      fs[name] = function (path) {
+        var cb = arguments[arguments.length - 1];
+        var err = fsError(code, syscall, path);
+        if (typeof cb !== 'function') throw new TypeError('The "cb" argument must be of type function');
+        Promise.resolve().then(function () { cb(err); });
+      };
+      fs.promises[name] = function (path) { return Promise.reject(fsError(code, syscall, path)); };
+    });
+    fs.existsSync = function () { return false; };
+    fs.exists = function (path, cb) { if (typeof cb === 'function') Promise.resolve().then(function () { cb(false); }); };
+    fs.createReadStream = fsStream('ENOENT', 'open');
+    fs.createWriteStream = fsStream('EROFS', 'open');
+    fs.promises.constants = fs.constants;
+    return fs;
+  })();
 
   // As a string a stand-in reads '0' (JSON.parse accepts it, a URL stays a URL), as a number 0.
   function stubToPrimitive(hint) { return hint === 'number' ? 0 : '0'; }
@@ -2024,7 +2092,7 @@ globalThis.__callbenchStandin = (function () {
   // stand-in) and converting it to a string ('0') or number (0) all work and record nothing.
   // Awaiting one (it is a thenable) gives a stand-in that is not thenable, so `await` does
   // not loop.
-  function makeStubs(state) {
+  function makeStubs(state, scope) {
     function make(thenable) {
       return new Proxy(function () {}, thenable ? thenableHandler : plainHandler);
     }
@@ -2077,6 +2145,43 @@ globalThis.__callbenchStandin = (function () {
     var thenableHandler = handler(true);
     var plainHandler = handler(false);
 
+    // The request of an Express/Koa handler the sandbox calls (`req`, `ctx`): its params, query,
+    // body and headers answer from the variables in scope of the same name (`req.body.hashtag`
+    // is `hashtag`), anything else they are asked is an inert stand-in; `req.get(name)` and
+    // `req.header(name)` read the same way; everything else about it is an inert stand-in.
+    function fromScope(key) {
+      return isObject(scope) && typeof key === 'string' && hasOwn(scope, key) ? scope[key] : make(true);
+    }
+    function scopeBag() {
+      var bag = {};
+      if (isObject(scope)) Object.keys(scope).forEach(function (k) { put(bag, k, scope[k]); });
+      return new Proxy(bag, {
+        get: function (target, key) {
+          if (typeof key === 'symbol' || key === 'then' || key === 'toJSON') return target[key];
+          return hasOwn(target, key) ? target[key] : make(true);
+        }
+      });
+    }
+    var REQUEST_PARTS = ['params', 'query', 'body', 'headers'];
+    function requestStub() {
+      var parts = {};
+      return new Proxy(function () {}, {
+        get: function (target, key) {
+          if (typeof key === 'string' && REQUEST_PARTS.indexOf(key) !== -1) {
+            if (!hasOwn(parts, key)) put(parts, key, scopeBag());
+            return parts[key];
+          }
+          if (key === 'request') return requestStub();
+          if (key === 'get' || key === 'header') return function (name) { return fromScope(String(name)); };
+          return plainHandler.get(target, key);
+        },
+        set: function () { return true; },
+        deleteProperty: function () { return true; },
+        apply: function () { return make(true); },
+        construct: function () { return make(true); }
+      });
+    }
+
     // Arguments for a function the sandbox calls: the caller's own where given, else by the
     // spec letter: 'v' the value of the same name in scope (from `values`), else a stand-in;
     // 's' a stand-in; 'n' null (an error-first callback's error); 'u' undefined (defaults).
@@ -2096,7 +2201,8 @@ globalThis.__callbenchStandin = (function () {
         if (c === 'n') out.push(null);
         else if (c === 'u') out.push(undefined);
         else if (c === 'd') out.push(vals[i]);
-        else if (c === 'v' && vals[i] !== undefined) out.push(vals[i]);
+        else if ((c === 'v' || c === 'r') && vals[i] !== undefined) out.push(vals[i]);
+        else if (c === 'r') out.push(requestStub());
         else out.push(make(true));
       }
       return out;
@@ -2104,6 +2210,8 @@ globalThis.__callbenchStandin = (function () {
 
     var rt = {
       stub: function () { return make(true); },
+      // `this` of the call run alone (js_extract `_call_alone`): answers from the variables in scope
+      scope: function () { return scopeBag(); },
       // A function on the way to the marked call: returned wrapped (missing arguments are
       // filled), and called once more at the end of the run (after timers) if nothing did.
       defer: function (fn, spec, values) {
@@ -2122,6 +2230,30 @@ globalThis.__callbenchStandin = (function () {
         } catch (e) { /* keep the wrapper's own */ }
         if (state.deferred.length < 1000) state.deferred.push(entry);
         return wrapped;
+      },
+      // An object literal with a method on the way to the marked call (a factory's
+      // `return { balance(address) { ... } }`): the method is wrapped like `defer`'s functions
+      // (missing arguments filled) and called on the object at the end of the run if nothing did.
+      deferMethod: function (obj, name, spec, values) {
+        if (obj === null || typeof obj !== 'object' || state.closed) return obj;
+        var d = Object.getOwnPropertyDescriptor(obj, name);
+        if (!d || typeof d.value !== 'function' || !d.writable) return obj;
+        var orig = d.value;
+        var entry = { fn: null, called: false };
+        var wrapped = function () {
+          entry.called = true;
+          return orig.apply(this, fill(arguments, spec, values));
+        };
+        entry.fn = function () { return wrapped.call(obj); };
+        try {
+          Object.defineProperty(wrapped, 'length', { value: orig.length });
+          Object.defineProperty(wrapped, 'name', { value: orig.name });
+          Object.defineProperty(obj, name, { value: wrapped, writable: true, enumerable: d.enumerable, configurable: true });
+        } catch (e) {
+          return obj; // a frozen or sealed object: left as it is
+        }
+        if (state.deferred.length < 1000) state.deferred.push(entry);
+        return obj;
       },
       fillClass: function (cls, spec, values) {
         if (typeof cls !== 'function') return cls;
@@ -2173,6 +2305,8 @@ globalThis.__callbenchStandin = (function () {
       if (n === 'axios' || n.slice(0, 6) === 'axios/') return axios;
       if (n === 'form-data') return PackageFormData;
       var bare = n.slice(0, 5) === 'node:' ? n.slice(5) : n;
+      if (bare === 'fs') return FS;
+      if (bare === 'fs/promises') return FS.promises;
       if (REFUSED_MODULES.indexOf(bare) !== -1) throw new Error("require('" + n + "') is not allowed in the sandbox");
       return stubs.module(n);
     }
@@ -2182,9 +2316,23 @@ globalThis.__callbenchStandin = (function () {
     return require;
   }
 
-  function makeProcess(state, consoleObj) {
+  // process.env answers from the variables in scope (the definitions): `process.env.API_KEY`,
+  // `const { API_KEY } = process.env`; as in Node, every value is a string.
+  function envFrom(scope) {
+    var env = {};
+    if (isObject(scope)) {
+      Object.keys(scope).forEach(function (k) {
+        var v = scope[k];
+        if (typeof v === 'string') put(env, k, v);
+        else if (typeof v === 'number' || typeof v === 'boolean') put(env, k, String(v));
+      });
+    }
+    return env;
+  }
+
+  function makeProcess(state, consoleObj, scope) {
     var process = {
-      env: {},
+      env: envFrom(scope),
       argv: ['/usr/local/bin/node', '/sandbox/index.js'],
       argv0: 'node',
       execArgv: [],
@@ -2229,7 +2377,8 @@ globalThis.__callbenchStandin = (function () {
 
   // ------------------------------------------------------------------ environment factory
 
-  function createEnv(options) {
+  // scope: the definitions (name -> value) of the sample, or null
+  function createEnv(options, scope) {
     options = options || {};
     var state = {
       requests: [],
@@ -2255,10 +2404,10 @@ globalThis.__callbenchStandin = (function () {
     var consoleObj = makeConsole(state);
     var axios = makeAxios(state);
     var moduleObj = { id: '.', filename: '/sandbox/index.js', loaded: false, children: [], paths: [], exports: {} };
-    var stubs = makeStubs(state);
+    var stubs = makeStubs(state, scope);
     var require = makeRequire(axios, moduleObj, stubs);
     var timers = makeTimers(state);
-    var process = makeProcess(state, consoleObj);
+    var process = makeProcess(state, consoleObj, scope);
     var bindings = {
       axios: axios,
       require: require,
@@ -2396,7 +2545,7 @@ globalThis.__callbenchStandin = (function () {
     isIndex, assignNested, arrayify, entriesToObject, parseFormBody, decodeText,
     decodeBody, splitUrl, paramsToObject, formatValue, makeConsole, Timeout,
     makeTimers, makeDefaults, InterceptorManager, makeAxios, makeRequire, makeProcess, makeStubs,
-    stubToPrimitive, stubToString, REFUSED_MODULES, PackageFormData, escapeFormParam, partText, jsonFacts,
+    stubToPrimitive, stubToString, REFUSED_MODULES, FS, FS_ERRORS, FS_CALLS, fsError, fsStream, envFrom, PackageFormData, escapeFormParam, partText, jsonFacts,
     typeName, rawView, axiosEncode, utf8Percent, percentEncode, isDotSegment, isDotDotSegment, wireUrl,
     buildQueryURL, byteStringValue, multipartBody, sentView, SPECIAL_PORTS, resolveDotSegments,
     createEnv,

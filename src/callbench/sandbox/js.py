@@ -185,6 +185,11 @@ class JsResult:
     logger of it sees it (what WAPIIBench's mock.js reads: see ``rawView`` in the stand-in).  sent:
     per request, what axios' Node http adapter would write (method, url, target, headers, body), or
     ``{"error": ...}`` where it would send nothing (see ``sentView``).
+
+    scored: the index in `requests` (and `raw`, `sent`) of `request`: 0, unless the starter's own
+    calls sent requests before the answer's call (see `run`'s ``call_from``).  reached_by: how the
+    scored request was reached: "program" (the whole program ran to the call) or "call" (it could
+    not, and the completed call statement ran alone; see `run`); None when nothing was scored.
     """
 
     status: str
@@ -198,6 +203,8 @@ class JsResult:
     rejected: list[str] = field(default_factory=list)
     raw: list[dict] = field(default_factory=list)
     sent: list[dict] = field(default_factory=list)
+    scored: int = 0
+    reached_by: str | None = None
 
 
 def _check_definitions(definitions: dict | None) -> str | None:
@@ -239,6 +246,9 @@ class _Job:
     call_text: str | None
     started: float
     stubbed: tuple[str, ...] = ()
+    starter_calls: int = 0  # the starter's own axios calls before the picked one (see run's call_from)
+    retry: tuple[str, dict | None, int | None] | None = None  # what the call alone is built from
+    program: JsResult | None = None  # for the call alone: the whole program's result
 
     def result_for_gone(self, gone: _WorkerGone) -> JsResult:
         return JsResult(
@@ -256,15 +266,27 @@ class _Job:
         status, error = out["status"], out.get("error")
         if error is not None:
             error = " ".join(str(error).split())[:500]
-        if self.mark is not None and status == "ok" and out.get("marked", -1) != 0:
-            status = "rejected"
-            error = (
-                "the first request did not come from the extracted axios call "
-                f"({_clip(self.call_text or '')}); the code reached axios another way first"
-            )
+        marked = out.get("marked", -1)
+        scored = 0
+        if self.mark is not None and status == "ok" and marked != 0:
+            if self.starter_calls and marked > 0:
+                # the starter's own calls sent requests first: the answer's call's request is scored
+                scored = marked
+            elif self.starter_calls:
+                status = "no_request"
+                error = (
+                    f"the answer's axios call ({_clip(self.call_text or '')}) sent no request; "
+                    "only the starter's own calls did"
+                )
+            else:
+                status = "rejected"
+                error = (
+                    "the first request did not come from the extracted axios call "
+                    f"({_clip(self.call_text or '')}); the code reached axios another way first"
+                )
         return JsResult(
             status=status,
-            request=requests[0] if requests and status == "ok" else None,
+            request=requests[scored] if requests and status == "ok" else None,
             requests=requests,
             error=error,
             code=self.run_code,
@@ -274,8 +296,13 @@ class _Job:
             rejected=[str(r) for r in out.get("rejected", [])],
             raw=raw,
             sent=sent,
+            scored=scored,
+            reached_by="program" if status == "ok" else None,
         )
 
+
+# The whole program's outcomes after which the call runs alone (see JsSandbox.run).
+_ALONE_AFTER = frozenset({"no_request", "runtime_error"})
 
 _REBUILDS_S = 10.0  # context rebuilds between a sample's attempts, on a busy machine
 
@@ -449,19 +476,37 @@ class JsSandbox:
             self._start_worker()
         return self
 
-    def run(self, code: str, definitions: dict | None = None, *, extract: bool = True) -> JsResult:
+    def run(
+        self,
+        code: str,
+        definitions: dict | None = None,
+        *,
+        extract: bool = True,
+        call_from: int | None = None,
+        alone: bool = False,
+    ) -> JsResult:
         """Run one sample.
 
         code: model output (markdown and prose allowed when extract=True) or plain JS.
         definitions: variable name -> JSON value, bound in scope before the code (code
         that declares the same name itself wins).  extract: find the first axios call
         and drop everything after it (see `extract_invocation`); with False the code
-        runs whole (ES imports are still rewritten to require).
+        runs whole (ES imports are still rewritten to require).  call_from: where in `code`
+        the answer starts (the text before it is the task's starter): the call scored is the
+        first axios call that ends after it, and requests the starter's own calls send before
+        it are not scored (nor rejected).
+
+        alone: when the whole program cannot reach the call (no request, or an error before
+        it), run the completed statement holding the call once more alone, after the program's
+        top-level definitions (see `extract_invocation`'s ``alone``); its request, when it
+        makes one, is scored, with ``reached_by="call"`` (else the program's result stands).
+        For real-world starter code whose surroundings the sandbox cannot run; off by default,
+        where an error before the call is the answer's own.
         """
-        return next(self.run_many([(code, definitions)], extract=extract))[1]
+        return next(self.run_many([(code, definitions, call_from, alone)], extract=extract))[1]
 
     def run_many(
-        self, items: list[tuple[str, dict | None]], *, extract: bool = True
+        self, items: list[tuple], *, extract: bool = True
     ) -> Iterator[tuple[int, JsResult]]:
         """Run several samples, yielding ``(index, result)`` as each finishes (those that
         need no run, e.g. no axios call found, first; then in order).
@@ -471,13 +516,19 @@ class JsSandbox:
         the caller and the worker wake once per batch rather than once per sample, and the
         caller can score one result while V8 runs the next. A sample that kills or hangs
         the worker ends as in :meth:`run`; the ones after it are sent again to a new worker.
+        An item is ``(code, definitions)`` or ``(code, definitions, call_from, alone)`` (see
+        :meth:`run`).
         """
         queue: list[tuple[int, _Job]] = []
-        for i, (code, definitions) in enumerate(items):
-            job = self._prepare(code, definitions, extract)
+        for i, item in enumerate(items):
+            code, definitions = item[0], item[1]
+            call_from = item[2] if len(item) > 2 else None
+            job = self._prepare(code, definitions, extract, call_from)
             if isinstance(job, JsResult):
                 yield i, job
             else:
+                if extract and len(item) > 3 and item[3]:
+                    job.retry = (code, definitions, call_from)
                 queue.append((i, job))
         queue.reverse()  # popped from the end: oldest last
         sent, in_flight = 0, 0  # the last `sent` of the queue are with the worker (in_flight bytes)
@@ -506,21 +557,50 @@ class JsSandbox:
                     # the oldest unanswered sample took the worker down; the others go to a new one
                     i, job = queue.pop()
                     sent, in_flight = 0, 0
-                    yield i, job.result_for_gone(gone)
+                    # the call alone took it down: the whole program's result stands
+                    yield i, job.program if job.program is not None else job.result_for_gone(gone)
                     continue
                 i, job = queue.pop()
                 sent, in_flight = sent - 1, in_flight - len(job.line)
                 if out.get("fatal"):
                     self._kill_worker()  # it is exiting on its own; reap it before the next sample
                     sent, in_flight = 0, 0  # what was queued behind it died with the worker: send it again
-                yield i, job.result(out)
+                result = job.result(out)
+                if job.program is not None:  # the call alone: scored if it made the request
+                    if result.status == "ok":
+                        result.reached_by = "call"
+                        yield i, result
+                    else:
+                        yield i, job.program
+                    continue
+                alone = self._alone(job, result)
+                if alone is not None:
+                    # sent right after those already with the worker
+                    queue.insert(len(queue) - sent, (i, alone))
+                    continue
+                yield i, result
         finally:
             if sent:
                 # the caller stopped early (an error while it scored a result): results of lines
                 # the worker still holds must never be read as answers to a later call
                 self._kill_worker()
 
-    def _prepare(self, code: str, definitions: dict | None, extract: bool) -> _Job | JsResult:
+    def _alone(self, job: _Job, result: JsResult) -> _Job | None:
+        """The job that runs the call alone after `job`'s whole program could not reach it, or
+        None (it did, or it failed in a way the call alone cannot help: time, memory, a rejected
+        sample, a program that could not be prepared)."""
+        if job.retry is None or result.status not in _ALONE_AFTER:
+            return None
+        code, definitions, call_from = job.retry
+        alone = self._prepare(code, definitions, True, call_from, alone=True)
+        if isinstance(alone, JsResult):
+            return None
+        alone.program = result
+        return alone
+
+    def _prepare(
+        self, code: str, definitions: dict | None, extract: bool, call_from: int | None = None, alone: bool = False
+    ) -> _Job | JsResult:
         """Check and extract one sample: the request for the worker, or the result already."""
         t0 = time.perf_counter()
         defs_json = _check_definitions(definitions)
@@ -530,7 +610,7 @@ class JsSandbox:
         mark = None
         ex = None
         if extract:
-            ex = extract_invocation(code)
+            ex = extract_invocation(code, call_from, alone=alone)
             if ex.status != "ok":
                 msg = {
                     "no_request": "no axios call found in the code",
@@ -568,7 +648,10 @@ class JsSandbox:
             "fresh": self.fresh_context,
             "mark": mark,
         }
-        return _Job(_line(payload), run_code, mark, ex.call_text if ex is not None else None, t0, stubbed)
+        return _Job(
+            _line(payload), run_code, mark, ex.call_text if ex is not None else None, t0, stubbed,
+            ex.starter_calls if ex is not None else 0,
+        )
 
     def close(self) -> None:
         """Stop the worker process (a later `run` starts a new one)."""

@@ -73,6 +73,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 __all__ = [
     "MAX_CODE_CHARS",
+    "answer_offset",
     "MAX_NESTING",
     "Extraction",
     "budget_error",
@@ -172,7 +173,8 @@ class Extraction:
     place the chosen call) where a last argument can be added to the chosen call,
     None when it cannot (see the module docstring). stubbed_modules: the
     modules other than axios that `code` requires by a literal name (the sandbox gives each
-    an inert stand-in; fs and child_process are refused and not listed).
+    an inert stand-in; fs and child_process are modelled or refused and not listed).
+    starter_calls: axios calls of the starter (before `call_from`) that the call picked follows.
     """
 
     status: str
@@ -184,6 +186,7 @@ class Extraction:
     mark: tuple[int, str, tuple[int, ...]] | None = None
     error: str | None = None
     stubbed_modules: tuple[str, ...] = ()
+    starter_calls: int = 0
 
 
 # --------------------------------------------------------------------------- fences
@@ -739,6 +742,7 @@ def _largest_clean(top: Node, anchor: Node) -> Node:
 
 RUNTIME = "__callbench_rt"  # the sandbox binding the rewrites below call (axios_standin.js, makeStubs)
 _ERROR_PARAMS = frozenset({"err", "error", "e", "er", "ex"})
+_REQUEST_PARAMS = frozenset({"req", "request", "ctx"})
 _NO_FILL = '"", null'
 _FUNCTION_EXPRESSIONS = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _FUNCTION_DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration"})
@@ -746,7 +750,8 @@ _FUNCTION_DECLARATIONS = frozenset({"function_declaration", "generator_function_
 
 def _param_fill(fn: Node, src: _Src, stand_ins: bool) -> str | None:
     """`spec, values` arguments for the runtime: per parameter, how a missing argument is filled
-    ('v': the value of the same name in scope, else an inert stand-in; 'd': the same name in
+    ('v': the value of the same name in scope, else an inert stand-in; 'r': the same, else a request
+    stand-in whose params/query/body/headers answer from scope (`req`, `ctx`); 'd': the same name in
     scope, else undefined (so a default applies); 's': a stand-in (destructured); 'n': null for an
     error-first callback's error; 'u': undefined), and a function returning the in-scope values.
     None when nothing would be filled.
@@ -767,6 +772,9 @@ def _param_fill(fn: Node, src: _Src, stand_ins: bool) -> str | None:
             if name in _ERROR_PARAMS and stand_ins:
                 spec += "n"
                 names.append(None)
+            elif name in _REQUEST_PARAMS and stand_ins:
+                spec += "r"  # an Express/Koa request: its params/query/body/headers from scope
+                names.append(name)
             else:
                 spec += "v" if stand_ins else "d"
                 names.append(name)
@@ -834,6 +842,19 @@ def _wrap_path(top: Node, call: Node, src: _Src) -> list[str]:
                 after_class = _nested_class_invocation(holder, call, src)
                 if after_class:
                     src.add_insert(holder.end_byte, after_class, "after", depth)
+                continue
+            if owner is None and path[depth - 1].type == "object":
+                # a method of an object literal no top-level name holds (a factory's
+                # `return { balance(address) { ... } }`): the literal is wrapped in place, so the
+                # method is called on the object at the end of the run if nothing did
+                name_node = p.child_by_field_name("name")
+                kinds = {c.type for c in p.children}
+                if name_node is None or name_node.type != "property_identifier" or kinds & {"get", "set"}:
+                    continue
+                fill = _param_fill(p, src, stand_ins=False)
+                obj = path[depth - 1]
+                src.add_insert(obj.start_byte, f"{RUNTIME}.deferMethod(", "before", depth - 1)
+                src.add_insert(obj.end_byte, f", {src.node(name_node)!r}, {fill or _NO_FILL})", "after", depth - 1)
                 continue
             if owner is None:
                 continue
@@ -1111,9 +1132,9 @@ def _sloppy_prologue(code: str) -> str:
     root = _parser().parse(src.data).root_node
     if _directive_strict(root, src):
         return ""
-    lexical: set[str] = set()
+    lexical: set[str] = set()  # and every other top-level declaration: it has its binding already
     for c in root.children:
-        lexical.update(_declared(c, src, lexical_only=True))
+        lexical.update(_declared(c, src, lexical_only=False))
     names = [
         n for n in _assigned_names(root, src)
         if n not in lexical and n not in _STANDARD_GLOBALS and _IDENT_RE.match(n)
@@ -1134,6 +1155,7 @@ class _Analysis:
     call: tuple[int, int] | None = None  # char offsets within the segment
     declared: tuple[str, ...] = ()
     error: str | None = None
+    starter_calls: int = 0  # complete axios calls that end before `call_from` (the starter's own)
 
 
 def _marker_insert(call: Node, placeholder: str) -> tuple[int, str] | None:
@@ -1166,7 +1188,11 @@ def _call_positions(call: Node) -> list[int]:
     return out
 
 
-def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = None) -> _Analysis:
+def _analyze(
+    text: str, allow_repair: bool = True, placeholder: str | None = None, call_from: int = 0
+) -> _Analysis:
+    """`call_from`: a byte offset; the call picked is the first that ends after it (the text
+    before it is a starter whose own calls are not the answer's)."""
     src = _Src(text)
     tree = _parser().parse(src.data)
     root = tree.root_node
@@ -1176,6 +1202,8 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
     all_calls = sorted(captures.get("call", []), key=lambda c: c.start_byte)
     all_starts = [c.start_byte for c in all_calls]
     calls = [c for c in all_calls if names.is_request_callee(c.child_by_field_name("function"), src)]
+    starter_calls = sum(1 for c in calls if c.end_byte <= call_from and not _has_error(c))
+    calls = [c for c in calls if c.end_byte > call_from]
     starts = [c.start_byte for c in calls]
     # A call cut off at the token limit often never becomes a call_expression:
     # look for "<axios callee> (" inside ERROR nodes.
@@ -1183,7 +1211,7 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
     for err in captures.get("error", []):
         kids = err.children
         for i, kid in enumerate(kids[:-1]):
-            if kids[i + 1].type == "(" and names.is_request_callee(kid, src):
+            if kids[i + 1].type == "(" and err.end_byte > call_from and names.is_request_callee(kid, src):
                 broken.append((kid, err))
                 break
     first_call = calls[0] if calls else None
@@ -1225,9 +1253,9 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
         if open_scopes and allow_repair:
             completed = src.slice(0, cut_node.end_byte) + open_scopes + ";\n"
             if _parses_cleanly(completed):
-                sub = _analyze(completed, allow_repair=False)
+                sub = _analyze(completed, allow_repair=False, call_from=call_from)
                 if sub.status == "ok":
-                    return _Analysis("ok", sub.code, call_range, sub.declared)
+                    return _Analysis("ok", sub.code, call_range, sub.declared, starter_calls=starter_calls)
 
     top = _top_level(anchor, root)
     children = [c for c in root.children]
@@ -1257,9 +1285,9 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
             # Re-analyse with the statement repaired: the text up to the call is
             # unchanged, so the call keeps its offsets.
             fixed = src.slice(0, top.start_byte) + repaired + "\n" + src.slice(top.end_byte, len(src.data))
-            sub = _analyze(fixed, allow_repair=False)
+            sub = _analyze(fixed, allow_repair=False, call_from=call_from)
             if sub.status == "ok":
-                return _Analysis("ok", sub.code, call_range, sub.declared)
+                return _Analysis("ok", sub.code, call_range, sub.declared, starter_calls=starter_calls)
         if top.end_byte >= end_of_text:
             return _Analysis(
                 "incomplete_program",
@@ -1328,12 +1356,32 @@ def _analyze(text: str, allow_repair: bool = True, placeholder: str | None = Non
                 f"closing what is still open at the call ({' '.join(open_scopes)}) does not give valid JavaScript"
             ),
         )
-    return _Analysis("ok", code, call_range, tuple(dict.fromkeys(declared)))
+    return _Analysis("ok", code, call_range, tuple(dict.fromkeys(declared)), starter_calls=starter_calls)
 
 
 # tree-sitter stops reading at a NUL byte, although JavaScript allows one inside a string literal.
 # Parse with a 1-byte stand-in (same offsets) and put the NULs back in what is returned.
 _NUL_STANDIN = "\x01"
+
+
+def answer_offset(starter: str, program: str) -> int | None:
+    """Where the answer starts in `program`, built from a task's `starter` and a model's answer
+    (see `extract_invocation`'s ``call_from``): after the starter when the program continues it;
+    else (a chat answer that repeats the code) where the program has the starter's open last line
+    again, after the starter's lines before it; None when neither is found."""
+    if not starter or not program:
+        return None
+    if program.startswith(starter):
+        return len(starter)
+    cut = starter.rfind("\n") + 1
+    header, last = starter[:cut], starter[cut:].strip()
+    if not program.startswith(header):
+        return None
+    if last:
+        at = program.find(last, len(header))
+        if at >= 0:
+            return at
+    return len(header)
 
 
 def budget_error(code: str) -> str | None:
@@ -1357,14 +1405,21 @@ def budget_error(code: str) -> str | None:
     return None
 
 
-def extract_invocation(code: str) -> Extraction:
-    """Locate the first axios call in `code` and return what should run (see module doc)."""
+def extract_invocation(code: str, call_from: int | None = None, *, alone: bool = False) -> Extraction:
+    """Locate the first axios call in `code` and return what should run (see module doc).
+
+    call_from: a character offset in `code` where the answer starts (what comes before is the
+    task's starter): the call picked is the first that ends after it, so a request the starter's
+    own code sends before the completed call is not taken for the answer's
+    (`Extraction.starter_calls` counts those calls).  alone: the completed statement holding the
+    call, run alone after the program's top-level definitions (see `_call_alone`): the sandbox's
+    second route to the call when the whole program cannot reach it."""
     problem = budget_error(code)
     if problem is not None:
         return Extraction("rejected", "", error=problem)
     try:
         if "\x00" in code and _NUL_STANDIN not in code:
-            ex = _extract(code.replace("\x00", _NUL_STANDIN))
+            ex = _extract(code.replace("\x00", _NUL_STANDIN), call_from, alone)
 
             def back(t: str) -> str:
                 return t.replace(_NUL_STANDIN, "\x00")
@@ -1379,18 +1434,129 @@ def extract_invocation(code: str) -> Extraction:
                 ex.mark,
                 ex.error,
                 tuple(back(m) for m in ex.stubbed_modules),
+                ex.starter_calls,
             )
-        return _extract(code)
+        return _extract(code, call_from, alone)
     except RecursionError:
         return Extraction("rejected", "", error="the code is nested too deeply to analyse")
 
 
-def _extract(code: str) -> Extraction:
+# --------------------------------------------------------------------------- the call alone
+
+_SIMPLE_STATEMENTS = frozenset(
+    {"expression_statement", "lexical_declaration", "variable_declaration", "return_statement"}
+)
+
+
+def _guarded_declaration(n: Node, src: _Src) -> str:
+    """`const a = f(), {b} = g();` as `var a, b; try { a = f(); } catch (_e) {} try { ({b} = g()); }
+    catch (_e) {}`: every name is declared, and a value that throws leaves it undefined instead of
+    ending the run (a function's body or a config file that is not there)."""
+    names: list[str] = []
+    assigns: list[str] = []
+    for d in n.named_children:
+        if d.type != "variable_declarator":
+            continue
+        name, value = d.child_by_field_name("name"), d.child_by_field_name("value")
+        if name is None:
+            continue
+        _pattern_names(name, src, names)
+        if value is not None:
+            target = src.text_of(name)
+            assign = f"{target} = {src.text_of(value)}"
+            assigns.append(f"try {{ {assign if name.type == 'identifier' else '(' + assign + ')'}; }} catch (_e) {{}}")
+    if not names:
+        return ""
+    return f"var {', '.join(dict.fromkeys(names))}; " + " ".join(assigns)
+
+
+def _definition_text(n: Node, src: _Src, declared: list[str]) -> str:
+    """A statement before the call as the call-alone program keeps it: declarations (values
+    guarded), assignments (guarded: `axios.defaults.baseURL = ...`); '' for anything else."""
+    t = n.type
+    if t in ("function_declaration", "generator_function_declaration"):
+        return src.text_of(n)
+    if t == "class_declaration":
+        name = n.child_by_field_name("name")
+        if name is not None:
+            declared.append(src.node(name))
+        return src.text_of(n)
+    if t in ("lexical_declaration", "variable_declaration"):
+        return _guarded_declaration(n, src)
+    if t == "expression_statement" and n.named_child_count == 1 and n.named_children[0].type in (
+        "assignment_expression", "augmented_assignment_expression"
+    ):
+        return f"try {{ {src.text_of(n.named_children[0])}; }} catch (_e) {{}}"
+    return ""
+
+
+def _call_alone(text: str, placeholder: str) -> tuple[str, tuple[str, ...]] | None:
+    """The completed call statement of `text` (the program as extracted, the picked call still
+    carrying `placeholder`) run alone: the program's top-level definitions before it, then, in an
+    async function called with a `this` that answers from the variables in scope, the
+    declarations that precede the statement in each block on the way to it and the statement
+    itself.  Returns (code, names it declares lexically), or None when there is no such
+    statement or the result is not valid JavaScript."""
+    src = _Src(text)
+    root = _parser().parse(src.data).root_node
+    target = next(
+        (n for n in _walk(root) if n.type == "identifier" and src.node(n) == placeholder), None
+    )
+    if target is None:
+        return None
+    path = _path(_top_level(target, root), target)
+    stmt_at = max((i for i, p in enumerate(path) if p.type in _SIMPLE_STATEMENTS), default=None)
+    if stmt_at is None:
+        return None
+    declared: list[str] = []
+    pieces = []
+    for c in root.children:
+        if c.id == path[0].id:
+            break
+        piece = _definition_text(c, src, declared)
+        if piece:
+            pieces.append(piece)
+    inner: list[str] = []
+    params: list[str] = []  # of the functions on the way: from scope (`this`), else a stand-in
+    for p in path[:stmt_at]:
+        if p.type in _FUNCTION_TYPES:
+            single = p.child_by_field_name("parameter")
+            plist = p.child_by_field_name("parameters")
+            for c in [single] if single is not None else ([] if plist is None else plist.named_children):
+                _pattern_names(c, src, params)
+    if params:
+        names = [n for n in dict.fromkeys(params) if _IDENT_RE.match(n)]
+        inner.append(f"var {', '.join(names)}; " + " ".join(f"{n} = this.{n};" for n in names))
+    for i, p in enumerate(path[:stmt_at]):
+        if p.type not in ("statement_block", "class_static_block", "switch_case", "program"):
+            continue
+        nxt = path[i + 1]
+        for c in p.named_children:
+            if c.id == nxt.id:
+                break
+            if c.type in ("lexical_declaration", "variable_declaration", "function_declaration"):
+                piece = _definition_text(c, src, [])
+                if piece:
+                    inner.append(piece)
+    stmt = src.text_of(path[stmt_at]).rstrip()
+    if not stmt.endswith(";"):
+        stmt += ";"
+    body = "\n".join(inner + [stmt])
+    code = "\n".join(pieces + [f"await (async function () {{\n{body}\n}}).call({RUNTIME}.scope());"]) + "\n"
+    if not _parses_cleanly(code):
+        return None
+    return code, tuple(dict.fromkeys(declared))
+
+
+def _extract(code: str, call_from: int | None = None, alone: bool = False) -> Extraction:
     best: tuple[int, _Analysis] | None = None
     # A random name cannot occur in the text, so finding it again in the output is unambiguous.
     placeholder = "__callbench_mark_" + secrets.token_hex(8)
     for offset, segment in _segments(code):
-        analysis = _analyze(segment, placeholder=placeholder)
+        rel = 0
+        if call_from is not None and call_from > offset:
+            rel = len(segment[: call_from - offset].encode("utf-8", errors="surrogatepass"))
+        analysis = _analyze(segment, placeholder=placeholder, call_from=rel)
         if analysis.status != "no_request":
             best = (offset, analysis)
             break
@@ -1400,6 +1566,15 @@ def _extract(code: str) -> Extraction:
     assert a.call is not None
     start, end = offset + a.call[0], offset + a.call[1]
     out, mark = a.code, None
+    declared = a.declared
+    if a.status == "ok" and alone:
+        found = _call_alone(out, placeholder)
+        if found is None:
+            return Extraction(
+                "incomplete_program", out, code[start:end], start, end,
+                error="the statement holding the first axios call cannot run alone",
+            )
+        out, declared = found
     if a.status == "ok":
         out = with_mode(out, _is_module(code[offset:]))
     calls_at = []
@@ -1416,12 +1591,15 @@ def _extract(code: str) -> Extraction:
         # without a position of the call the sandbox never matches it (fails closed)
         mark = (at - len(prefix), prefix, tuple(c for c in calls_at if c < at))
     return Extraction(
-        a.status, out, code[start:end], start, end, a.declared, mark, a.error, required_modules(out)
+        a.status, out, code[start:end], start, end, declared, mark, a.error, required_modules(out),
+        a.starter_calls,
     )
 
 
-# Node builtins the sandbox refuses instead of standing in for (axios_standin.js, REFUSED_MODULES).
-REFUSED_MODULES = frozenset({"fs", "fs/promises", "child_process"})
+# Node builtins the sandbox refuses instead of standing in for (axios_standin.js, REFUSED_MODULES),
+# and those it models itself (an empty, read-only file system): neither is an inert stand-in.
+REFUSED_MODULES = frozenset({"child_process"})
+MODELLED_MODULES = frozenset({"fs", "fs/promises"})
 _REQUIRE_QUERY = Query(
     _LANGUAGE, "(call_expression function: (identifier) @fn arguments: (arguments . (string) @name .)) @call"
 )
@@ -1445,7 +1623,7 @@ def required_modules(code: str) -> tuple[str, ...]:
         mod = _string_value(name, src)
         if mod is None or mod == "axios" or mod.startswith("axios/") or mod == "form-data":
             continue  # axios and form-data are modelled by the stand-in, not inert
-        if (mod[5:] if mod.startswith("node:") else mod) in REFUSED_MODULES:
+        if (mod[5:] if mod.startswith("node:") else mod) in REFUSED_MODULES | MODELLED_MODULES:
             continue
         found[mod] = None
     return tuple(found)

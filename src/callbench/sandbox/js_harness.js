@@ -58,7 +58,7 @@ globalThis.__callbench = (function () {
   }
 
   function start(code, defs, skip, options, mark) {
-    var env = makeEnv(options);
+    var env = makeEnv(options, defs);
     var run = { env: env, error: null, settled: false };
     current = run;
     skip = skip || [];

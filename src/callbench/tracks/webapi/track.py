@@ -14,6 +14,7 @@ from typing import Any
 from callbench.data.paths import data_dir
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import GenerationConfig, ModelInput, ModelOutput
+from callbench.sandbox.js_extract import answer_offset
 from callbench.specs import ApiSpec, load_spec
 from callbench.tracks.base import Sample, SampleResult, Track, file_sha256
 from callbench.tracks.webapi import upstream_scorer
@@ -493,8 +494,11 @@ class WebApiTrack(Track):
                 results[k] = early
                 continue
             to_run.append(k)
-            programs.append((program, sample.payload.definitions))
             task: WebApiTask = sample.payload
+            # the answer's call is scored, not a request the starter's own code sends before it
+            call_from = None if self._upstream_chat(output) else answer_offset(self._prompt(task).starter, program)
+            # real-world starter code: when its surroundings cannot run, the call runs alone
+            programs.append((program, task.definitions, call_from, bool(task.starter_code)))
             if upstream_scorer.applies(task, self._spec_for(task)):
                 call = published_call(self._published_text(task, output))
                 calls[k] = call
@@ -575,8 +579,13 @@ class WebApiTrack(Track):
         verdicts = {m: compare_requests(expected, request, spec, m).as_dict() for m in SCORING_MODES}
         if published is not None:
             verdicts["compat"] = published
-        # stored with what axios would put on the wire for it (method, url, headers, body)
-        execution = {**request, "sent": result.sent[0]} if getattr(result, "sent", None) else request
+        # stored with what axios would put on the wire for it (method, url, headers, body), and
+        # how the sandbox reached the call: the whole program, or the completed call alone
+        scored = getattr(result, "scored", 0)
+        execution = {**request, "sent": result.sent[scored]} if getattr(result, "sent", None) else dict(request)
+        if getattr(result, "reached_by", None):
+            execution["reached_by"] = result.reached_by
+            cd_stats = {**cd_stats, "reached_by": result.reached_by}
         return SampleResult(status="ok", parsed=result.code, execution=execution, verdicts=verdicts, stats=cd_stats)
 
     @classmethod
