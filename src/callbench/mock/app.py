@@ -23,8 +23,8 @@ object synthesized from the seed, the resource and that id (its id field set to 
 same id is the same object in every call; an update or replace stores the merged catalogue object
 (a created object is stored as before and wins over the catalogue's); a list, like an action,
 answers a response synthesized from its schema (and the request). Synthesized answers then keep every optional property (not half of them at random), so
-a field a response declares is there: an album's ``artists[0].id`` is present, and the artist it
-names is one ``GET /artists/{id}`` answers.
+a field a response declares is there (``readOnly`` ones included: RAWG's ids are): an album's
+``artists[0].id`` is present, and the artist it names is one ``GET /artists/{id}`` answers.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def _seed(*parts: Any) -> int:
 def _synth(schema: Any, seed: int, name: str | None = None, optional: float = 0.5) -> Any:
     if not isinstance(schema, Mapping) or not schema:
         return {}
-    return synthesize_value(schema, seed=seed, name=name, optional=optional)
+    # optional=1.0 (a seeded catalogue): every declared field of a response, its readOnly ones too
+    return synthesize_value(schema, seed=seed, name=name, optional=optional, read_only=optional >= 1.0)
 
 
 def _set(body: Any, path: tuple[str, ...], value: Any) -> Any:

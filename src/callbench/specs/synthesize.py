@@ -317,11 +317,13 @@ def _merge_all_of(schema: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
 class _Values:
     """Seeded value generator; ``optional`` in [0, 1]: the share of optional properties kept."""
 
-    def __init__(self, rng: random.Random, optional: float = 0.5, max_depth: int = 5, use_examples: bool = True):
+    def __init__(self, rng: random.Random, optional: float = 0.5, max_depth: int = 5, use_examples: bool = True,
+                 read_only: bool = False):
         self.rng = rng
         self.optional = optional
         self.max_depth = max_depth
         self.use_examples = use_examples
+        self.read_only = read_only  # a response: optional readOnly properties are kept like the others
 
     def value(self, schema: Any, name: str | None = None, depth: int = 0, examples: tuple[Any, ...] = ()) -> Any:
         rng = self.rng
@@ -513,7 +515,7 @@ class _Values:
         for pname, pschema in props.items():
             if pname in required:
                 pick = True
-            elif depth >= self.max_depth or (isinstance(pschema, Mapping) and pschema.get("readOnly") is True):
+            elif depth >= self.max_depth or (not self.read_only and isinstance(pschema, Mapping) and pschema.get("readOnly") is True):
                 pick = False
             else:
                 pick = self.rng.random() < self.optional
@@ -533,11 +535,14 @@ class _Values:
         return out
 
 
-def synthesize_value(schema: Any, *, seed: int = 0, name: str | None = None, optional: float = 0.5, examples: bool = True) -> Any:
+def synthesize_value(schema: Any, *, seed: int = 0, name: str | None = None, optional: float = 0.5, examples: bool = True,
+                     read_only: bool = False) -> Any:
     """A JSON value for ``schema`` (see the module docstring for where values come from).
     ``examples=False``: never the schema's ``example``/``examples``/``x-example``/``default`` (a
-    value that differs from the documented one, such as a second test input)."""
-    return _Values(random.Random(seed), optional, use_examples=examples).value(schema, name)
+    value that differs from the documented one, such as a second test input). ``read_only``: the
+    value is a response, whose optional ``readOnly`` properties are kept like the others (a
+    request leaves them out)."""
+    return _Values(random.Random(seed), optional, use_examples=examples, read_only=read_only).value(schema, name)
 
 
 # ============================================================================ serialization

@@ -131,13 +131,50 @@ def field_links(sc: SpecScenario) -> bool:
     """Whether ``sc``'s calls are linked by response fields (:func:`field_link`): a read-only spec,
     one in which most APIs that take an object take one of a resource no API creates (Spotify's
     albums, artists, shows: only tracks are "created", added to a playlist). There the stateful
-    traces, which read only objects they created, carry almost no reference. Specs with name links
-    keep them; a CRUD spec (most object-taking APIs on created resources) keeps its path links."""
+    traces, which read only objects they created, carry almost no reference. A spec in which no
+    API takes an object (ids are plain path values: BBC's, Stack Exchange's) uses field links
+    where at least two thirds of its APIs are GETs, and name links otherwise (Slack's RPC methods,
+    43 % GETs); a CRUD spec (most object-taking APIs on created resources) keeps its path links."""
     if name_links(sc):
-        return False
+        return 3 * sum(sc.ops[a.name].op.startswith("GET ") for a in sc.apis) >= 2 * len(sc.apis) > 0
     created = {sc.ops[a.name].resource for a in sc.apis if sc.ops[a.name].role == "create"}
     takes = [p.object_type for a in sc.apis for p in a.params if p.is_object]
     return sum(t not in created for t in takes) > len(takes) / 2
+
+
+_WIDENED: dict[int, tuple[SpecScenario, SpecScenario]] = {}  # id(scenario) -> (scenario, widened)
+_UNSOURCED = "no create or list operation returns"  # inference's reason for a read it leaves out
+
+
+def readonly_scenario(sc: SpecScenario) -> SpecScenario:
+    """``sc`` itself, or for a :func:`field_links` spec the scenario with the GET operations that
+    inference left unused only because no create or list operation returns their path's id
+    (``GET /artists/{id}`` where no list of artists exists; the path states tell nothing else):
+    there the id is a value (drawn, or taken from a field of an earlier response), the mock's
+    seeded catalogue answers it. The same model gives the same scenario (generation and
+    :func:`task_scenario` both call this), so the model file is not changed."""
+    hit = _WIDENED.get(id(sc))
+    if hit is not None and hit[0] is sc:
+        return hit[1]
+    out = sc
+    if field_links(sc):
+        from callbench.tracks.stateful.infer.paths import path_params
+        from callbench.tracks.stateful.infer.scenario import build_scenario
+
+        ops = []
+        for om in sc.model.operations:
+            if not om.used and om.op.startswith("GET ") and _UNSOURCED in om.reason:
+                params = path_params(om.op.split(" ", 1)[1])
+                om = om.model_copy(update={"used": True, "ids": {}, "preconditions": [],
+                                           "values": [*om.values, *[x for x in params if x not in om.values]]})
+            ops.append(om)
+        if ops != list(sc.model.operations):
+            model = sc.model.model_copy(update={"operations": ops})
+            out = build_scenario(sc.spec, model, name=sc.name)
+    with _LOCK:
+        _WIDENED[id(sc)] = (sc, out)
+        _WIDENED.setdefault(id(out), (out, out))
+    return out
 
 
 def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
@@ -564,18 +601,14 @@ def deep_fields(op: Any) -> dict[str, Mapping[str, Any]]:
 
 
 def _noun(word: str | None) -> str | None:
-    """``Albums`` -> ``album``, ``categories`` -> ``category``, ``album_id`` stays: the singular,
+    """``Albums`` -> ``album``, ``categories`` -> ``category``, ``album_id`` -> ``albumid``: the
+    singular as inference names resources (:func:`~callbench.tracks.stateful.infer.paths.singular`),
     lower case, without ``_``/``-``."""
+    from callbench.tracks.stateful.infer.paths import singular
+
     if not word:
         return None
-    w = re.sub(r"[^a-z0-9]", "", word.lower())
-    if w.endswith("ies") and len(w) > 4:
-        return w[:-3] + "y"
-    if w.endswith(("sses", "xes", "ches", "shes")):
-        return w[:-2]
-    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
-        return w[:-1]
-    return w or None
+    return re.sub(r"[^a-z0-9]", "", singular(word).lower()) or None
 
 
 def key_owner(key: str, resource: str | None) -> str | None:
@@ -592,7 +625,7 @@ def key_owner(key: str, resource: str | None) -> str | None:
 def arg_resource(sc: SpecScenario, shape: ToolShape, arg: str) -> str | None:
     """The resource whose id ``arg`` takes (:func:`_noun`): the state model's id source of a path
     parameter (``GET /artists/{id}``: artist), else what the name says (``artist_id``, ``artistIds``),
-    else the operation's resource for the last path parameter (``/shows/{id}``)."""
+    else, for a path parameter, the path segment before it (``/artists/{id}/albums``: artist)."""
     info = shape.info
     loc, name = shape.args[arg]
     if loc == "path":
@@ -604,8 +637,10 @@ def arg_resource(sc: SpecScenario, shape: ToolShape, arg: str) -> str | None:
     m = re.fullmatch(r"(.+?)[_-]?(?:id|Id|ID|ids|Ids|IDs)", name)
     if m:
         return _noun(m.group(1))
-    if loc == "path" and info.path.split("#", 1)[0].rstrip("/").endswith("{" + name + "}"):
-        return _noun(info.resource)
+    if loc == "path":
+        m = re.search(r"/([^/{}]+)/\{" + re.escape(name) + r"\}", info.path.split("#", 1)[0])
+        if m:
+            return _noun(m.group(1))
     return None
 
 
@@ -628,7 +663,9 @@ def field_link(fields: Mapping[str, Mapping[str, Any]], resource: str | None, ar
     """The keys of ``fields`` (a :func:`deep_fields` result of an operation about ``resource``) that
     argument ``arg`` (with ``schema``, taking an id of ``want``) may take its value from, best
     first. Each must :func:`~callbench.tracks.stateful.infer.name_links.fits` the argument (one
-    scalar type, the argument's constraints all the field's own) and match it
+    scalar type, the argument's constraints all the field's own; or, for a path or query
+    parameter, be an integer where the argument is a string without constraints: the id's text,
+    ``/questions/{ids}``) and match it
 
     1. **by name**: the field is named as the argument (``user_id`` -> ``user_id``; not a bare
        ``id``, which every object has), for a path or query parameter or an id in the body
@@ -639,12 +676,18 @@ def field_link(fields: Mapping[str, Mapping[str, Any]], resource: str | None, ar
        ``pattern`` or ``format`` (a uuid), and no resource says otherwise.
 
     Shallower keys first within a rule."""
-    from callbench.tracks.stateful.infer.name_links import fits
+    from callbench.tracks.stateful.infer.name_links import _COMBINATORS, _CONSTRAINTS, _scalar, fits
+
+    def fitting(f: Mapping[str, Any]) -> bool:
+        if fits(f, schema):
+            return True
+        return (not in_body and _scalar(f) == "integer" and isinstance(schema, Mapping) and _scalar(schema) == "string"
+                and not any(k in schema for k in (*_CONSTRAINTS, *_COMBINATORS)))
 
     ranked: list[tuple[int, int, str]] = []
     mark = _distinctive(schema)
     for key, f in fields.items():
-        if not fits(f, schema):
+        if not fitting(f):
             continue
         leaf = key.rsplit(".", 1)[-1]
         leafn = re.sub(r"[^a-z0-9]", "", leaf.lower())
@@ -824,6 +867,7 @@ def generate_nested_from_spec(
     was dropped. Row *i* draws from its own seed, so the first rows of a larger ``n`` are the same."""
     if opts.min_calls < 1 or opts.max_calls < opts.min_calls:
         raise ConfigError(f"--min-calls {opts.min_calls} --max-calls {opts.max_calls}: need 1 <= min-calls <= max-calls")
+    sc = readonly_scenario(sc)
     shapes = tool_shapes(sc)
     # name-linked specs (no API takes an object): every transition pair is (none, API) and carries no
     # data flow; weighing candidates by the kept rows' coverage steers the energy sampler away from
@@ -916,7 +960,7 @@ def task_scenario(task: NestedTask, data_file: Path) -> tuple[SpecScenario, int]
         raise DataError(f"{data_file}: task {task.id}: openapi.folder must name a folder beside the file, not {meta['folder']!r}")
     with _LOCK:
         sc = load_folder(folder)
-    return sc, meta["seed"]
+    return readonly_scenario(sc), meta["seed"]
 
 
 def write_rows(rows: list[dict[str, Any]], out: Path) -> None:
