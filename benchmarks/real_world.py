@@ -213,9 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     data = args.data or _default_data()
     r = measure(args.tasks, data, literal=args.literal)
-    print(_table(r))
-    if args.json:
+    if args.json:  # before the table, so a closed stdout does not lose it
         args.json.write_text(json.dumps(r, indent=1) + "\n", encoding="utf-8")
+    print(_table(r))
     return 0
 
 
