@@ -58,12 +58,15 @@ def _explain(s: dict) -> str:
 @pytest.mark.timeout(240)
 def test_wild_specs_sample_meets_every_target(sample_summary):
     """Every spec loads (or is rejected as invalid), >= 99.5 % of the operations are consistent
-    across loader, grammar, sandbox and scorer, every invalid variant is rejected, grammar builds
-    within the time targets: a change that breaks agreement on real specs fails here."""
+    across loader, grammar, sandbox and scorer, every invalid variant is rejected: a change that
+    breaks agreement on real specs fails here. The grammar build-time targets are the benchmark's
+    (docs/benchmarks/wild_specs.md): a wall-clock figure on a busy machine says nothing of the code."""
     bench, s = sample_summary
     assert s["specs"] == SAMPLE
     assert s["operations"] > 100 and s["invalid_grammar_checks"] > 100  # the sample really checks something
-    unmet = [name for name, ok in bench.targets_met(s).items() if not ok]
+    timed = {"grammar build p95 <= 0.2 s", "grammar build max <= 1 s"}
+    assert timed <= set(bench.targets_met(s))  # the names this test leaves to the benchmark
+    unmet = [name for name, ok in bench.targets_met(s).items() if not ok and name not in timed]
     assert not unmet, f"targets not met: {unmet}\n{_explain(s)}"
 
 
