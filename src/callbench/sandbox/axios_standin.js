@@ -2212,6 +2212,7 @@ globalThis.__callbenchStandin = (function () {
       stub: function () { return make(true); },
       // `this` of the call run alone (js_extract `_call_alone`): answers from the variables in scope
       scope: function () { return scopeBag(); },
+      inScope: function (name) { return isObject(scope) && hasOwn(scope, String(name)); },
       // A function on the way to the marked call: returned wrapped (missing arguments are
       // filled), and called once more at the end of the run (after timers) if nothing did.
       defer: function (fn, spec, values) {

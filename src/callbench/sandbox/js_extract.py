@@ -1490,6 +1490,20 @@ def _definition_text(n: Node, src: _Src, declared: list[str]) -> str:
     return ""
 
 
+def _rescoped(decl: Node, src: _Src) -> str:
+    """After a declaration on the way to the call: a variable in scope of a name it declares wins."""
+    if decl.type not in ("lexical_declaration", "variable_declaration"):
+        return ""
+    names: list[str] = []
+    for d in decl.named_children:
+        name = d.child_by_field_name("name") if d.type == "variable_declarator" else None
+        if name is not None:
+            _pattern_names(name, src, names)
+    return "".join(
+        f" if ({RUNTIME}.inScope('{n}')) {n} = this.{n};" for n in dict.fromkeys(names) if _IDENT_RE.match(n)
+    )
+
+
 def _call_alone(text: str, placeholder: str) -> tuple[str, tuple[str, ...]] | None:
     """The completed call statement of `text` (the program as extracted, the picked call still
     carrying `placeholder`) run alone: the program's top-level definitions before it, then, in an
@@ -1517,13 +1531,20 @@ def _call_alone(text: str, placeholder: str) -> tuple[str, tuple[str, ...]] | No
         if piece:
             pieces.append(piece)
     inner: list[str] = []
-    params: list[str] = []  # of the functions on the way: from scope (`this`), else a stand-in
+    # the parameters of the functions on the way and loop variables: from scope (`this`), else a
+    # stand-in; the declarations on the way are computed, but a variable in scope of the same
+    # name wins (the variables in scope are what the code sees at the call)
+    params: list[str] = []
     for p in path[:stmt_at]:
         if p.type in _FUNCTION_TYPES:
             single = p.child_by_field_name("parameter")
             plist = p.child_by_field_name("parameters")
             for c in [single] if single is not None else ([] if plist is None else plist.named_children):
                 _pattern_names(c, src, params)
+        elif p.type == "for_in_statement":
+            left = p.child_by_field_name("left")
+            if left is not None:
+                _pattern_names(left, src, params)
     if params:
         names = [n for n in dict.fromkeys(params) if _IDENT_RE.match(n)]
         inner.append(f"var {', '.join(names)}; " + " ".join(f"{n} = this.{n};" for n in names))
@@ -1537,7 +1558,7 @@ def _call_alone(text: str, placeholder: str) -> tuple[str, tuple[str, ...]] | No
             if c.type in ("lexical_declaration", "variable_declaration", "function_declaration"):
                 piece = _definition_text(c, src, [])
                 if piece:
-                    inner.append(piece)
+                    inner.append(piece + _rescoped(c, src))
     stmt = src.text_of(path[stmt_at]).rstrip()
     if not stmt.endswith(";"):
         stmt += ";"
