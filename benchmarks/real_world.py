@@ -117,6 +117,7 @@ def measure(tasks_file: Path, data: Path, *, literal: bool = False) -> dict[str,
             d = f.as_dict()
             failures.append({"task": t.id, "check": "config", "reason": f"illegal_config:{d['kind']}", "detail": d["detail"]})
 
+    rejected = {f["task"] for f in failures if f["check"] == "config"}
     correct: dict[str, dict[str, bool]] = {s: {} for s in SETUPS}
     reached: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="callbench-real-world-") as tmp:
@@ -134,6 +135,8 @@ def measure(tasks_file: Path, data: Path, *, literal: bool = False) -> dict[str,
                     reached[f"{setup}:{res.stats['reached_by']}"] += 1
                 if not ok:
                     kind, detail = _reason_of_run(res)
+                    if res is None and t.id in rejected:
+                        kind, detail = "not_run:config_rejected", "the run leaves out a row whose config its spec rejects"
                     failures.append({"task": t.id, "check": f"gold_{setup}", "reason": kind, "detail": detail})
 
     accepted: dict[str, bool] = {}
