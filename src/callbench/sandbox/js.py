@@ -16,13 +16,20 @@ Design (why it looks like this):
   global `eval` evaluates strict code in global scope only (no direct eval), and
   the runner leaves the global object (the host reaches it through a global lexical
   binding with a random name, so a sample cannot start, settle or finish runs).  Each
-  sample's code becomes the body of a fresh strict-mode async function whose
-  parameters are fresh stand-in objects (axios, console, process, require, ...), so
-  sample state dies with the function.  Writes to frozen objects throw (strict mode),
-  which ends a tampering sample as "runtime_error"; a fingerprint check after each
-  sample (global keys, frozen prototypes, every shared regex's source and flags)
-  rejects the sample and rebuilds the context if anything changed anyway, and the
-  context is rebuilt after any timeout or memory hit.
+  sample's code becomes the body of a fresh async function whose parameters are fresh
+  stand-in objects (axios, console, process, require, ...), so sample state dies with
+  the function.  The function is sloppy, as Node runs a CommonJS file, unless the code
+  opens with a 'use strict' directive (the extractor puts one in front of an ES module,
+  which Node runs strict).  A write to a frozen object throws in strict code (a
+  tampering sample ends as "runtime_error") and fails silently in sloppy code (nothing
+  changes).  A name sloppy code assigns without declaring it would become a property of
+  the frozen global object, i.e. vanish: the extractor gives each such name a `var` at
+  the end of the code (hoisted), a binding of the sample's own function that dies with it
+  (chosen over a `with`-scope Proxy: no Proxy sits on every name lookup, nothing per
+  sample is left anywhere else).  A fingerprint check after each sample (global keys,
+  frozen prototypes, every shared regex's source and flags) rejects the sample and
+  rebuilds the context if anything changed anyway, and the context is rebuilt after any
+  timeout or memory hit.
 * A sample's result is taken only after every promise job it queued has run (however
   it reached Promise), and the run is closed then: nothing it scheduled can record,
   log or run during a later sample.  Timers run on a virtual clock: after the sample's
@@ -30,7 +37,11 @@ Design (why it looks like this):
   then the rest are dropped.
 * The first recorded request is the one scored, so it must come from the call the
   extractor picked, and a sample whose first request came from elsewhere (an alias,
-  `require` of a computed name, a nested call) is "rejected".  The picked call gets
+  `require` of a computed name, a nested call) is "rejected".  The one exception: with
+  ``call_from`` (where the answer starts after a task's starter) and axios calls of the
+  starter's own before it, the first request the picked call makes is scored
+  (`JsResult.scored` its index), and the starter's earlier requests are neither scored nor
+  a reason to reject.  The picked call gets
   `<name>()` as an extra last argument, `<name>` random per sample and bound to the
   stand-in's `arm` in a closure around the sample's function (no parameter of it): each
   time the call runs, `arm` makes a fresh one-shot token just before it and saves the
@@ -51,21 +62,46 @@ Design (why it looks like this):
 * Budget: code over `MAX_CODE_CHARS` characters or nested deeper than `MAX_NESTING`
   brackets is "rejected" before it is parsed or run (see `js_extract.budget_error`).
 
-Behaviour a caller should know: sample code runs in strict mode, so assigning an
-undeclared variable throws ReferenceError (Node would create a global), top-level
-`this` is undefined, and writing to any builtin throws TypeError.  `require('axios')` gives
-the stand-in; 'fs', 'fs/promises' and 'child_process' throw "require('<name>') is not
-allowed in the sandbox"; `require('form-data')` gives the stand-in's model of that package (a
+Behaviour a caller should know: sample code runs as Node runs CommonJS, in sloppy mode unless
+it opens with 'use strict' (ES modules run strict): in sloppy code reserved words of strict
+mode (`package`, `interface`, ...) are identifiers, assigning an undeclared variable makes a
+binding later code sees (the sample's own, not a global), and writing to a builtin fails
+silently; in strict code the assignment throws ReferenceError and the write TypeError.
+Top-level `this` is `module.exports`.  `require('axios')` gives the stand-in; 'fs' and
+'fs/promises' give an empty, read-only virtual file system (reads fail as Node's do for a
+missing file, ENOENT; writes fail with EROFS; `existsSync` is false; no host file is ever
+there); 'child_process' throws "require('child_process') is not allowed in the sandbox";
+`require('form-data')` gives the stand-in's model of that package (a
 multipart body with its own boundary and parts); any other module (express, ws, lodash,
 './config', ...) gives an inert stand-in that never throws (called, constructed, read, chained,
 awaited) and records nothing; `JsResult.stubbed_modules` lists those the code requires by name.
+`process.env` answers from the definitions (the variables in scope; values as strings, as in
+Node): `process.env.API_KEY`, `const { API_KEY } = process.env`.
 
 Real-world starters (see `js_extract`): when the axios call sits in a function, method,
 promise executor or callback that the text leaves open, the code is cut after the call and
 closed; the functions on the way to the call are invoked with what is in scope (definitions,
 the starter's own constants), and a callback handed to an inert library (an express route, a
 ws handler) is called at the end of the run, after timers, if nothing called it (arguments it
-was not given are inert stand-ins, or the definition of the same name).
+was not given are inert stand-ins, or the definition of the same name).  So are exported
+functions and factories, and the methods of the objects they return that lead to the call
+(`module.exports = function (apiKey) { return { balance(address) { ... } } }`: the factory is
+called with `apiKey`, then `balance` with `address`, from the definitions).  A handler's
+request (`req`, `request`, `ctx`) answers `params`, `query`, `body`, `headers` (and Koa's
+`ctx.request`, Express's `req.get(name)`) from the definitions of the same name
+(`req.body.hashtag` is `hashtag`), anything else from an inert stand-in.
+
+With ``alone=True`` (the web API track sets it for tasks with starter code), when the whole
+program cannot reach the call ("no_request" or "runtime_error"), the completed statement
+holding the call runs once more alone: after the program's top-level definitions (function and
+class declarations; variable declarations and assignments with each value guarded, so one that
+throws leaves its name undefined), inside an async function whose `this` answers from the
+definitions, after the parameters of the functions on the way (from the definitions, else
+inert stand-ins) and the declarations before the statement in each block on the way (a
+definition of the same name wins).  It is a sample of its own under every guarantee below (the
+call token included).  When it makes the request, that is scored, with
+`JsResult.reached_by == "call"` (else the program's own result stands);
+`reached_by == "program"` when the whole program reached it.
 
 Status values: "ok" (at least one request captured; later errors, e.g. from
 processing the empty fake response, are kept in `error`), "no_request",
@@ -79,14 +115,18 @@ What is enforced: no sample code can get another request counted as the picked c
 The token never sits where code can look for it (not in `arguments`, the global object or
 anything handed to the sample; the name in the sample's own source leads nowhere without
 direct eval); patching `Function.prototype.call/apply/bind`, `Reflect`, `Error` or any
-builtin the stand-in uses fails (frozen); stack traces hold no values, and strict code
-gives no `caller`/`callee`; getters, Proxies and `Symbol` hooks on what the call is given
-run only after the token is spent.  A function of the sample's own that the picked call
+builtin the stand-in uses fails (frozen); stack traces hold no values; the harness and the
+stand-in are strict code, so `caller`/`arguments` of their functions throw and a sloppy
+function's `caller` is null where they called it (a sloppy sample's `fn.caller`,
+`fn.arguments`, `arguments.callee` and `with` reach only the sample's own functions and
+bindings; the closure that holds `arm` has returned before any sample code runs); getters,
+Proxies and `Symbol` hooks on what the call is given run only after the token is spent.  A function of the sample's own that the picked call
 invokes instead of axios (a wrapper, a Proxy, a substitute `axios`) does receive the token,
 but a request it makes is not marked: its stack is not the call's (and stack text is
 compared whole, so frame names cannot forge it).  A bound axios method at the call marks
 its request: no sample code runs in between, so that request is the call's own.
-(`tests/sandbox/test_marker_redteam.py` has one test per route.)
+(`tests/sandbox/test_marker_redteam.py` has one test per route; the sloppy-only routes are in
+`tests/sandbox/test_reaching_the_call.py`.)
 
 Not guaranteed: the marker check needs an argument list, so a tagged-template call
 (axios.get`...`) is not checked; with `extract=False` there is no chosen call and no

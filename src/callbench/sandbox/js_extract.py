@@ -36,6 +36,19 @@ ws handler, setTimeout).  So:
   gets its constructor's and the called method's arguments filled the same way
   (``fillClass``/``fillMethod``), so ``this.baseUrl`` set in the constructor is there.
 
+* a method of an object literal on the way that no top-level name holds (what a factory
+  returns: ``module.exports = function (apiKey) { return { balance(address) { ... } } }``)
+  is reached by wrapping the literal in place as ``__callbench_rt.deferMethod(obj, name, ...)``:
+  the method is called on the object at the end of the run if nothing did, its arguments
+  filled the same way.
+
+The code is returned as Node would run it (`with_mode`): an ES module gets a 'use strict'
+directive in front; sloppy code gets a ``var`` (at the end, hoisted) for every name it assigns
+without declaring it.  ``call_from`` (where a model's answer starts after a task's starter)
+makes the picked call the first that ends after it, so a request the starter's own code sends
+first is not taken for the answer's; ``alone`` returns the completed statement holding the call
+run alone (`_call_alone`), the sandbox's second route when the whole program cannot reach it.
+
 tree-sitter is error tolerant, so ERROR/MISSING nodes tell where the text stops
 being JavaScript, and errors after the kept code do not matter.
 
