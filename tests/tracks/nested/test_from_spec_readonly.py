@@ -68,7 +68,9 @@ MUSIC = {
                 "items": {"type": "array", "items": {"$ref": "#/components/schemas/TrackRef"}}}},
         }}, [_path("id")]),
         "/artists/{id}": _get("getArtist", {"type": "object", "required": ["id", "name"], "properties": {
-            "id": _S, "name": _S, "popularity": {"type": "integer"}}}, [_path("id")]),
+            "id": _S, "name": _S, "genre": _S, "popularity": {"type": "integer"}}}, [_path("id")]),
+        "/genres/{genre}": _get("getGenre", {"type": "object", "required": ["title"], "properties": {
+            "title": _S, "size": {"type": "integer"}}}, [_path("genre")]),
         "/artists/{id}/albums": _get("getArtistAlbums", {"type": "object", "required": ["items"], "properties": {
             "items": {"type": "array", "items": {"$ref": "#/components/schemas/AlbumRef"}}}}, [_path("id")]),
         "/tracks/{id}": _get("getTrack", {"type": "object", "required": ["id", "name", "album", "artists"], "properties": {
@@ -110,7 +112,10 @@ def test_a_read_only_spec_takes_field_links_and_a_crud_spec_keeps_path_links(mus
     assert field_links(raw) is True and field_links(sc) is True
     # inference leaves out reads whose id no create or list returns; field links use them
     assert sorted(raw.ops) == ["getAlbum", "getRelease", "search"]
-    assert sorted(sc.ops) == ["getAlbum", "getArtist", "getArtistAlbums", "getRelease", "getTrack", "search"]
+    assert sorted(sc.ops) == ["getAlbum", "getArtist", "getArtistAlbums", "getGenre", "getRelease", "getTrack", "search"]
+    why = {o.op: o.reason for o in raw.model.operations if not o.used}
+    assert "no create or list operation returns" in why["GET /tracks/{id}"]
+    assert "no id-like field among its response fields" in why["GET /genres/{genre}"]
     assert readonly_scenario(raw) is readonly_scenario(raw) and readonly_scenario(sc) is sc  # built once
     pet = spec_scenario(PETSTORE)
     assert field_links(pet) is False and readonly_scenario(pet) is pet  # its rows stay exactly as they were
@@ -169,6 +174,7 @@ def test_openapi_links_are_taken_where_names_say_nothing(sc):
     # the path segment before a parameter names its resource: /artists/{id}/albums takes an artist id
     assert arg_resource(sc, shapes["getArtistAlbums"], "id") == "artist"
     assert g.edges["getArtistAlbums"]["id"][1] == ("getArtist", ["id"])
+    assert g.edges["getGenre"] == {"genre": [("getArtist", ["genre"])]}  # by name
     assert {src for src, _ in g.edges["getArtist"]["id"]} == {"getAlbum", "getArtistAlbums", "getTrack"}
 
 

@@ -143,15 +143,15 @@ def field_links(sc: SpecScenario) -> bool:
 
 
 _WIDENED: dict[int, tuple[SpecScenario, SpecScenario]] = {}  # id(scenario) -> (scenario, widened)
-_UNSOURCED = "no create or list operation returns"  # inference's reason for a read it leaves out
+_UNSOURCED = "path parameter '"  # how inference's reasons for a GET left out for want of an id source begin
 
 
 def readonly_scenario(sc: SpecScenario) -> SpecScenario:
     """``sc`` itself, or for a :func:`field_links` spec the scenario with the GET operations that
-    inference left unused only because no create or list operation returns their path's id
-    (``GET /artists/{id}`` where no list of artists exists; the path states tell nothing else):
-    there the id is a value (drawn, or taken from a field of an earlier response), the mock's
-    seeded catalogue answers it. The same model gives the same scenario (generation and
+    inference left unused for want of a source of their path's id ("path parameter 'id' names a
+    track, but no create or list operation returns 'id'"; BBC's "... but no id-like field among its
+    response fields", where the id is a ``pid``): there the id is a value (drawn, or taken from a
+    field of an earlier response), the mock's seeded catalogue answers it. The same model gives the same scenario (generation and
     :func:`task_scenario` both call this), so the model file is not changed."""
     hit = _WIDENED.get(id(sc))
     if hit is not None and hit[0] is sc:
@@ -163,7 +163,7 @@ def readonly_scenario(sc: SpecScenario) -> SpecScenario:
 
         ops = []
         for om in sc.model.operations:
-            if not om.used and om.op.startswith("GET ") and _UNSOURCED in om.reason:
+            if not om.used and om.op.startswith("GET ") and om.reason.startswith(_UNSOURCED):
                 params = path_params(om.op.split(" ", 1)[1])
                 om = om.model_copy(update={"used": True, "ids": {}, "preconditions": [],
                                            "values": [*om.values, *[x for x in params if x not in om.values]]})
