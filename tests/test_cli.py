@@ -119,7 +119,8 @@ def test_hostile_code_ends_as_errors_and_the_run_goes_on(tmp_path, data_root):
         "require('fs').writeFileSync('/tmp/pwned', 'x');",
         "process.exit(1);",
         "let s = 'x'; while (true) { s = s + s; }",
-        "Object.prototype.polluted = 1; Array.prototype.push = null; globalThis.leak = 1;",
+        # strict, where the write throws (in sloppy code, as Node runs CommonJS, it fails silently)
+        "(function () { 'use strict'; Object.prototype.polluted = 1; Array.prototype.push = null; globalThis.leak = 1; })();",
     )]
     ids = [f"asana_{i}" for i in range(len(hostile) + 1)]
     rows = [{"id": i, "code": c} for i, c in zip(ids, hostile, strict=False)]
