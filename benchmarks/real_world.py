@@ -76,10 +76,31 @@ def _reason_of_run(res: Any) -> tuple[str, str]:
     return kind, "; ".join(parts)[:300]
 
 
+#: A grammar rejection's class, from the checker's reason (first match wins).
+_GRAMMAR_CLASSES = (
+    (r"has a query string", "url_has_query"),
+    (r"matches no path", "url_matches_no_path"),
+    (r"is not a known identifier", "url_unknown_identifier"),
+    (r"URL must be a string literal", "url_not_literal"),
+    (r"is not an axios request method", "not_a_method_call"),
+    (r"does not continue the fixed starter", "args_starter_not_continued"),
+    (r"^value of .* does not match its schema", "value_schema"),
+    (r"^data of .* does not match its schema", "body_schema"),
+    (r"^unexpected .* where a key of", "key_form"),
+    (r"^expected .* after a key", "shorthand_or_key_form"),
+    (r"^config key .* is not allowed", "config_key_not_allowed"),
+    (r"^argument .* is not allowed", "argument_not_allowed"),
+    (r"GrammarError|llguidance rejects", "grammar_not_built"),
+)
+
+
 def _grammar_reason(reason: str | None) -> str:
-    """A short class for a grammar rejection (its reason up to the first quote or colon)."""
-    text = (reason or "rejected").strip()
-    return "grammar: " + re.split(r"['\"`:(]", text, maxsplit=1)[0].strip()[:60]
+    """A short class for a grammar rejection (see :data:`_GRAMMAR_CLASSES`)."""
+    text = (reason or "").strip()
+    for pattern, name in _GRAMMAR_CLASSES:
+        if re.search(pattern, text):
+            return f"grammar:{name}"
+    return "grammar:other"
 
 
 def _replay_file(tasks: list[Any], setup: str, folder: Path) -> Path:
