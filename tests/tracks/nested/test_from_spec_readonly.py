@@ -69,6 +69,9 @@ MUSIC = {
         }}, [_path("id")]),
         "/artists/{id}": _get("getArtist", {"type": "object", "required": ["id", "name"], "properties": {
             "id": _S, "name": _S, "genre": _S, "popularity": {"type": "integer"}}}, [_path("id")]),
+        "/charts/{chart}": _get("getChart", {"type": "object", "required": ["title", "top"], "properties": {
+            "title": _S, "top": {"type": "array", "items": {"$ref": "#/components/schemas/TrackRef"}}}}, [
+            _path("chart"), {"name": "X-API-KEY", "in": "header", "required": True, "schema": {"type": "string", "minLength": 8}}]),
         "/genres/{genre}": _get("getGenre", {"type": "object", "required": ["title"], "properties": {
             "title": _S, "size": {"type": "integer"}}}, [_path("genre")]),
         "/artists/{id}/albums": _get("getArtistAlbums", {"type": "object", "required": ["items"], "properties": {
@@ -112,7 +115,7 @@ def test_a_read_only_spec_takes_field_links_and_a_crud_spec_keeps_path_links(mus
     assert field_links(raw) is True and field_links(sc) is True
     # inference leaves out reads whose id no create or list returns; field links use them
     assert sorted(raw.ops) == ["getAlbum", "getRelease", "search"]
-    assert sorted(sc.ops) == ["getAlbum", "getArtist", "getArtistAlbums", "getGenre", "getRelease", "getTrack", "search"]
+    assert sorted(sc.ops) == ["getAlbum", "getArtist", "getArtistAlbums", "getChart", "getGenre", "getRelease", "getTrack", "search"]
     why = {o.op: o.reason for o in raw.model.operations if not o.used}
     assert "no create or list operation returns" in why["GET /tracks/{id}"]
     assert "no id-like field among its response fields" in why["GET /genres/{genre}"]
@@ -259,3 +262,29 @@ def test_catalogue_responses_keep_read_only_fields():
     schema = {"type": "object", "properties": {"id": {"type": "integer", "readOnly": True}, "name": {"type": "string"}}}
     assert set(synthesize_value(schema, seed=1, optional=1.0)) == {"name"}  # a request's value, as before
     assert set(synthesize_value(schema, seed=1, optional=1.0, read_only=True)) == {"id", "name"}
+
+
+def test_the_task_text_shows_a_field_with_brackets():
+    from callbench.tracks.nested.from_spec import _bracketed
+
+    assert [_bracketed(k) for k in ("albums.items.0.id", "0.year", "id", "a.0.1.b")] == [
+        "albums.items[0].id", "[0].year", "id", "a[0][1].b",
+    ]
+
+
+def test_required_headers_are_sent_by_the_executor_not_named_by_the_model(sc):
+    """dodo.ac declares its API key as a required header parameter: the mock refuses a request
+    without it (400), so the executor sends a value its schema accepts; the tool has no such
+    argument (a task names no credential)."""
+    from callbench.mock import MockService
+
+    shape = tool_shapes(sc)["getChart"]
+    assert list(shape.args) == ["chart"] and [k for k, _ in shape.headers] == ["X-API-KEY"]
+    assert len(shape.headers[0][1]) >= 8  # the schema's minLength
+    res = SpecExecutor(sc, seed=1).run([ToolCall(name="getChart", label="$var_1", arguments={"chart": "top50"})])
+    assert res.ok and res.final["top"], res.calls[0].output
+    with MockService(sc.spec, sc.model, seed=1, seeded_catalog=True) as m:
+        r = requests.get(f"{m.url}/charts/top50", timeout=10)
+        assert r.status_code == 400 and "X-API-KEY" in r.text
+    # a CRUD spec's tools send no headers: its rows stay as they were
+    assert all(not s.headers for s in tool_shapes(spec_scenario(PETSTORE)).values())

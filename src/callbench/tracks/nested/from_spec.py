@@ -83,6 +83,9 @@ class ToolShape:
     # call may take an argument from (reference key -> schema; the output is the whole JSON body)
     links: Mapping[str, Any] = field(default_factory=dict)
     arg_schemas: Mapping[str, Any] = field(default_factory=dict)  # argument -> its schema in the spec
+    # field links only: required header parameters (an API key, a version: dodo.ac's X-API-KEY),
+    # which are the harness's to send, not the model's (see :func:`_required_headers`)
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def _param_doc(schema: Any, description: str = "") -> dict[str, Any]:
@@ -257,8 +260,34 @@ def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
             "parameters": {"type": "object", "properties": props, "required": required},
             "output_parameters": {"type": "object", "properties": outputs},
         }
-        out[api.name] = ToolShape(info, args, flat, spec, form, links, schemas)
+        headers = _required_headers(op, api.name) if by_fields else ()
+        out[api.name] = ToolShape(info, args, flat, spec, form, links, schemas, headers)
     return out
+
+
+def _required_headers(op: Any, api: str) -> tuple[tuple[str, str], ...]:
+    """A value for each required header parameter of ``op`` that the mock accepts (drawn from its
+    schema, seeded by the API and the name, so every call sends the same): a credential or a
+    version the spec declares as a parameter rather than a security scheme. The task's calls do
+    not name it, as they name no credential."""
+    from callbench.mock.validate import _IGNORED_HEADERS, RequestError, check_parameter
+    from callbench.tracks.stateful.infer.scenario import fitting_value
+
+    out: list[tuple[str, str]] = []
+    for p in op.params_in("header") if op is not None else ():
+        if not p.required or p.name.lower() in _IGNORED_HEADERS:
+            continue
+
+        def check(v: Any, p: Any = p) -> str | None:
+            try:
+                check_parameter(p, [_text(v)])
+            except RequestError as exc:
+                return exc.message
+            return None
+
+        value = fitting_value(p.schema or {"type": "string"}, Random(f"header:{api}:{p.name}"), p.name, check=check)
+        out.append((p.name, _text(value)))
+    return tuple(out)
 
 
 def spec_tools(sc: SpecScenario) -> list[ToolSpec]:
@@ -301,7 +330,7 @@ class SpecExecutor:
         except ValueError as exc:
             return CallOutcome(call.label, call.name, args, CallError(str(exc)))
         try:
-            status, payload = _http(port, shape.info.method, target, body, self.timeout, form=shape.form)
+            status, payload = _http(port, shape.info.method, target, body, self.timeout, form=shape.form, extra_headers=shape.headers)
         except (OSError, http.client.HTTPException) as exc:
             return CallOutcome(call.label, call.name, args, CallError(f"ConnectionError: {exc}"))
         if status >= 400:
@@ -386,10 +415,11 @@ def _text(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _http(port: int, method: str, target: str, body: Any, timeout: float, *, form: bool = False) -> tuple[int, Any]:
+def _http(port: int, method: str, target: str, body: Any, timeout: float, *, form: bool = False,
+          extra_headers: tuple[tuple[str, str], ...] = ()) -> tuple[int, Any]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        headers = {"Accept": "application/json"}
+        headers = {**dict(extra_headers), "Accept": "application/json"}
         data = None
         if body is not None and form:
             fields = body if isinstance(body, dict) else {}
@@ -779,8 +809,9 @@ def link_graph(sc: SpecScenario, shapes: Mapping[str, ToolShape]) -> LinkGraph:
 
 
 def _bracketed(key: str) -> str:
-    """``albums.items.0.id`` -> ``albums.items[0].id`` (how the task text shows a field)."""
-    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
+    """``albums.items.0.id`` -> ``albums.items[0].id``, ``0.year`` -> ``[0].year`` (how the task
+    text shows a field)."""
+    return re.sub(r"(?:^|\.)(\d+)(?=\.|$)", r"[\1]", key)
 
 
 def _literal_args(sc: SpecScenario, shape: ToolShape, rng: Random) -> tuple[dict[str, Any], dict[str, Any]] | None:
