@@ -1,11 +1,15 @@
 """Real invocation styles under the default CD profile (issue 29, item 2), and the paper's rules kept.
 
 Real code passes keys and variables: outside ``--cd-profile paper`` a required credential may be
-any string literal or expression (an identifier in scope, member access such as
-``process.env.KEY``/``this.apiKey``, a template literal, a concatenation ``'Bearer ' + token``);
+any string literal or expression (an identifier in scope with member access, ``process.env.KEY``
+or ``this.apiKey``, a template literal, a concatenation ``'Bearer ' + token``);
 every alternative of a ``security`` list is accepted (an OR of ANDs; a declared conventional
 credential parameter such as Google's ``key`` is one more); values and URL holes may be member
-expressions; a backtick URL may start with a variable holding the server (`` `${BASE}/gifs/${id}` ``);
+expressions of identifiers in scope; a backtick URL may start with a variable in scope holding the
+server (`` `${BASE}/gifs/${id}` ``). ``this.X``/``process.env.X`` (one member: undefined, never a
+TypeError, when absent) are credentials only: elsewhere an undefined value could drop a required
+argument, and whatever the grammar admits must still run and be legal
+(tests/constrain/test_no_underconstraint.py);
 ``http`` and ``https`` are the same server; an ``Authorization`` header is allowed on a spec that
 declares no security scheme. Checked through ``check_continuation`` (the llguidance matcher and the
 key tracker byte by byte), through token masks of real vocabularies (GPT-2, Qwen2.5, SmolLM2),
@@ -146,7 +150,7 @@ def test_a_credential_may_be_any_string_or_expression(value):
 
 
 @pytest.mark.parametrize(
-    "value", ["3", "null", "{ a: 1 }", "['Bearer x']", "unknownVar", "process.argv", "'Bearer ' +", "'a' - 'b'"]
+    "value", ["3", "null", "{ a: 1 }", "['Bearer x']", "unknownVar", "process.argv", "this.a.b", "process.env.A.B", "'Bearer ' +", "'a' - 'b'"]
 )
 def test_a_credential_is_still_a_string_or_an_expression_of_known_names(value):
     assert not allowed(SECURED, f"{GIF}, {{ headers: {{ Authorization: {value} }} }});"), value
@@ -200,16 +204,23 @@ def test_every_security_alternative_is_accepted():
 def test_values_and_urls_may_be_member_expressions_and_variables():
     ok_calls = [
         f"{GIF}, {{ params: {{ api_key: apiKey, limit: cfg.limit }} }});",
-        f"{GIF}, {{ params: {{ api_key: apiKey, limit: this.pageSize }} }});",
         f"{GIF}, {{ params: cfg.params }});",  # a whole object as a member expression
         "get(`${BASE}/gifs/${id}`, { params: { api_key: apiKey } });",
-        "get(`${this.baseUrl}/gifs/${id}`, { params: { api_key: apiKey } });",
-        f"get(`{BASE}/gifs/${{this.gifId}}`, {{ params: {{ api_key: process.env.KEY }} }});",
+        f"get(`{BASE}/gifs/${{cfg.gif}}`, {{ params: {{ api_key: process.env.KEY }} }});",
         f"get(`{BASE}/gifs/${{cfg.gif.id}}`, {{ headers: {{ Authorization: token }} }});",
     ]
     for text in ok_calls:
         r = check_continuation(SECURED, text, identifiers=IDENTS)
         assert r.allowed, (text, r.reason)
+    # `this`/`process.env` only in credentials (their values are unknown: an undefined limit is
+    # harmless, an undefined required value or path hole is not)
+    for text in (
+        f"{GIF}, {{ params: {{ api_key: apiKey, limit: this.pageSize }} }});",
+        "get(`${this.baseUrl}/gifs/${id}`, { params: { api_key: apiKey } });",
+        f"get(`{BASE}/gifs/${{this.gifId}}`, {{ params: {{ api_key: apiKey }} }});",
+        "get(`${process.env.BASE}/gifs/1`, { params: { api_key: apiKey } });",
+    ):
+        assert not allowed(SECURED, text), text
     # still the spec's paths and keys: a variable server does not free the path
     assert not allowed(SECURED, "get(`${BASE}/nope/${id}`, { params: { api_key: apiKey } });")
     assert not allowed(SECURED, f"{GIF}, {{ params: {{ api_key: apiKey, nope: cfg.x }} }});")
@@ -219,6 +230,43 @@ def test_values_and_urls_may_be_member_expressions_and_variables():
     assert not allowed(SECURED, ok_calls[0], PAPER)
     assert not allowed(SECURED, ok_calls[3], PAPER)
     assert allowed(SECURED, f"{GIF}, {{ params: {{ api_key: apiKey, limit: id }} }});", PAPER)
+
+
+def test_shorthand_properties_of_identifiers_in_scope():
+    """``{ api_key, limit }`` / ``{ params }``: a declared key that is also an identifier in scope
+    may be its own value; the key tracker counts it as given (required keys, credentials)."""
+    ids = (*IDENTS, "limit", "api_key", "params")
+    ok = [
+        f"{GIF}, {{ params: {{ api_key, limit }} }});",
+        f"{GIF}, {{ params: {{ limit, api_key: token }} }});",
+        f"{GIF}, {{ params: {{ api_key , limit , }} }});",
+        f"{GIF}, {{ params }});",  # the whole params object in a variable: its content is unseen
+    ]
+    for text in ok:
+        r = check_continuation(SECURED, text, identifiers=ids)
+        assert r.allowed, (text, r.reason)
+        assert not check_continuation(SECURED, text, identifiers=ids, options=PAPER).allowed, text
+    no = {
+        f"{GIF}, {{ params: {{ limit }} }});": "credential missing",  # still required
+        f"{GIF}, {{ params: {{ 'limit' }} }});": "expected ':'",  # not JavaScript
+        f"{GIF}, {{ params: {{ api_key, foo }} }});": "not allowed",  # not declared
+        f"{GIF}, {{ params: {{ api_key, id }} }});": "not allowed",  # in scope, but no key here
+        f"{GIF}, {{ params: {{ api_key, limit, limit }} }});": "given twice",
+    }
+    for text, why in no.items():
+        r = check_continuation(SECURED, text, identifiers=(*ids, "foo"))
+        assert not r.allowed and why in (r.reason or ""), (text, r.reason)
+    # not in scope: no shorthand
+    assert not allowed(SECURED, f"{GIF}, {{ params: {{ api_key: 'k', limit }} }});")
+
+
+def test_this_and_process_listed_in_scope_take_member_chains_anywhere():
+    """A caller that knows ``this`` (a method) or ``process`` is in scope lists it: then any value
+    may be ``this.a.b``/``process.env.X`` like any identifier in scope."""
+    text = "get(`${this.base}/gifs/${this.gif.id}`, { params: { api_key: process.env.K, limit: this.page.size } });"
+    assert not allowed(SECURED, text)
+    r = check_continuation(SECURED, text, identifiers=(*IDENTS, "this", "process"))
+    assert r.allowed, r.reason
 
 
 def test_the_tracker_follows_a_variable_server_to_its_operation():
@@ -258,16 +306,17 @@ def test_authorization_on_a_spec_declaring_no_security():
 # ------------------------------------------------------------------------------ property
 def test_property_any_generated_credential_expression_is_accepted():
     """Hypothesis: a credential built from string literals (any quote, any printable text),
-    identifiers in scope, member chains and ``this``/``process.env`` roots, joined by ``+``, is
+    identifiers in scope with member chains, ``this.X``/``process.env.X`` and templates holding
+    them, joined by ``+``, is
     accepted in the Authorization header and in the query key; with one operand a number it is not."""
     hyp = pytest.importorskip("hypothesis")
     st = hyp.strategies
     name = st.from_regex(r"[A-Za-z_$][A-Za-z0-9_$]{0,6}", fullmatch=True)
     text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters="'\"`\\$"), max_size=12)
     literal = st.one_of(text.map(lambda t: f"'{t}'"), text.map(lambda t: f'"{t}"'), text.map(lambda t: f"`{t}`"))
-    root = st.one_of(st.sampled_from(IDENTS), st.sampled_from(("this", "process.env")))
-    member = st.tuples(root, st.lists(name, min_size=1, max_size=3)).map(lambda r: ".".join([r[0], *r[1]]))
-    var = st.one_of(st.sampled_from(IDENTS), member)
+    chain = st.tuples(st.sampled_from(IDENTS), st.lists(name, max_size=3)).map(lambda r: ".".join([r[0], *r[1]]))
+    env = st.tuples(st.sampled_from(("this", "process.env")), name).map(".".join)  # one member
+    var = st.one_of(chain, env)
     template = st.tuples(text, var).map(lambda p: f"`{p[0]}${{{p[1]}}}`")
     operand = st.one_of(literal, var, template)
     expr = st.lists(operand, min_size=1, max_size=4).map(lambda xs: " + ".join(xs))

@@ -843,8 +843,8 @@ class KeyTracker:
                 self._buf.append(b)
                 self._check_partial(quoted=False)
                 return
-            if b != _COLON and b not in _WS:
-                self._lost()  # the grammar ends an unquoted key only with ':' or whitespace
+            if b != _COLON and b not in _WS and b != _COMMA and b != _RBRACE:
+                self._lost()  # the grammar ends an unquoted key with ':', whitespace, or ',' / '}' (shorthand)
                 return
             self._mode = M_CODE
             self._key_done(bytes(self._buf).decode("utf-8", "replace"))
@@ -919,6 +919,13 @@ class KeyTracker:
             elif st == O_COLON:
                 if b == _COLON:
                     top.state = O_VALUE
+                elif b == _COMMA or b == _RBRACE:  # a shorthand property `{ limit }`: its own value
+                    path = f"{top.path}.{top.key}"
+                    if path in _CRED_PLACES and self._args is not None and self._args.cred_any:
+                        atoms, given, opaque = self._cred  # `{ headers }`: an identifier, unseen
+                        self._cred = (atoms, given, opaque | {_CRED_PLACES[path]})
+                    top.state = O_AFTER
+                    self._code_byte(b)
                 else:
                     self._lost()
             elif st == O_VALUE:

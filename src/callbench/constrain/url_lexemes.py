@@ -317,14 +317,16 @@ def server_var_rx(text: str, variables: Any, free: str) -> str:
     return "".join(out)
 
 
-def server_words(spec: ApiSpec, quote: str, real: str | None = None) -> list[tuple[str, ...]]:
+def server_words(
+    spec: ApiSpec, quote: str, either_scheme: bool = False, server_var: str | None = None
+) -> list[tuple[str, ...]]:
     """Every server prefix (root, path item and operation servers, as :meth:`ApiSpec.match`
     accepts them) as lexeme regexes: the opening quote, the scheme and host (when absolute),
     then one ``/segment`` each. An enum variable takes one of its values, another any value.
 
-    ``real`` (``GrammarOptions.real_world``: the regex of a value expression): ``http`` and
-    ``https`` are one scheme (the same server), and in backticks the server may be a variable,
-    `` `${BASE}`` `` (:meth:`ApiSpec.match` reads the spec's servers in its place)."""
+    ``either_scheme`` (``GrammarOptions.real_world``): ``http`` and ``https`` are one scheme (the
+    same server). ``server_var`` (the regex of a variable in scope): in backticks the server may be
+    that variable, `` `${BASE}`` `` (the key tracker reads the spec's servers in its place)."""
     free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
 
     def rx(text: str, variables: Any) -> str:
@@ -342,13 +344,13 @@ def server_words(spec: ApiSpec, quote: str, real: str | None = None) -> list[tup
         word = [_rx(quote)]
         if cut:
             host = rx(url[:cut], variables)
-            if real is not None:
+            if either_scheme:
                 host = re.sub(r"^https?(?=\\x3a)", "https?", host)
             word.append(host)
         word += [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
         words.append(tuple(word))
-    if real is not None and quote == "`":
-        words.append((_rx(quote), rf"\$\{{[ ]*(?:{real})[ ]*\}}"))
+    if server_var is not None and quote == "`":
+        words.append((_rx(quote), rf"\$\{{[ ]*(?:{server_var})[ ]*\}}"))
     return list(dict.fromkeys(words))
 
 
@@ -372,7 +374,7 @@ class UrlWords:
 
     def __init__(self, idents: tuple[str, ...], allow_url_query: bool, real: bool = False):
         self.idents = idents
-        self.real = real  # GrammarOptions.real_world: backtick holes take expressions
+        self.real = real  # GrammarOptions.real_world: holes of identifiers take member access
         self.allow = allow_url_query
         # (path, quote) -> (piece regexes, piece's text when it is a literal (else None), plan)
         self._base: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None] = {}
@@ -405,7 +407,7 @@ class UrlWords:
                 if plan.query
                 else {}
             )
-            if q == "`" and not quoted and not self.idents and not self.real:
+            if q == "`" and not quoted and not self.idents:
                 # With no identifiers, backtick pieces are the '...' ones with ``$`` kept out of
                 # free holes (it could start ``${``) and their own tail: derived, not rebuilt.
                 single = self.base(b, templates, path, "'")

@@ -31,6 +31,13 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   ``config`` and its ``headers``/``params`` become mandatory); a choice between places is left to
   the key tracker (:attr:`OpArgs.cred_any`). Credentials an operation does not require stay
   allowed with any string value, as before.
+* Real code (``GrammarOptions.real_world`` and ``credential_rule="callbench"``, the defaults;
+  ``--cd-profile paper`` keeps WAPIIBench's grammars byte for byte): a required credential takes
+  any string or expression (``'Bearer ' + token``, ``process.env.KEY``, ``this.apiKey``,
+  templates), every alternative of the security requirement (and a declared conventional
+  credential parameter, :data:`CREDENTIAL_PARAMS`) satisfies it, values may be member expressions
+  and shorthand properties of identifiers in scope, ``http``/``https`` are one server, and an
+  ``Authorization`` header is allowed on a spec declaring no security scheme.
 * Whitespace between tokens is bounded (``space_max``/``indent_max``): a few spaces or tabs, or
   one line break followed by indentation, so a model cannot spend its tokens padding.
 
@@ -221,10 +228,13 @@ class GrammarOptions:
         explicitly (``value_types``/``max_nesting``/``max_array_items`` left at None).
     real_world: how real code writes calls (None: the profile's; on in ``callbench``, off in
         ``paper``, whose grammars stay those of WAPIIBench): a value may be a member expression
-        of an identifier in scope, ``this`` or ``process.env`` (``cfg.key``, ``this.apiKey``,
-        ``process.env.KEY``), also inside a template literal's ``${...}``; a backtick URL may
-        start with ``${BASE}`` (a variable holding the server) before the path; a server's
-        ``http://`` may be written ``https://`` and the reverse (the same server). Credentials
+        of an identifier in scope (``cfg.auth.key``; ``this`` and ``process`` count when the
+        caller lists them), also inside a template literal's ``${...}`` and a URL hole; a
+        declared key that is an identifier in scope may be a shorthand property (``{ limit }``,
+        ``{ params }``); a backtick URL may start with ``${BASE}`` (a variable in scope holding
+        the server); a server's ``http://`` may be written ``https://`` and the reverse (the
+        same server). What a member expression holds cannot be known: a chain through a missing
+        property throws when the call runs (bare identifiers, as before, always run). Credentials
         have their own switch (``credential_rule``): under ``"callbench"`` a declared credential
         parameter (:data:`CREDENTIAL_PARAMS`) is one more security alternative, and under
         every rule but ``"paper"`` a spec declaring no security scheme allows an
@@ -1234,16 +1244,19 @@ class _Builder:
         self.key_bytes: set[int] = set()
         self.n = 0
         self.ident_rx = "|".join(_rx(i) for i in idents)
-        # What a value may name (``GrammarOptions.real_world``): identifiers in scope with member
-        # access, and ``this.x``/``process.env.X``; else only the identifiers in scope.
-        self.has_vars = bool(idents) or options.real_world
+        # What a value may name: the identifiers in scope, with member access under
+        # ``GrammarOptions.real_world`` (``cfg.auth.token``). A credential (credential_rule
+        # "callbench") may also be ``this.NAME`` or ``process.env.NAME``: one member only, which
+        # reads ``undefined`` rather than throwing when absent (a call that runs sends no
+        # credential or ``'Bearer undefined'``: never an illegal argument), so whatever the
+        # grammar admits still executes; elsewhere an undefined value could drop a required one.
+        self.has_vars = bool(idents)
         self.var_rx = self.ident_rx
-        if options.real_world:
-            member = r"(?:\.[A-Za-z_$][A-Za-z0-9_$]*)"
-            roots = [rf"(?:this|process\.env){member}+"]
-            if idents:
-                roots.insert(0, rf"(?:{self.ident_rx}){member}*")
-            self.var_rx = "|".join(roots)
+        if options.real_world and idents:
+            self.var_rx = rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*"
+        self.cred_var_rx = r"(?:this|process\.env)\.[A-Za-z_$][A-Za-z0-9_$]*"
+        if idents:
+            self.cred_var_rx = f"{self.var_rx}|{self.cred_var_rx}"
         # Where a value is being built: the nesting level a container written here would have
         # (tracked only under ``max_nesting``) and whether it is in the request body (only under
         # ``value_types="paper"``). Both are part of every value rule's memo key; without the two
@@ -1399,7 +1412,11 @@ class _Builder:
             hit = self.memo.get(key)
             if hit is None:
                 w = self.ws()
-                atom = self.alt("ca", self.with_ident([self.base("STR")]))
+                hole = r"\$*\$\{[ ]*(?:" + self.cred_var_rx + r")[ ]*\}"
+                tq = r"[^\x60\x5c$]|" + _JS_ESCAPE + r"|\$+(?:[^\x60\x5c${]|" + _JS_ESCAPE + ")|" + hole
+                names = self.term("CV", f"/(?:{self.cred_var_rx})/")
+                template = self.term("CT", f"/\\x60(?:{tq})*\\$*\\x60/")
+                atom = self.alt("ca", [self.base("STR"), template, names])
                 more = self._name("cc")
                 self.rules[more] = f'{atom} | {atom} {w} "+" {w} {more}'
                 hit = self.memo[key] = more
@@ -1478,6 +1495,8 @@ class _Builder:
             with self.at(nest=inner, in_body=body):
                 v = self.value(desc)
             members.append(self.rule("p", f'{k} {ws} ":" {ws} {v}'))
+            if self.shorthand(name, desc):
+                members.append(self.term("SH", f"/{_rx(name)}/"))
         for prefix, desc in shape.patterns:
             forms = [f"{_rx(q + prefix)}[^\\x5b\\x5d{_rx(q)}\\x5c\\n\\r]*\\x5d{_rx(q)}" for q in "'\""]
             pk = self.term("PK", "/" + "|".join(forms) + "/")
@@ -1502,6 +1521,15 @@ class _Builder:
             name = self.rule("o", f'"{{" {ws} "}}"')
         self.memo[key] = name
         return name
+
+    def shorthand(self, name: str, desc: Any) -> bool:
+        """May the key be written as a shorthand property (``{ limit }``, ``{ params }``)?
+        Under ``real_world``, when the key is an identifier in scope and its value may be one."""
+        if not self.opt.real_world or name not in self.idents:
+            return False
+        if isinstance(desc, CredentialValue):
+            return desc.free or "" in desc.prefixes
+        return True
 
     def schema_value(self, schema: Mapping[str, Any]) -> str:
         """Symbol for a value of ``schema``: one rule per schema (and value context), shared by
@@ -1811,7 +1839,9 @@ class _Builder:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        words = [(tuple((self.segment_term((x, (), None)),) for x in w), "") for w in server_words(self.spec, quote, self.var_rx if self.opt.real_world else None)]
+        server_var = self.var_rx if self.opt.real_world and self.has_vars else None
+        found = server_words(self.spec, quote, self.opt.real_world, server_var)
+        words = [(tuple((self.segment_term((x, (), None)),) for x in w), "") for w in found]
         name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv")[0])
         return name
 
@@ -1967,7 +1997,7 @@ class _Builder:
             if self.opt.real_world:  # http and https: the same server (see server_words)
                 rx = re.sub(r"^https?(?=\\x3a)", "https?", rx)
             alts.append(rx)
-        if self.opt.real_world and quote == "`":
+        if self.opt.real_world and self.has_vars and quote == "`":
             alts.append(rf"\$\{{[ ]*(?:{self.var_rx})[ ]*\}}")
         name = "|".join(dict.fromkeys(alts))
         self.memo[key] = name
