@@ -12,6 +12,15 @@ Slack's, which path-based inference cannot link), a call's argument takes a fiel
 call's JSON response that matches it by name and schema (``"channel": "$var_1.channel.id$"``;
 :mod:`callbench.tracks.stateful.infer.name_links`); every other spec's rows are unchanged.
 
+**Field links** (:func:`field_links`, read-only specs such as Spotify's, issue 29): nothing is
+created, so the stateful traces never read an object. There traces follow :func:`link_graph`:
+every scalar field of a response, inside arrays and nested objects (:func:`deep_fields`), may feed
+a later path, query or body parameter, by the spec's OpenAPI ``links``, by name, by resource or by
+schema (:func:`field_link`); the reference addresses the field (``"$var_1.artists.0.id$"``: dict
+keys and list indices separated by dots, as :func:`~callbench.tracks.nested.references.lookup`
+walks them). The mock serves those rows from a seeded catalogue (``seeded_catalog``,
+:mod:`callbench.mock.app`), so the album's ``artists[0].id`` is an artist the next call fetches.
+
 **Tools** (:func:`spec_tools`): one per API of the scenario, named as the scenario names it (the
 operationId made an identifier). Arguments: the path parameters and required query parameters
 under their names in the spec, and the JSON body, its top-level properties as arguments when the
