@@ -288,3 +288,24 @@ def test_required_headers_are_sent_by_the_executor_not_named_by_the_model(sc):
         assert r.status_code == 400 and "X-API-KEY" in r.text
     # a CRUD spec's tools send no headers: its rows stay as they were
     assert all(not s.headers for s in tool_shapes(spec_scenario(PETSTORE)).values())
+
+
+def test_deep_fields_are_bounded_on_wide_deep_and_recursive_schemas():
+    from types import SimpleNamespace
+
+    from callbench.tracks.nested.from_spec import FIELD_DEPTH, FIELD_KEYS
+
+    def op(schema):
+        body = {"description": "ok", "content": {"application/json": {"schema": schema}}}
+        return SimpleNamespace(responses={"200": body})
+
+    wide = {"type": "object", "properties": {f"f{i}": _S for i in range(400)}}
+    assert list(deep_fields(op(wide))) == [f"f{i}" for i in range(FIELD_KEYS)]
+    deep: dict = {"type": "object", "properties": {"id": _S}}
+    for i in range(8):
+        deep = {"type": "object", "properties": {f"l{i}": deep, "id": _S}}
+    keys = list(deep_fields(op(deep)))
+    assert max(k.count(".") + 1 for k in keys) == FIELD_DEPTH and keys[:2] == ["id", "l7.id"]
+    node: dict = {"type": "object", "properties": {"id": _S}}
+    node["properties"]["children"] = {"type": "array", "items": node}  # a cycle, as a resolved $ref makes
+    assert list(deep_fields(op(node))) == ["id"]  # walked once per branch, then stopped
