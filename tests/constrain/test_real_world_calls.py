@@ -303,6 +303,44 @@ def test_authorization_on_a_spec_declaring_no_security():
     assert not allowed(SECURED, f"{GIF}, {{ headers: {{ Authorization: 'x' }}, params: {{ api_key: 'k', Authorization: 'x' }} }});")
 
 
+# ------------------------------------------------------------------------------ axios' auth option
+BASIC_SPEC = _spec(
+    {
+        "servers": [{"url": "https://api.twilio.com"}],
+        "components": {"securitySchemes": {"basic": {"type": "http", "scheme": "basic"}}},
+        "security": [{"basic": []}],
+        "paths": {
+            "/2010-04-01/Accounts/{sid}/Messages.json": {
+                "get": {
+                    "parameters": [{"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "responses": OK,
+                }
+            }
+        },
+    },
+    "basic",
+)
+
+
+def test_axios_auth_gives_a_basic_credential():
+    """``auth: {username, password}`` is axios' Basic Authorization header: accepted where an
+    alternative is that header alone (it satisfies the requirement) or the spec declares no
+    scheme; refused where the header would carry another scheme's credential, and by the paper."""
+    ids = (*IDENTS, "username", "password", "sid", "auth")
+    url = "get(`https://api.twilio.com/2010-04-01/Accounts/${sid}/Messages.json`"
+    for cfg in ("{ auth: { username: sid, password: token } }", "{ auth: { username, password } }", "{ auth }",
+                "{ headers: { Authorization: 'Basic ' + token } }"):
+        r = check_continuation(BASIC_SPEC, f"{url}, {cfg});", identifiers=ids)
+        assert r.allowed, (cfg, r.reason)
+        assert not check_continuation(BASIC_SPEC, f"{url}, {cfg});", identifiers=ids, options=PAPER).allowed
+    r = check_continuation(BASIC_SPEC, f"{url}, {{ params: {{}} }});", identifiers=ids)
+    assert "credential missing (needs headers.authorization or config.auth)" in (r.reason or "")
+    r = check_continuation(BASIC_SPEC, f"{url}, {{ auth: {{ username, token }} }});", identifiers=ids)
+    assert not r.allowed  # axios' auth has username and password only
+    assert allowed(OPEN, "get('https://api.github.com/users/x/repos', { auth: { username: token, password: token } });")
+    assert "'auth' is not allowed" in reason(SECURED, f"{GIF}, {{ auth: {{ username: token }}, params: {{ api_key: token }} }});")
+
+
 # ------------------------------------------------------------------------------ property
 def test_property_any_generated_credential_expression_is_accepted():
     """Hypothesis: a credential built from string literals (any quote, any printable text),

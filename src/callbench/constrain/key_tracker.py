@@ -1138,6 +1138,8 @@ class KeyTracker:
         atoms, given, opaque = self._cred
         if path == "config" and norm in ("headers", "params"):
             self._cred = (atoms, given | {norm}, opaque)
+        elif path == "config" and norm == "auth":  # axios' Basic credentials (a config atom)
+            self._cred = (atoms | {("config", "auth")}, given, opaque)
         elif path in _CRED_PLACES:
             self._cred = (atoms | {(_CRED_PLACES[path], norm)}, given, opaque)
 

@@ -391,6 +391,9 @@ BASIC = CredentialValue(("Basic <credentials>",), ("Basic ",))
 API_KEY = CredentialValue(("<key>",), ("",))
 #: a required credential's value under ``credential_rule="callbench"``: any string or expression
 ANY_CREDENTIAL = CredentialValue((), (), free=True)
+#: axios' ``auth`` config option (``credential_rule="callbench"``): a Basic ``Authorization``
+#: header, where the operation accepts one alone or the spec declares no security scheme
+AXIOS_AUTH = ObjShape("object", {"username": ANY_CREDENTIAL, "password": ANY_CREDENTIAL})
 #: Declared query/header parameters that carry a credential by convention (lower case). Under
 #: ``credential_rule="callbench"`` an operation that declares one has it as one more security
 #: alternative: Google's specs list only OAuth2 but declare ``key`` (an API key) and
@@ -661,7 +664,13 @@ class SpecModel:
             params_req.add(name)
         headers_req = set(p.name.lower() for p in op.params_in("header") if p.required)
         alts = credential_requirement(spec, op, real=credentials == "any") if credentials in ("required", "any") else ()
+        basic_auth = False
         if credentials == "any":  # any string or expression in each credential's place
+            # axios' `auth: {username, password}` sends the Basic Authorization header: one more
+            # way to give an alternative that is that header alone
+            basic = [a for a in alts if len(a) == 1 and a[0].atom == ("headers", "authorization") and a[0].value == BASIC]
+            basic_auth = bool(basic)
+            alts = (*alts, *([(Credential("config", "auth", None),)] if basic else []))
             alts = tuple(dict.fromkeys(tuple(replace(c, value=ANY_CREDENTIAL) for c in alt) for alt in alts))
         if credentials == "paper":
             for loc, name, required in self._paper_credentials(op):
@@ -684,6 +693,8 @@ class SpecModel:
                     else:  # a free string form among them: any string
                         values[c.atom] = replace(had, value=None)
             for c in values.values():
+                if c.loc == "config":
+                    continue  # `auth`: a config key (below)
                 target = headers if c.loc == "headers" else params
                 name = c.name
                 if c.loc == "headers":  # a declared header of another spelling keeps its spelling
@@ -720,6 +731,8 @@ class SpecModel:
         hshape = ObjShape("headers", headers, frozenset(headers_req), ci=True)
         data = self.body(op)
         cprops: dict[str, Any] = {"params": pshape, "headers": hshape}
+        if basic_auth or (credentials == "any" and not spec.security_schemes):
+            cprops["auth"] = AXIOS_AUTH
         if op.method not in BODY_METHODS and has_body:
             cprops["data"] = data
         creq = frozenset(

@@ -193,6 +193,36 @@ def test_an_and_of_schemes_needs_all_of_them():
     assert compare_requests(expected, full, SECURED, "strict").sample == "correct"
 
 
+def test_axios_auth_scores_as_the_basic_credential_it_sends():
+    """The axios stand-in sends ``auth`` as ``Authorization: Basic <base64>`` (as axios does):
+    the expected Basic credential is then correct, whatever the user and password."""
+    pytest.importorskip("callbench.sandbox")
+    from callbench.sandbox import JsSandbox
+
+    spec = _spec(
+        {
+            "servers": [{"url": "https://api.twilio.com"}],
+            "components": {"securitySchemes": {"basic": {"type": "http", "scheme": "basic"}}},
+            "security": [{"basic": []}],
+            "paths": {"/2010-04-01/Accounts/{sid}/Calls.json": {
+                "get": {"parameters": [{"name": "sid", "in": "path", "required": True, "schema": {"type": "string"}}],
+                        "responses": OK}}},
+        },
+        "basic",
+    )
+    url = "https://api.twilio.com/2010-04-01/Accounts/AC1/Calls.json"
+    expected = {"url": url, "method": "get", "headers": {"Authorization": "Basic <credentials>"}}
+    code = ("const axios = require('axios');\nconst sid = 'AC1', token = 't0k';\n"
+            "axios.get(`https://api.twilio.com/2010-04-01/Accounts/${sid}/Calls.json`, { auth: { username: sid, password: token } });")
+    with JsSandbox() as sb:
+        res = sb.run(code)
+    assert res.status == "ok", res.error
+    assert res.request["headers"]["Authorization"] == "Basic QUMxOnQwaw=="  # base64("AC1:t0k")
+    v = compare_requests(expected, res.request, spec, "strict")
+    assert v.sample == "correct", v.arguments
+    assert _args(v)["headers.Authorization"] == ("correct", "credential value not compared")
+
+
 # ------------------------------------------------------------------------------ undeclared Authorization
 def test_authorization_on_a_spec_declaring_no_security_is_undeclared_not_illegal():
     url = "https://api.github.com/users/octo/repos"
