@@ -124,3 +124,27 @@ def test_a_resource_entry_unlocks_a_spec_without_response_schemas(wild_specs_dir
     got = after["GET /boards/{idBoard}"]
     assert got.used and got.ids["idBoard"].field == "id" and got.ids["idBoard"].from_ == ["addBoards"]
     assert sum(o.used for o in after.values()) >= sum(o.used for o in before.values()) + 40
+
+
+@pytest.mark.parametrize(
+    ("key", "url"),
+    [
+        ("/alerts?lat={lat}&lon={lon}", "/alerts"),
+        ("/api/?module=account&action=balance&address={address}", "/api/?module=account&action=balance"),
+        ("/users/{id}", "/users/{id}"),
+    ],
+)
+def test_a_path_key_with_a_query_keeps_only_its_fixed_pairs(key, url):
+    from callbench.tracks.stateful.infer.scenario import _call_path
+
+    assert _call_path(key) == url
+
+
+def test_path_keys_with_templated_queries_build_a_scenario(wild_specs_dir):
+    """medium.com's keys put parameters after a '?' (/search/articles?query={query}): the scenario
+    used to fail with a KeyError naming the query parameter (issue 29: 0 nested tasks)."""
+    spec = load_spec(wild_specs_dir / "medium.com.json")
+    assert any("{" in op.path.partition("?")[2] for op in spec.operations)
+    sc = build_scenario(spec, infer_model(spec))
+    templates = [api.template for api in sc.apis]
+    assert templates and not any("{$" in t.partition("?")[2].partition('"')[0] for t in templates), templates

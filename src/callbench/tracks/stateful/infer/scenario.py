@@ -383,6 +383,18 @@ def _alive(world: World, objs: dict[str, AbsObject]) -> bool:
     return all(o.alive for o in objs.values())
 
 
+def _call_path(raw: str) -> str:
+    """The URL a call writes for the spec's path key ``raw``. A key may carry a query
+    (``/alerts?lat={lat}&lon={lon}``, weatherbit's): its fixed pairs stay in the URL (they tell
+    the operation apart), its templated pairs are query parameters the call sends in ``params``
+    (when the operation asks for them), so the URL leaves them out."""
+    base, sep, query = raw.partition("?")
+    if not sep:
+        return raw
+    fixed = [pair for pair in query.split("&") if pair and not re.search(r"\{[^{}]*\}", pair)]
+    return base + ("?" + "&".join(fixed) if fixed else "")
+
+
 def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None) -> SpecScenario:
     """A :class:`SpecScenario` with one API per used operation of ``model`` whose ids all have sources."""
     resources = {r.name: r for r in model.resources}
@@ -450,7 +462,7 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
             # bodies, a pattern no string is found for): every reference calling it would be dropped
             unfit.append(om.op)
             continue
-        raw = om.path.split("#", 1)[0]  # a fragment label only tells operations apart in the spec
+        raw = _call_path(om.path.split("#", 1)[0])  # a fragment label only tells operations apart in the spec
         path = re.sub(r"\{([^{}]+)\}", lambda m, names=pnames: "{$" + names[m.group(1)] + "}", raw)
         args = [f'f"{{BASE_URL}}{path}"']
         if query:
