@@ -456,6 +456,9 @@ def test_without_starter_calls_an_earlier_request_is_still_rejected(sb):
          "const a = 1;\naxios.all([axios.get(u)]);\nasync function f() {\n  const r = await axios.get('x');\n}",
          len("const a = 1;\naxios.all([axios.get(u)]);\nasync function f() {\n  ")),
         ("const a = 1;\naxios.", "const b = 2;\naxios.get('x');", None),
+        # a bare `axios.` line is not looked for: the answer's first `axios.` need not be its call
+        ("const a = 1;\n  axios.", "const a = 1;\nfunction f() {\n  axios({ url: 'x' }).then(() => axios.get('y'));\n}",
+         len("const a = 1;\n")),
         ("", "axios.get('x')", None),
     ],
 )
@@ -508,3 +511,19 @@ def test_sloppy_code_cannot_get_another_request_marked(sb, route):
     # honest code still is scored
     ok = sb.run(f"axios.get('{GOLD}');")
     assert ok.status == "ok" and ok.request["url"] == GOLD
+
+
+def test_a_chat_answer_repeating_the_starters_requests_scores_its_own_call(sb):
+    """A chat answer that repeats the whole program, the starter's `axios.all` included: the call
+    scored is the one on the starter's open line, not the repeated earlier request."""
+    from callbench.tracks.webapi.parsing import assemble_program
+
+    body = STARTER_ALL.split("const axios = require('axios');\n", 1)[1].replace(
+        "const res = await axios.", f"const res = await axios.get('{GIPHY}', {{ params: {{ api_key: apiKey, q }} }});\n}}\n"
+    )
+    answer = "```javascript\nconst axios = require('axios');\n" + body + "```"
+    program = assemble_program(STARTER_ALL, answer, "chat")
+    offset = answer_offset(STARTER_ALL, program)
+    r = sb.run(program, {"apiKey": "K", "q": "cats"}, call_from=offset)
+    assert r.status == "ok", (r.status, r.error)
+    assert r.request["url"] == GIPHY and r.request["params"] == {"api_key": "K", "q": "cats"}

@@ -1390,7 +1390,9 @@ def answer_offset(starter: str, program: str) -> int | None:
     header, last = starter[:cut], starter[cut:].strip()
     if not program.startswith(header):
         return None
-    if last:
+    # a line that is more than `axios.` (`const res = await axios.`) is looked for; a bare
+    # `axios.` would match whatever axios use the answer has first, not necessarily its call
+    if last and last.rstrip(".") not in ("axios", "await axios", "return axios", "return await axios"):
         at = program.find(last, len(header))
         if at >= 0:
             return at
