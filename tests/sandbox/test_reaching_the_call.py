@@ -527,3 +527,34 @@ def test_a_chat_answer_repeating_the_starters_requests_scores_its_own_call(sb):
     r = sb.run(program, {"apiKey": "K", "q": "cats"}, call_from=offset)
     assert r.status == "ok", (r.status, r.error)
     assert r.request["url"] == GIPHY and r.request["params"] == {"api_key": "K", "q": "cats"}
+
+
+def test_run_many_runs_the_call_alone_in_turn(sb):
+    """In a batch, a sample whose program cannot reach the call runs the call alone while the
+    others go on; every sample gets its own result, as when run one by one."""
+    fail_starter = "const axios = require('axios');\nnotDefined.start();\nasync function f(q) {\n  const r = await axios."
+    items = []
+    for k in range(6):
+        starter = fail_starter if k % 2 == 0 else "const axios = require('axios');\nasync function f(q) {\n  const r = await axios."
+        code = starter + f"get('https://a.example/{k}', {{ params: {{ q }} }});\n"
+        items.append((code, {"q": f"q{k}"}, len(starter), True))
+    items.append(("no code here", None, None, True))
+    batch = dict(sb.run_many(items))
+    assert sorted(batch) == list(range(len(items)))
+    for k in range(6):
+        r = batch[k]
+        assert r.status == "ok" and r.request["url"] == f"https://a.example/{k}" and r.request["params"] == {"q": f"q{k}"}
+        assert r.reached_by == ("call" if k % 2 == 0 else "program")
+        single = sb.run(items[k][0], items[k][1], call_from=items[k][2], alone=True)
+        assert (single.status, single.request, single.reached_by) == (r.status, r.request, r.reached_by)
+    assert batch[6].status == "no_request"
+
+
+def test_a_call_alone_that_hangs_keeps_the_programs_result():
+    starter = "const axios = require('axios');\nnotDefined.start();\nasync function f() {\n  const r = await axios."
+    code = starter + "get((() => { while (true) {} })());\n"
+    with JsSandbox(timeout_s=0.3, kill_grace_s=2.0) as s:
+        r = s.run(code, None, call_from=len(starter), alone=True)
+        assert r.status == "runtime_error" and "notDefined is not defined" in r.error and r.reached_by is None
+        after = s.run("axios.get('https://a.example/');")
+        assert after.status == "ok"
