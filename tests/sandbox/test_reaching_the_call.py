@@ -558,3 +558,22 @@ def test_a_call_alone_that_hangs_keeps_the_programs_result():
         assert r.status == "runtime_error" and "notDefined is not defined" in r.error and r.reached_by is None
         after = s.run("axios.get('https://a.example/');")
         assert after.status == "ok"
+
+
+def test_a_destructured_options_parameter_is_filled_from_the_variables_in_scope(sb):
+    """`constructor({ bearerToken })` (and a renamed or defaulted property) called by the sandbox:
+    an object of the variables in scope of those names, not undefined (a TypeError)."""
+    starter = (
+        "const axios = require('axios');\n\nclass TwitterClient {\n"
+        "  constructor({ bearerToken, base: root = 'https://api.twitter.com/2', limit = 5 }) {\n"
+        "    this.headers = { Authorization: `Bearer ${bearerToken}` };\n    this.root = root;\n    this.limit = limit;\n  }\n\n"
+        "  user(name) {\n    // Look up the user\n    return axios."
+    )
+    completion = "get(`${this.root}/users/by/username/${name}`, { params: { max: this.limit }, headers: this.headers });\n"
+    r = scored(sb, starter, completion, {"bearerToken": "AAAA", "name": "jack"})
+    assert r.request["url"] == "https://api.twitter.com/2/users/by/username/jack"
+    assert r.request["params"] == {"max": 5} and r.request["headers"]["Authorization"] == "Bearer AAAA"
+    assert r.reached_by == "program"
+    # a renamed property takes the local name's value first
+    r = scored(sb, starter, completion, {"bearerToken": "AAAA", "name": "jack", "root": "https://x.example/2"})
+    assert r.request["url"] == "https://x.example/2/users/by/username/jack"

@@ -761,11 +761,48 @@ _FUNCTION_EXPRESSIONS = frozenset({"arrow_function", "function_expression", "fun
 _FUNCTION_DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration"})
 
 
+def _in_scope(name: str) -> str:
+    """The value of `name` in scope, undefined when there is none (no ReferenceError); an object
+    built by `_object_from_scope` as it is."""
+    if name.startswith("({"):
+        return name
+    return f"typeof {name} === 'undefined' ? undefined : {name}"
+
+
+def _object_from_scope(pattern: Node, src: _Src) -> str | None:
+    """For a destructured object parameter (`{ apiKey, base: url, limit = 10 }`), an object
+    literal whose properties are the variables in scope of the same names (the local name, else
+    the property's); None when it names nothing."""
+    props: list[str] = []
+    for c in pattern.named_children:
+        key = local = None
+        if c.type == "shorthand_property_identifier_pattern":
+            key = local = src.node(c)
+        elif c.type == "object_assignment_pattern":
+            left = c.child_by_field_name("left")
+            if left is not None and left.type == "shorthand_property_identifier_pattern":
+                key = local = src.node(left)
+        elif c.type == "pair_pattern":
+            k, v = c.child_by_field_name("key"), c.child_by_field_name("value")
+            if k is not None and k.type == "property_identifier":
+                key = src.node(k)
+                if v is not None and v.type == "assignment_pattern":
+                    v = v.child_by_field_name("left")
+                local = src.node(v) if v is not None and v.type == "identifier" else key
+        if key is None or not _IDENT_RE.match(key) or local is None or not _IDENT_RE.match(local):
+            continue
+        value = _in_scope(local) if local == key else f"typeof {local} !== 'undefined' ? {local} : ({_in_scope(key)})"
+        props.append(f"{key}: ({value})")
+    return f"({{ {', '.join(props)} }})" if props else None
+
+
 def _param_fill(fn: Node, src: _Src, stand_ins: bool) -> str | None:
     """`spec, values` arguments for the runtime: per parameter, how a missing argument is filled
     ('v': the value of the same name in scope, else an inert stand-in; 'r': the same, else a request
     stand-in whose params/query/body/headers answer from scope (`req`, `ctx`); 'd': the same name in
-    scope, else undefined (so a default applies); 's': a stand-in (destructured); 'n': null for an
+    scope, else undefined (so a default applies; a destructured object parameter of a function the
+    sandbox calls gets an object of the variables in scope named in it); 's': a stand-in
+    (destructured, for a callback); 'n': null for an
     error-first callback's error; 'u': undefined), and a function returning the in-scope values.
     None when nothing would be filled.
 
@@ -801,12 +838,16 @@ def _param_fill(fn: Node, src: _Src, stand_ins: bool) -> str | None:
                 names.append(None)
         elif c.type == "rest_pattern":
             break
+        elif c.type == "object_pattern" and not stand_ins and (built := _object_from_scope(c, src)):
+            # `constructor({ bearerToken })`: an object of the variables in scope by those names
+            spec += "d"
+            names.append(built)
         else:
             spec += "s" if stand_ins else "u"
             names.append(None)
     if not any(names):
         return f'"{spec}", null' if stand_ins and spec.strip("u") else None
-    values = ", ".join(f"typeof {n} === 'undefined' ? undefined : {n}" if n else "undefined" for n in names)
+    values = ", ".join(_in_scope(n) if n else "undefined" for n in names)
     return f'"{spec}", () => [{values}]'
 
 
