@@ -24,10 +24,13 @@ def shared_data_dir() -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("CALLBENCH_DATA_DIR", str(_DEFAULT_DATA))
     # A suite started in the background by a script (``cmd &``, as CI runners and batch jobs may)
-    # inherits SIGINT ignored, and so would every process a test starts: tests that stop a run or a
-    # server with SIGINT would then test nothing but that. Children get the default action again.
+    # inherits SIGINT ignored, one started by ``nohup`` SIGHUP, and so would every process a test
+    # starts: tests that stop a run or a server with those signals would then test nothing but
+    # that (a run keeps a signal it was started ignoring). Children get the default action again.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.hookimpl(trylast=True)
