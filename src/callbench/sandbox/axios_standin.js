@@ -37,6 +37,33 @@ globalThis.__callbenchStandin = (function () {
   var ENTRIES = Symbol('entries');
   var OriginalUint8Array = Uint8Array;
   var captureStackTrace = Error.captureStackTrace;
+  // what `unmark` gives for a request made by one of a starter's own calls (see `starterArm`)
+  var STARTER = Object.freeze({ starter: true });
+  var FRAME = '\n    at ';
+  var POSITION = /:\d+:\d+\)?$/;
+
+  // Was an entry point whose stack below itself is `at` called straight from the call that made
+  // a starter token, whose stack below `starterArm` was `armed`?  The same frames but the first,
+  // which is the same function at another position (the call's, not its last argument's): a
+  // function of the sample's own in between adds a frame.  Stacks of `Error.stackTraceLimit`
+  // frames never match (a cut stack could hide one); a function whose name holds a frame break
+  // fails closed.
+  function sameSite(armed, at) {
+    if (typeof armed !== 'string' || typeof at !== 'string') return false;
+    var limit = Error.stackTraceLimit;
+    if (typeof limit !== 'number' || at.split(FRAME).length - 1 >= limit) return false;
+    var i = armed.indexOf(FRAME);
+    var k = at.indexOf(FRAME);
+    if (i === -1 || k === -1 || armed.slice(0, i) !== at.slice(0, k)) return false;
+    var j = armed.indexOf(FRAME, i + 1);
+    var l = at.indexOf(FRAME, k + 1);
+    var restArmed = j === -1 ? '' : armed.slice(j);
+    var restAt = l === -1 ? '' : at.slice(l);
+    var firstArmed = armed.slice(i, j === -1 ? armed.length : j);
+    var firstAt = at.slice(k, l === -1 ? at.length : l);
+    return restArmed === restAt && POSITION.test(firstAt) &&
+      firstArmed.replace(POSITION, '') === firstAt.replace(POSITION, '');
+  }
 
   // ------------------------------------------------------------------ helpers
 
@@ -1773,7 +1800,9 @@ globalThis.__callbenchStandin = (function () {
           else delete rec.params;
         }
       }
-      if (marked && state.markedIndex === -1) state.markedIndex = state.requests.length;
+      if (marked === true && state.markedIndex === -1) state.markedIndex = state.requests.length;
+      // a request of the starter's own calls: the host tolerates it before the call's (popped there)
+      if (marked === STARTER) rec.from_starter = true;
       state.requests.push(JSON.stringify(rec));
     }
 
@@ -1807,6 +1836,16 @@ globalThis.__callbenchStandin = (function () {
       var n = args.length;
       var token = state.token;
       var marked = false;
+      if (state.starterToken !== null && n > 0 && args[n - 1] === state.starterToken) {
+        // one of the starter's own calls (see `starterArm`): its request may precede the call's,
+        // when `self` was called straight from that call
+        state.starterToken = null;
+        var below = {};
+        captureStackTrace(below, self);
+        var site = state.starterSite;
+        state.starterSite = null;
+        return { a: Array.prototype.slice.call(args, 0, n - 1), marked: site !== null && sameSite(site, below.stack) ? STARTER : false };
+      }
       if (token !== null && n > 0 && args[n - 1] === token) {
         state.token = null;
         n -= 1;
@@ -2398,6 +2437,8 @@ globalThis.__callbenchStandin = (function () {
       closed: false,
       deferred: [],
       token: null, // the call token issued last and not yet spent (see `armer` below)
+      starterToken: null, // the token a starter's own call made last (see `starterArm` below)
+      starterSite: null, // the stack below `starterArm` when it made that token
       site: [], // the stacks an entry point may see below itself to mark a request with it
       markedIndex: -1,
       rejected: []
@@ -2521,7 +2562,19 @@ globalThis.__callbenchStandin = (function () {
       };
       return arm;
     }
-    return { bindings: bindings, recorder: recorder, describeError: describeError, armer: armer };
+    // `starterArm` is what a task starter's own axios calls pass as their last argument (the
+    // harness binds it to a random name, like `arm`): the run's starter token, which marks their
+    // requests as the starter's.  Only those may come before the answer's call (js.py, call_from);
+    // a request the answer sends first another way is not the starter's.
+    function starterArm() {
+      var holder = {};
+      captureStackTrace(holder, starterArm);
+      var token = {};
+      state.starterToken = token;
+      state.starterSite = holder.stack;
+      return token;
+    }
+    return { bindings: bindings, recorder: recorder, describeError: describeError, armer: armer, starterArm: starterArm };
   }
 
   createEnv.bindingNames = [

@@ -41,7 +41,12 @@ Design (why it looks like this):
   ``call_from`` (where the answer starts after a task's starter) and axios calls of the
   starter's own before it, the first request the picked call makes is scored
   (`JsResult.scored` its index), and the starter's earlier requests are neither scored nor
-  a reason to reject.  The picked call gets
+  a reason to reject.  Only the starter's: each of its axios calls gets `<starter>()` as an
+  extra last argument (random name, bound like `<name>` below), a one-shot token whose request
+  counts as the starter's only if the entry point was called straight from that call (the
+  stack below it is the one `<starter>` saw, but for the first frame's position); a request the
+  answer sends another way before its call (an alias, a computed `require`, a starter call
+  re-routed through a substitute `axios`) makes the sample "rejected".  The picked call gets
   `<name>()` as an extra last argument, `<name>` random per sample and bound to the
   stand-in's `arm` in a closure around the sample's function (no parameter of it): each
   time the call runs, `arm` makes a fresh one-shot token just before it and saves the
@@ -303,13 +308,22 @@ class _Job:
         requests = [json.loads(r) if isinstance(r, str) else r for r in out.get("requests", [])]
         raw = [r.pop("raw", {}) for r in requests]
         sent = [r.pop("sent", {}) for r in requests]
+        from_starter = [r.pop("from_starter", False) is True for r in requests]
         status, error = out["status"], out.get("error")
         if error is not None:
             error = " ".join(str(error).split())[:500]
         marked = out.get("marked", -1)
         scored = 0
         if self.mark is not None and status == "ok" and marked != 0:
-            if self.starter_calls and marked > 0:
+            if self.starter_calls and marked > 0 and not all(from_starter[:marked]):
+                # the answer sent a request another way before its call (an alias, a computed
+                # require): only the starter's own calls' requests may come first
+                status = "rejected"
+                error = (
+                    "a request before the answer's axios call "
+                    f"({_clip(self.call_text or '')}) came from neither it nor the starter's own calls"
+                )
+            elif self.starter_calls and marked > 0:
                 # the starter's own calls sent requests first: the answer's call's request is scored
                 scored = marked
             elif self.starter_calls:
@@ -670,12 +684,25 @@ class JsSandbox:
                 # just before that call (see js_harness.js); the name is random per sample
                 name = "__cb_mark_" + secrets.token_hex(8)
                 at, prefix, calls_at = ex.mark
-                sent = run_code[:at] + prefix + name + "()" + run_code[at:]
+                # the starter's own calls get `<starter>()`, the starter's token (one per run,
+                # random name): only requests it marks may come before the answer's call
+                starter = "__cb_starter_" + secrets.token_hex(8) if ex.starter_marks else ""
+                inserts = [(s_at, s_prefix + starter + "()") for s_at, s_prefix in ex.starter_marks]
+                inserts.append((at, prefix + name + "()"))
+                pieces, pos = [], 0
+                for i_at, i_text in inserts:  # in text order: the starter's calls lie before the call
+                    pieces += [run_code[pos:i_at], i_text]
+                    pos = i_at
+                sent = "".join(pieces) + run_code[pos:]
+
+                def moved(c: int) -> int:  # an offset of run_code in sent
+                    return c + sum(len(t) for i_at, t in inserts if i_at < c)
+
                 # where the name starts and where V8 may place the call, in UTF-16 units
-                offsets = [_utf16_len(sent[: at + len(prefix)])] + [
-                    _utf16_len(run_code[:c]) for c in calls_at
+                offsets = [_utf16_len(sent[: moved(at) + len(prefix)])] + [
+                    _utf16_len(sent[: moved(c)]) for c in calls_at
                 ]
-                mark = ":".join([name] + [str(o) for o in offsets])
+                mark = ":".join([name + ("/" + starter if starter else "")] + [str(o) for o in offsets])
         else:
             run_code, declared = prepare_code(code)
             sent = run_code

@@ -188,6 +188,9 @@ class Extraction:
     modules other than axios that `code` requires by a literal name (the sandbox gives each
     an inert stand-in; fs and child_process are modelled or refused and not listed).
     starter_calls: axios calls of the starter (before `call_from`) that the call picked follows.
+    starter_marks: (offset in `code`, text to put before the name) where each of those calls can get
+    the starter's token as an extra last argument (see `JsSandbox.run`'s ``call_from``): only
+    requests the starter's own calls make may come before the answer's call.
     """
 
     status: str
@@ -200,6 +203,7 @@ class Extraction:
     error: str | None = None
     stubbed_modules: tuple[str, ...] = ()
     starter_calls: int = 0
+    starter_marks: tuple[tuple[int, str], ...] = ()
 
 
 # --------------------------------------------------------------------------- fences
@@ -1243,10 +1247,13 @@ def _call_positions(call: Node) -> list[int]:
 
 
 def _analyze(
-    text: str, allow_repair: bool = True, placeholder: str | None = None, call_from: int = 0
+    text: str, allow_repair: bool = True, placeholder: str | None = None, call_from: int = 0,
+    starter_placeholder: str | None = None,
 ) -> _Analysis:
     """`call_from`: a byte offset; the call picked is the first that ends after it (the text
-    before it is a starter whose own calls are not the answer's)."""
+    before it is a starter whose own calls are not the answer's).  `starter_placeholder`: given
+    to each complete starter call as an extra last argument (where the sandbox puts the starter's
+    token: only requests those calls make may come before the answer's call)."""
     src = _Src(text)
     tree = _parser().parse(src.data)
     root = tree.root_node
@@ -1256,7 +1263,16 @@ def _analyze(
     all_calls = sorted(captures.get("call", []), key=lambda c: c.start_byte)
     all_starts = [c.start_byte for c in all_calls]
     calls = [c for c in all_calls if names.is_request_callee(c.child_by_field_name("function"), src)]
-    starter_calls = sum(1 for c in calls if c.end_byte <= call_from and not _has_error(c))
+    starter = [c for c in calls if c.end_byte <= call_from and not _has_error(c)]
+    starter_calls = len(starter)
+    sub_from = call_from  # `call_from` in a text re-analysed with these inserts
+    if starter_placeholder is not None:
+        for c in starter:
+            marker = _marker_insert(c, starter_placeholder)
+            if marker is not None:
+                src.add_insert(*marker)
+                # every such insert lies before `call_from`: a re-analysed text sees it moved on
+                sub_from += len(marker[1].encode("utf-8"))
     calls = [c for c in calls if c.end_byte > call_from]
     starts = [c.start_byte for c in calls]
     # A call cut off at the token limit often never becomes a call_expression:
@@ -1307,7 +1323,7 @@ def _analyze(
         if open_scopes and allow_repair:
             completed = src.slice(0, cut_node.end_byte) + open_scopes + ";\n"
             if _parses_cleanly(completed):
-                sub = _analyze(completed, allow_repair=False, call_from=call_from)
+                sub = _analyze(completed, allow_repair=False, call_from=sub_from)
                 if sub.status == "ok":
                     return _Analysis("ok", sub.code, call_range, sub.declared, starter_calls=starter_calls)
 
@@ -1339,7 +1355,7 @@ def _analyze(
             # Re-analyse with the statement repaired: the text up to the call is
             # unchanged, so the call keeps its offsets.
             fixed = src.slice(0, top.start_byte) + repaired + "\n" + src.slice(top.end_byte, len(src.data))
-            sub = _analyze(fixed, allow_repair=False, call_from=call_from)
+            sub = _analyze(fixed, allow_repair=False, call_from=sub_from)
             if sub.status == "ok":
                 return _Analysis("ok", sub.code, call_range, sub.declared, starter_calls=starter_calls)
         if top.end_byte >= end_of_text:
@@ -1491,6 +1507,7 @@ def extract_invocation(code: str, call_from: int | None = None, *, alone: bool =
                 ex.error,
                 tuple(back(m) for m in ex.stubbed_modules),
                 ex.starter_calls,
+                ex.starter_marks,
             )
         return _extract(code, call_from, alone)
     except RecursionError:
@@ -1629,11 +1646,12 @@ def _extract(code: str, call_from: int | None = None, alone: bool = False) -> Ex
     best: tuple[int, _Analysis] | None = None
     # A random name cannot occur in the text, so finding it again in the output is unambiguous.
     placeholder = "__callbench_mark_" + secrets.token_hex(8)
+    starter_placeholder = "__callbench_starter_" + secrets.token_hex(8)
     for offset, segment in _segments(code):
         rel = 0
         if call_from is not None and call_from > offset:
             rel = len(segment[: call_from - offset].encode("utf-8", errors="surrogatepass"))
-        analysis = _analyze(segment, placeholder=placeholder, call_from=rel)
+        analysis = _analyze(segment, placeholder=placeholder, call_from=rel, starter_placeholder=starter_placeholder)
         if analysis.status != "no_request":
             best = (offset, analysis)
             break
@@ -1654,6 +1672,12 @@ def _extract(code: str, call_from: int | None = None, alone: bool = False) -> Ex
         out, declared = found
     if a.status == "ok":
         out = with_mode(out, _is_module(code[offset:]))
+    # the starter's calls: where each gets the starter's token (they all lie before the call's mark)
+    starter_marks: list[tuple[int, str]] = []
+    while (s_at := out.find(starter_placeholder)) >= 0:
+        s_prefix = ", " if out.startswith(", ", s_at - 2) else ""
+        out = out[: s_at - len(s_prefix)] + out[s_at + len(starter_placeholder) :]
+        starter_marks.append((s_at - len(s_prefix), s_prefix))
     calls_at = []
     for k in range(2):
         call_mark = f"/*{placeholder}@{k}*/"
@@ -1669,7 +1693,7 @@ def _extract(code: str, call_from: int | None = None, alone: bool = False) -> Ex
         mark = (at - len(prefix), prefix, tuple(c for c in calls_at if c < at))
     return Extraction(
         a.status, out, code[start:end], start, end, declared, mark, a.error, required_modules(out),
-        a.starter_calls,
+        a.starter_calls, tuple(starter_marks),
     )
 
 

@@ -139,7 +139,11 @@ globalThis.__callbench = (function () {
   // error line.
   function armed(params, code, mark, env) {
     var parts = mark.split(':');
-    var name = parts[0];
+    // 'name/starter': the starter's own calls pass `starter()`, the run's starter token (see the
+    // stand-in's `starterArm`); bound like `name`, in the closure only
+    var names = parts[0].split('/');
+    var name = names[0];
+    var starter = names.length > 1 ? names[1] : null;
     // sloppy like the function above (strictness comes from the code's own directive): the
     // closure runs once, before any sample code, and nothing of the sample can reach it
     var head = ';\nreturn ';
@@ -152,7 +156,9 @@ globalThis.__callbench = (function () {
     var arm = env.armer(position(code, Number(parts[1]), lines), calls);
     var fn;
     try {
-      fn = FunctionCtor(name, head + inner + ';\n')(arm);
+      // Function(a, b, body) compiles "(function anonymous(a,b\n) {\n": the same 2 lines
+      fn = starter === null ? FunctionCtor(name, head + inner + ';\n')(arm)
+        : FunctionCtor(name, starter, head + inner + ';\n')(arm, env.starterArm);
     } catch (e) {
       return 'the sandbox could not prepare the extracted call (' + String(e && e.name) + ')';
     }
