@@ -23,7 +23,8 @@ SITE = f"axios.delete('{WRONG}');"
 CLEAN = (
     f"axios.get('{GOLD}', {{ params: {{ q: [typeof leak, typeof leaked, typeof polluted, typeof ({{}}).polluted,"
     " typeof globalThis.leak, Object.getOwnPropertyNames(globalThis).length, typeof eval('1'),"
-    " String(undefined), String(NaN)].join(',') } });\nconsole.log(require('fs').existsSync('/x'));"
+    " String(undefined), String(NaN), [Object, Object.prototype, JSON, Array.prototype, Function.prototype,"
+    " globalThis, require('fs')].every(Object.isFrozen), Object.keys.name, JSON.parse.name].join(',') } });\nconsole.log(require('fs').existsSync('/x'));"
 )
 
 
@@ -138,6 +139,18 @@ ROUTES = {
         "(0, eval)('var leaked = 1'); try { eval('var leak = 1; this.polluted = 1'); } catch (e) {}\n"
         "Function('leak = 2; this.polluted = 3')();\n" + SITE
     ),
+    # the sandbox's own helper (a binding of every sample): pointed at shared objects, or flooded
+    "rt_helper_on_shared_objects": (
+        "for (const o of [Object, JSON, Array.prototype, Promise, globalThis, require('fs'), process.env]) {\n"
+        "  for (const k of ['keys', 'parse', 'map', 'resolve', 'readFileSync', 'eval']) {\n"
+        "    try { __callbench_rt.fillMethod(o, k, 'vv', () => []); } catch (e) {}\n"
+        "    try { __callbench_rt.deferMethod(o, k, 'v', () => []); } catch (e) {}\n  }\n}\n" + SITE
+    ),
+    "rt_defer_flood": (
+        "function d() { __callbench_rt.defer(d)(); __callbench_rt.defer(d); }\n"
+        "for (let i = 0; i < 5000; i++) __callbench_rt.defer(d);\n" + SITE
+    ),
+    "rt_fill_method_on_axios": f"__callbench_rt.fillMethod(axios, 'get', 'vv', () => ['{GOLD}']);\naxios.get();",
     # the virtual file system: nothing of the host, nothing written
     "fs_reads_host_files": (
         "const fs = require('fs'); const fsp = require('node:fs/promises'); let t = '';\n"
@@ -261,4 +274,15 @@ def test_the_call_alone_scores_only_the_calls_own_request(sb, clean_alone, ping)
     # starter's ping, "no_request": only the starter's own call sent one)
     assert r.status == ("no_request" if ping else "runtime_error"), (r.status, r.error, r.requests)
     assert r.request is None and r.reached_by is None
+    contained(sb, clean_alone, r)
+
+
+def test_a_rejected_program_gets_no_second_chance_alone(sb, clean_alone):
+    """The call alone runs only when the program reached no request or failed before it: a program
+    rejected for an earlier request of its own is not run again in the call-alone scope."""
+    starter = "const axios = require('axios');\nasync function f(q) {\n  const r = await axios."
+    completion = f"get('{GOLD}', {{ params: {{ q }} }});\n}}\nrequire('ax' + 'ios').delete('{EVIL}');\nf('x').then(() => {{ throw new Error('x'); }});\n"
+    r = sb.run(starter + completion, {"q": "cats"}, call_from=len(starter), alone=True)
+    assert r.status == "rejected" and r.request is None and r.reached_by is None, (r.status, r.error)
+    assert [q["url"] for q in r.requests] == [EVIL, GOLD]
     contained(sb, clean_alone, r)
