@@ -14,7 +14,7 @@ the ``gold`` model). ``--literal`` scores every row on the harness's gold instea
 For each row: the expected request (``config``) is checked against the spec
 (:func:`callbench.tracks.webapi.audit.cross_check_config`), the gold program is run and scored in
 setups ``full`` and ``args`` (strict scoring; correct = the sample verdict ``correct``), and the
-grammar (:func:`callbench.constrain.check.check_invocation`, the default profile, with the
+grammar (:func:`check_gold_call`: ``check_invocation`` on the answer's call; the default profile, with the
 definitions and the starter's own variables as identifiers, as the crosscheck of generated rows
 does) checks the gold call in both setups; a row's call is accepted when both setups accept it.
 
@@ -116,9 +116,39 @@ def _replay_file(tasks: list[Any], setup: str, folder: Path) -> Path:
     return path
 
 
+def check_gold_call(spec: Any, starter: str, completion: str, *, setup: str, method: str, url: str,
+                    identifiers: Any) -> tuple[bool, str]:
+    """Would the grammar have allowed the answer's call (``(allowed, why)``)?
+
+    As :func:`callbench.constrain.check.check_invocation`, but the call checked is the answer's:
+    the first axios call that ends after the starter (``call_from``, as the sandbox picks the
+    scored call), not a call the starter's own code makes before it (``check_invocation`` takes
+    the program's first). The text after ``axios.`` (setup full) or after the fixed
+    ``axios.<method>('<url>',`` (setup args) goes through ``check_continuation``."""
+    from callbench.constrain.check import check_continuation
+    from callbench.sandbox.js_extract import extract_invocation
+
+    program = starter + completion
+    ext = extract_invocation(program, call_from=len(starter))
+    call = ext.call_text
+    if not call:
+        return False, "no axios call found after the starter"
+    m = re.match(r"axios\s*\.\s*", call)
+    if m is None:
+        return False, "only axios.<method>(url, ...) calls can be checked"
+    rest = call[m.end():]
+    if setup == "args":
+        fixed = re.match(r"\s*" + re.escape(method) + r"\s*\(\s*(['\"`])" + re.escape(url) + r"\1\s*,", rest)
+        if fixed is None:
+            return False, f"the call does not continue the fixed starter axios.{method}('{url}',"
+        rest = rest[fixed.end():]
+    res = check_continuation(spec, rest, setup=setup, method=method if setup == "args" else None,
+                             url=url if setup == "args" else None, identifiers=identifiers)
+    return res.allowed, f"{res.reason} (at offset {res.offset})"
+
+
 def measure(tasks_file: Path, data: Path, *, literal: bool = False) -> dict[str, Any]:
     from callbench.api import run
-    from callbench.constrain.check import check_invocation
     from callbench.runs.store import RunStore
     from callbench.specs import load_spec
     from callbench.tracks.webapi.audit import cross_check_config
@@ -171,10 +201,8 @@ def measure(tasks_file: Path, data: Path, *, literal: bool = False) -> dict[str,
             completion = own if use_own and isinstance(own, str) else reference_completion(t, setup)  # type: ignore[arg-type]
             idents = tuple(sorted(set(t.definitions or {}) | in_scope(starter)))
             try:
-                res = check_invocation(spec, starter + completion, setup=setup,
-                                       method=t.config.method if setup == "args" else None,
-                                       url=t.config.url if setup == "args" else None, identifiers=idents)
-                allowed, why = res.allowed, f"{res.reason} (at offset {res.offset})"
+                allowed, why = check_gold_call(spec, starter, completion, setup=setup, method=t.config.method,
+                                               url=t.config.url, identifiers=idents)
             except Exception as exc:  # noqa: BLE001 - a grammar that cannot be built is that row's rejection
                 allowed, why = False, f"{type(exc).__name__}: {exc}"
             if not allowed:

