@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 import sys
 import threading
@@ -1667,9 +1668,15 @@ class _Builder:
             if t == "string":
                 alts.append(self.base("STR"))
             elif t == "integer" and "number" not in types:
-                alts.append(self.base("INT"))
-                if ns:
-                    alts.append(self.base("INTSTR"))
+                bounded = self.int_bounds(schema)
+                if bounded is None:
+                    alts.append(self.base("INT"))
+                    if ns:
+                        alts.append(self.base("INTSTR"))
+                elif bounded:  # an empty range: no integer is legal here
+                    alts.append(self.term("IB", f"/{bounded}/"))
+                    if ns:
+                        alts.append(self.term("IBS", "/" + "|".join(f"{q}(?:{bounded}){q}" for q in (r"\x27", r"\x22", r"\x60")) + "/"))
             elif t == "number":
                 alts.append(self.base("NUM"))
                 if ns:
@@ -1689,6 +1696,19 @@ class _Builder:
         if not alts:  # e.g. an empty enum: nothing legal but null keeps the grammar closed
             alts.append(self.base("NULL"))
         return self.with_ident(alts)
+
+    def int_bounds(self, schema: Mapping[str, Any]) -> str | None:
+        """The regex of the integers ``schema``'s ``minimum``/``maximum`` (and their exclusive
+        forms, boolean in OpenAPI 3.0, numeric in 3.1) allow; None when it sets no bound, or under
+        the paper profile (WAPIIBench's CD does not bound numbers; its grammars stay as they were);
+        ``""`` when no integer is in the range."""
+        if self.opt.profile == "paper":
+            return None
+        lo = _int_bound(schema.get("minimum"), schema.get("exclusiveMinimum"), up=True)
+        hi = _int_bound(schema.get("maximum"), schema.get("exclusiveMaximum"), up=False)
+        if lo is None and hi is None:
+            return None
+        return int_range_regex(lo, hi)
 
     def enum_term(self, values: list[Any], alone: bool = True) -> str:
         """The enum's members as JS literals; ``alone``: no other lexeme of the value may start
@@ -2045,6 +2065,69 @@ class _Builder:
             # a free-text hole may mix literal characters and ${name}; a typed one is either
             return rf"(?:{rx[:-1]}|{hole})+" if free else rf"(?:{rx}|{hole})"
         return f"(?:{rx})"
+
+
+def _int_bound(bound: Any, exclusive: Any, *, up: bool) -> int | None:
+    """The nearest integer a ``minimum`` (``up``) or ``maximum`` keeps, with the exclusive form
+    of either OpenAPI version; None for no bound (or one that is not a finite number)."""
+    found: list[int] = []
+    for value, strict in ((bound, exclusive is True), (exclusive, True)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            continue
+        edge = math.ceil(value) if up else math.floor(value)
+        if strict and edge == value:
+            edge += 1 if up else -1
+        found.append(edge)
+    if not found:
+        return None
+    return max(found) if up else min(found)
+
+
+def int_range_regex(lo: int | None, hi: int | None) -> str:
+    """A regex of the decimal integers ``n`` (no leading zeros, ``-`` only for negatives) with
+    ``lo <= n <= hi`` (either side may be open); ``""`` for an empty range. Written here: the
+    regex-from-range construction is a few lines, and no maintained library makes it."""
+    if lo is not None and hi is not None and lo > hi:
+        return ""
+    parts = []
+    if lo is None or lo < 0:  # negatives: -n for n in [max(1, -hi), -lo]
+        neg_lo = 1 if hi is None or hi >= 0 else -hi
+        parts.append("-(?:" + _uint_range(neg_lo, None if lo is None else -lo) + ")")
+    if hi is None or hi >= 0:
+        parts.append(_uint_range(0 if lo is None or lo < 0 else lo, hi))
+    return "|".join(parts) if len(parts) > 1 else parts[0]
+
+
+def _uint_range(lo: int, hi: int | None) -> str:
+    """Non-negative integers in ``[lo, hi]`` (``hi`` None: unbounded)."""
+    alts = []
+    top = hi if hi is not None else 10 ** len(str(lo)) - 1
+    for width in range(len(str(lo)), len(str(top)) + 1):
+        a = max(lo, 10 ** (width - 1) if width > 1 else 0)
+        b = min(top, 10**width - 1)
+        if a <= b:
+            alts.append(_same_width(str(a), str(b)))
+    if hi is None:  # every longer number
+        alts.append(f"[1-9][0-9]{{{len(str(lo))},}}")
+    return "|".join(alts)
+
+
+def _same_width(a: str, b: str) -> str:
+    """Numbers of ``len(a) == len(b)`` digits from ``a`` to ``b``."""
+    if a == b:
+        return a
+    if len(a) == 1:
+        return f"[{a}-{b}]"
+    if a[0] == b[0]:
+        return a[0] + "(?:" + _same_width(a[1:], b[1:]) + ")"
+    rest = len(a) - 1
+    if a[1:] == "0" * rest and b[1:] == "9" * rest:
+        return f"[{a[0]}-{b[0]}][0-9]{{{rest}}}"
+    alts = [a[0] + "(?:" + _same_width(a[1:], "9" * rest) + ")"]
+    if int(a[0]) + 1 <= int(b[0]) - 1:
+        alts.append(f"[{int(a[0]) + 1}-{int(b[0]) - 1}][0-9]{{{rest}}}")
+    alts.append(b[0] + "(?:" + _same_width("0" * rest, b[1:]) + ")")
+    return "|".join(alts)
 
 
 @lru_cache(maxsize=1 << 14)
