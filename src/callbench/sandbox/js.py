@@ -252,14 +252,23 @@ class JsResult:
     reached_by: str | None = None
 
 
+def definition_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a variable in scope of a sample (a definition), or None: a task
+    file states it as that row's one-line error before anything runs."""
+    if not isinstance(name, str) or not _IDENT.match(name) or name in _RESERVED:
+        return f"definition name {name!r} is not a usable JavaScript identifier"
+    if name in BINDING_NAMES:
+        return f"definition name {name!r} clashes with a sandbox binding (the sandbox gives {name} itself)"
+    return None
+
+
 def _check_definitions(definitions: dict | None) -> str | None:
     if not definitions:
         return None
     for name in definitions:
-        if not isinstance(name, str) or not _IDENT.match(name) or name in _RESERVED:
-            raise ValueError(f"definition name {name!r} is not a usable JavaScript identifier")
-        if name in BINDING_NAMES:
-            raise ValueError(f"definition name {name!r} clashes with a sandbox binding")
+        problem = definition_name_problem(name)
+        if problem:
+            raise ValueError(problem)
     try:
         return json.dumps(definitions, allow_nan=False)
     except (TypeError, ValueError) as e:

@@ -38,7 +38,10 @@ GOOD = {"index": 0, "api": "petstore", "task": "List pets", "config": {"method":
         ({k: v for k, v in GOOD.items() if k != "task"}, "[0].task"),
         ({**GOOD, "starter_code": "axios."}, "[0].starter_code: Value error, must contain a '// {task}' line"),
         ({**GOOD, "starter_code": "// {task}\nconst x = 1;"}, "[0].starter_code: Value error, must end at 'axios.'"),
-        ({**GOOD, "definitions": {"not an id": 1}}, "not a JavaScript identifier"),
+        ({**GOOD, "definitions": {"not an id": 1}}, "not a usable JavaScript identifier"),
+        ({**GOOD, "definitions": {"class": 1}}, "'class' is not a usable JavaScript identifier"),
+        # a name the sandbox gives itself: was a ValueError when the sample ran, which ended the run
+        ({**GOOD, "definitions": {"URL": "https://x"}}, "definition name 'URL' clashes with a sandbox binding"),
     ],
 )
 def test_bad_rows_name_file_index_and_field(tmp_path, bad, needle):

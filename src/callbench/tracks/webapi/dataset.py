@@ -105,9 +105,12 @@ class WebApiTask(BaseModel):
     @model_validator(mode="after")
     def _ident(self) -> WebApiTask:
         if self.definitions:
+            from callbench.sandbox.js import definition_name_problem
+
             for name in self.definitions:
-                if not name.isidentifier():
-                    raise ValueError(f"definitions: '{name}' is not a JavaScript identifier")
+                problem = definition_name_problem(name)
+                if problem:  # refused here, in one line, not when the sample runs (the run's end)
+                    raise ValueError(f"definitions: {problem}")
         return self
 
     @property
