@@ -284,3 +284,17 @@ def test_notes_survive_the_stored_record_and_metrics_count_them_as_correct():
     # lacks the scheme) -> 3/4 (sample 3 has a wrong limit)
     assert m["correct_implementations_t"] == pytest.approx(2 / 4)
     assert m["correct_except_credentials_t"] == pytest.approx(3 / 4)
+
+
+def test_the_data_check_takes_an_undeclared_authorization_as_the_scorer_does():
+    """A task whose gold sends ``Authorization`` to a spec declaring no security (GitHub's
+    directory spec) kept failing the data check (``unknown_argument``) and was skipped from the
+    run, although the scorer records it as an undeclared credential (issue 29: 7 + 5 real-world
+    rows never ran). Another unknown header is still the check's finding."""
+    from callbench.tracks.webapi.audit import cross_check_config
+
+    url = "https://api.github.com/users/octocat/repos"
+    ok = {"method": "get", "url": url, "headers": {"Authorization": "token abc"}}
+    assert cross_check_config(ok, OPEN) == []
+    bad = {"method": "get", "url": url, "headers": {"X-Secret": "abc"}}
+    assert [(f.kind, f.where) for f in cross_check_config(bad, OPEN)] == [("unknown_argument", "config.headers.X-Secret")]

@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from callbench.specs import ApiSpec
 from callbench.specs.schema import schema_type, to_json_schema
 from callbench.tracks.webapi.dataset import WebApiTask
+from callbench.tracks.webapi.scoring import undeclared_auth
 
 _SPEC_LOC = {"headers": "header", "params": "query", "data": "body"}
 SPEC_CLASSES = (
@@ -258,7 +259,9 @@ def cross_check_config(config: Mapping[str, Any], spec: ApiSpec) -> list[CrossFi
         for name in values:
             if loc == "headers" and str(name).lower() == "cookie":
                 continue  # cookie parameters are checked one by one below
-            if not spec.is_legal_argument(op, _SPEC_LOC[loc], str(name)):
+            if not spec.is_legal_argument(op, _SPEC_LOC[loc], str(name)) and not undeclared_auth(spec, loc, str(name)):
+                # an Authorization header on a spec declaring no security is real code's credential
+                # (scored as undeclared, not illegal: issue 29), not a gold the spec refutes
                 out.append(CrossFinding("unknown_argument", f"config.{loc}.{name}", f"not an argument of {where_op}"))
     if isinstance(data, Mapping):
         for name in data:

@@ -394,15 +394,15 @@ def _compat_credential(spec: ApiSpec, location: str, name: str) -> bool:
 
 def _is_credential(spec: ApiSpec, location: str, name: str, mode: Scoring) -> bool:
     """Is ``name`` in ``location`` a place one of the spec's security schemes puts a credential?
-    Strict: also ``Authorization`` on a spec declaring no scheme (:func:`_undeclared_auth`)."""
+    Strict: also ``Authorization`` on a spec declaring no scheme (:func:`undeclared_auth`)."""
     if location not in ("headers", "params"):
         return False
     if mode == "compat":
         return _compat_credential(spec, _SPEC_LOCATION[location], name)
-    return spec.is_credential(_SPEC_LOCATION[location], name) or _undeclared_auth(spec, location, name)
+    return spec.is_credential(_SPEC_LOCATION[location], name) or undeclared_auth(spec, location, name)
 
 
-def _undeclared_auth(spec: ApiSpec, location: str, name: str) -> bool:
+def undeclared_auth(spec: ApiSpec, location: str, name: str) -> bool:
     """An ``Authorization`` header on a spec that declares no security scheme (strict)."""
     return location == "headers" and name.lower() == "authorization" and not spec.security_schemes
 
@@ -598,7 +598,7 @@ def compare_requests(
                 legal = _compat_legal(spec, judge_op, loc, name, exp_method)
             else:
                 legal = _strict_legal(spec, judge_op, loc, name)
-                if not legal and judge_op is not None and _undeclared_auth(spec, loc, name):
+                if not legal and judge_op is not None and undeclared_auth(spec, loc, name):
                     legal, note = True, "undeclared credential"
                 if legal and name != "(body)":
                     bounds = out_of_bounds(spec, judge_op, loc, name, act_value)
