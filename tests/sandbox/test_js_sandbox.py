@@ -419,10 +419,11 @@ def test_standin_source_exported():
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
-def test_node_script_matches_sandbox(sb):
+def test_node_script_matches_sandbox(sb, tmp_path):
     code = "axios.post('https://a?x=1', { a: [1, { b: 2 }] }, { headers: { 'X-K': 'v' } }).then(r => console.log(r.status));"
-    script = node_script(code)
-    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=30, check=True)
+    script = tmp_path / "program.js"  # a file: the script is near the 128 KiB one argument may hold
+    script.write_text(node_script(code), encoding="utf-8")
+    out = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=30, check=True)
     data = json.loads(out.stdout)
     r = sb.run(code)
     assert [json.loads(json.dumps(q)) for q in data["requests"]] == r.requests

@@ -372,7 +372,7 @@ def test_callback_cannot_forge_the_scored_request(sb):
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
-def test_node_runs_the_same_completed_program(sb):
+def test_node_runs_the_same_completed_program(sb, tmp_path):
     """The completed and rewritten program is plain JavaScript: real Node, with the same
     stand-in, captures the same request (definitions included)."""
     code = (
@@ -382,9 +382,9 @@ def test_node_runs_the_same_completed_program(sb):
         "        const r = await axios.get(`${this.baseUrl}/gifs/search`, { params: { api_key: this.apiKey, q } });\n"
     )
     defs = {"apiKey": "K", "q": "cats"}
-    out = subprocess.run(
-        ["node", "-e", node_script(code, defs)], capture_output=True, text=True, timeout=30, check=True
-    )
+    script = tmp_path / "program.js"  # a file: the script is over the 128 KiB a single argument may hold
+    script.write_text(node_script(code, defs), encoding="utf-8")
+    out = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=30, check=True)
     data = json.loads(out.stdout)
     r = ok(sb, code, defs)
     assert r.request["params"] == {"api_key": "K", "q": "cats"}
