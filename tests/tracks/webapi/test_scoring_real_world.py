@@ -291,10 +291,16 @@ def test_the_data_check_takes_an_undeclared_authorization_as_the_scorer_does():
     directory spec) kept failing the data check (``unknown_argument``) and was skipped from the
     run, although the scorer records it as an undeclared credential (issue 29: 7 + 5 real-world
     rows never ran). Another unknown header is still the check's finding."""
-    from callbench.tracks.webapi.audit import cross_check_config
+    from callbench.tracks.webapi.audit import audit_gold, cross_check_config
+    from callbench.tracks.webapi.dataset import WebApiTask
 
     url = "https://api.github.com/users/octocat/repos"
     ok = {"method": "get", "url": url, "headers": {"Authorization": "token abc"}}
     assert cross_check_config(ok, OPEN) == []
     bad = {"method": "get", "url": url, "headers": {"X-Secret": "abc"}}
     assert [(f.kind, f.where) for f in cross_check_config(bad, OPEN)] == [("unknown_argument", "config.headers.X-Secret")]
+    # the run's own check of each row (what skips it) agrees
+    row = {"index": 0, "api": "github", "task": "t"}
+    assert audit_gold(WebApiTask.model_validate({**row, "config": ok}), OPEN) == []
+    issues = audit_gold(WebApiTask.model_validate({**row, "config": bad}), OPEN)
+    assert [(i.kind, i.location, i.name) for i in issues] == [("illegal_argument", "headers", "X-Secret")]

@@ -84,7 +84,11 @@ def audit_gold(task: WebApiTask, spec: ApiSpec) -> list[GoldIssue]:
     for loc, spec_loc in _SPEC_LOC.items():
         values = cfg.get(loc)
         if isinstance(values, dict):
-            issues += [GoldIssue(task.id, "illegal_argument", loc, k) for k in values if not spec.is_legal_argument(op, spec_loc, k)]
+            issues += [
+                GoldIssue(task.id, "illegal_argument", loc, k)
+                for k in values
+                if not spec.is_legal_argument(op, spec_loc, k) and not undeclared_auth(spec, loc, str(k))
+            ]
     for spec_loc, names in spec.required_arguments(op).items():
         loc = {"header": "headers", "query": "params", "body": "data"}.get(spec_loc)
         if loc is None:
