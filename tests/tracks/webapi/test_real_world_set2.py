@@ -108,7 +108,6 @@ def test_harness_gold_scores_every_request_it_builds(tmp_path, wild_specs_dir, s
             assert res.verdicts["strict"]["sample"] == "correct", (sid, res.verdicts["strict"])
 
 
-@pytest.mark.xfail(strict=False, reason=IN_PROGRESS)
 @pytest.mark.parametrize("setup", ["full", "args"])
 def test_own_gold_scores_100_percent(tmp_path, wild_specs_dir, setup):
     tasks = load_tasks(FIXTURE)
