@@ -16,7 +16,8 @@ the published scorer sees: everything before the first ``axios.`` is gone (defin
 request), a call without ``;`` or ``)`` after it is incomplete, and code Node would not start as
 a script (``import``, ``await`` outside a function, a second ``const axios``) is a runtime error
 (:func:`script_error`); a name the text assigns without declaring it is a global under Node's
-sloppy mode, so the sandbox (strict) gets it declared (:func:`sandbox_script`). Reimplemented
+sloppy mode, and the script the sandbox runs declares it up front (:func:`sandbox_script`), so it
+is a binding of the sample's own whatever mode the sandbox runs the text in. Reimplemented
 from the published code's behaviour, not copied.
 """
 
@@ -136,7 +137,8 @@ def script_error(call: str) -> str | None:
 
 def sandbox_script(call: str) -> str:
     """The cut text as the sandbox runs it: Node runs the script in sloppy mode, where assigning
-    an undeclared name makes a global variable; the sandbox runs strict code, so such names are
-    declared up front (``var cfg;``), and the rest of the text is unchanged."""
+    an undeclared name makes a global variable; here such names are declared up front (``var
+    cfg;``), so they are the sample's own bindings in strict code too (a text that opens with
+    'use strict' runs strict in the sandbox), and the rest of the text is unchanged."""
     names = [n for n in implicit_globals(call) if n not in PRELUDE_NAMES]
     return (f"var {', '.join(names)};\n" if names else "") + call
