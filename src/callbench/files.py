@@ -27,14 +27,17 @@ def read_text(
         raise error(f"{where}: cannot read ({exc.strerror}){fix}") from None
 
 
-def loads_document(text: str, where: str, *, at_line: bool = True) -> Any:
+def loads_document(text: str, where: str, *, at_line: bool = True, text_ok: bool = False) -> Any:
     """A data file's JSON (a whole file, or one JSONL line: ``at_line=False``) within
     :mod:`callbench.untrusted`'s document limits, as :class:`DataError` naming ``where``: a value
     that parsed 900 levels deep would break every recursive walk after it (validation, copies,
-    the scorer). The messages keep the decoder's line and reason, which the generic reader drops."""
+    the scorer). The messages keep the decoder's line and reason, which the generic reader drops.
+    With ``text_ok`` a text that is not JSON is returned as it is (a field that may hold either)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
+        if text_ok:
+            return text
         at = f" at line {exc.lineno}" if at_line else ""
         raise DataError(f"{where}: invalid JSON{at} ({exc.msg})") from None
     except RecursionError:

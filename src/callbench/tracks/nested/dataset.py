@@ -8,7 +8,6 @@ text in string columns. A bad row fails with ``file: [i].field: msg``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +22,11 @@ from callbench.tracks.nested.tools import mathqa_names
 _JSON_COLUMNS = ("output", "tools", "gold_answer")
 
 
-def _loads(text: str, where: str, *, at_line: bool = True, text_ok: bool = False) -> Any:
-    """:func:`callbench.files.loads_document`; with ``text_ok`` a text that is not JSON is
-    returned as it is."""
-    if text_ok:
-        try:
-            json.loads(text)
-        except json.JSONDecodeError:
-            return text
-        except RecursionError:
-            pass  # too deep: loads_document says so
-    return loads_document(text, where, at_line=at_line)
-
-
 def _read_json(path: Path, what: str = "tasks") -> Any:
     text = read_text(path)
     if not text.strip():
         raise DataError(f"{path}: no {what} (the file is empty)")
-    return _loads(text, str(path))
+    return loads_document(text, str(path))
 
 
 def _read_jsonl(path: Path) -> tuple[list[Any], list[int]]:
@@ -49,7 +35,7 @@ def _read_jsonl(path: Path) -> tuple[list[Any], list[int]]:
     rows, lines = [], []
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            rows.append(_loads(line, f"{path}:{lineno}", at_line=False))
+            rows.append(loads_document(line, f"{path}:{lineno}", at_line=False))
             lines.append(lineno)
     return rows, lines
 
@@ -71,7 +57,7 @@ def _decode_columns(row: dict[str, Any], path: Path, i: int) -> dict[str, Any]:
     for key in _JSON_COLUMNS:
         value = row.get(key)
         if isinstance(value, str):
-            row[key] = _loads(value, f"{path}: [{i}].{key}", at_line=False, text_ok=key == "gold_answer")
+            row[key] = loads_document(value, f"{path}: [{i}].{key}", at_line=False, text_ok=key == "gold_answer")
     return row
 
 
