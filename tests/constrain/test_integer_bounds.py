@@ -99,3 +99,35 @@ def test_the_grammar_keeps_integer_bounds(params, default, paper):
     text = f"get('{BASE}/events', {{params: {params}}});"
     assert check_continuation(SPEC, text, options=GrammarOptions()).allowed is default
     assert check_continuation(SPEC, text, options=GrammarOptions(profile="paper")).allowed is paper
+
+
+@pytest.mark.parametrize("vocab_name", ["gpt2", "qwen", "smollm2"])
+def test_integer_bounds_in_the_masks_of_real_vocabularies(vocab_name, real_vocab):
+    """Token by token under each vocabulary's mask: an in-range value is written whole and
+    accepted; after ``version: `` (0..1) no token starting with ``-`` or ``2``..``9`` is allowed,
+    and after ``maxAttendees: `` (>= 1) none starting with ``-`` or ``0``."""
+    from callbench.constrain import GrammarConstraint, build_webapi_grammar, make_key_tracker
+
+    vocab = real_vocab(vocab_name)
+    g = build_webapi_grammar(SPEC, setup="full", options=GrammarOptions())
+
+    def session():
+        return GrammarConstraint(g.lark, lambda: make_key_tracker(g, SPEC)).new_session(vocab, record=False)
+
+    text = f"get('{BASE}/events', {{ params: {{ maxAttendees: 250, version: 1 }} }});"
+    s = session()
+    for t in vocab.lltok.tokenize_str(text):
+        assert s.mask()[t], (vocab_name, s.generated_bytes(), vocab.token_bytes[t])
+        s.advance(t)
+    assert s.generated_bytes() == text.encode() and s.is_accepting()
+
+    def firsts(prefix: str) -> set[int]:
+        s = session()
+        for t in vocab.lltok.tokenize_str(prefix):
+            s.advance(t)
+        return {vocab.token_bytes[i][0] for i in s.mask().nonzero()[0] if vocab.token_bytes[i]}
+
+    version = firsts(f"get('{BASE}/events', {{ params: {{ version: ")
+    assert {ord("0"), ord("1")} <= version and not version & set(b"-23456789"), vocab_name
+    attendees = firsts(f"get('{BASE}/events', {{ params: {{ maxAttendees: ")
+    assert {ord("1"), ord("9")} <= attendees and not attendees & set(b"-0"), vocab_name
