@@ -19,6 +19,7 @@ each of these where the paper's CD does.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -46,33 +47,10 @@ def _spec(doc: dict, name: str):
     return build_spec(full, Path(f"/{name}/openapi.yaml"), f"{name}.yaml")
 
 
-GIFS = {
-    "get": {
-        "parameters": [
-            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
-            {"name": "limit", "in": "query", "schema": {"type": "integer"}},
-        ],
-        "responses": OK,
-    }
-}
-# OAuth or an API key in the query (an OR of two requirements), and one needing both (an AND)
-SECURED = _spec(
-    {
-        "servers": [{"url": BASE}],
-        "components": {
-            "securitySchemes": {
-                "oauth": {"type": "oauth2", "flows": {}},
-                "qkey": {"type": "apiKey", "in": "query", "name": "api_key"},
-            }
-        },
-        "security": [{"oauth": []}, {"qkey": []}],
-        "paths": {
-            "/gifs/{id}": GIFS,
-            "/both": {"get": {"security": [{"oauth": [], "qkey": []}], "responses": OK}},
-        },
-    },
-    "secured",
-)
+# OAuth or an API key in the query (an OR of two requirements), and one needing both (an AND);
+# the documents are shared with tests/tracks/webapi/test_scoring_real_world.py
+DOCS = json.loads((Path(__file__).parents[1] / "fixtures" / "real_world_specs.json").read_text(encoding="utf-8"))
+SECURED = _spec(DOCS["secured"], "secured")
 # Google-like: only OAuth2 declared, but every operation declares `key` and `access_token` queries
 GOOGLE = _spec(
     {
@@ -96,13 +74,7 @@ GOOGLE = _spec(
     "google",
 )
 # GitHub-like: no security scheme declared at all
-OPEN = _spec(
-    {
-        "servers": [{"url": "https://api.github.com"}],
-        "paths": {"/users/{id}/repos": GIFS},
-    },
-    "open",
-)
+OPEN = _spec(DOCS["open"], "open")
 
 
 def allowed(spec, text: str, options: GrammarOptions = DEFAULT, **kw) -> bool:

@@ -11,6 +11,7 @@ key's fixed query pairs may be sent in ``params``. Compat keeps the published ru
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -33,33 +34,10 @@ def _spec(doc: dict, name: str):
     return build_spec(full, Path(f"/{name}/openapi.yaml"), f"{name}.yaml")
 
 
-GIFS = {
-    "get": {
-        "parameters": [
-            {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
-            {"name": "limit", "in": "query", "schema": {"type": "integer"}},
-        ],
-        "responses": OK,
-    }
-}
-SECURED = _spec(
-    {
-        "servers": [{"url": BASE}],
-        "components": {
-            "securitySchemes": {
-                "oauth": {"type": "oauth2", "flows": {}},
-                "qkey": {"type": "apiKey", "in": "query", "name": "api_key"},
-            }
-        },
-        "security": [{"oauth": []}, {"qkey": []}],
-        "paths": {
-            "/gifs/{id}": GIFS,
-            "/both": {"get": {"security": [{"oauth": [], "qkey": []}], "responses": OK}},
-        },
-    },
-    "secured",
-)
-OPEN = _spec({"servers": [{"url": "https://api.github.com"}], "paths": {"/users/{id}/repos": GIFS}}, "open")
+# the documents are shared with tests/constrain/test_real_world_calls.py
+DOCS = json.loads((Path(__file__).parents[2] / "fixtures" / "real_world_specs.json").read_text(encoding="utf-8"))
+SECURED = _spec(DOCS["secured"], "secured")
+OPEN = _spec(DOCS["open"], "open")
 ETHERSCAN = _spec(
     {
         "servers": [{"url": "https://api.etherscan.io"}],
