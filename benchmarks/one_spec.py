@@ -222,18 +222,21 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - one spec's failure is a figure, not the end of the run
                 row[part] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             print(f"{name}: {part}: {json.dumps({k: v for k, v in row[part].items() if k != 'failures'})}", file=sys.stderr, flush=True)
-            if args.json:
-                args.json.parent.mkdir(parents=True, exist_ok=True)
-                args.json.write_text(json.dumps(results, indent=1) + "\n", "utf-8")
+            save_json(args.json, results)
     for name in filter(None, args.coverage.split(",")):
         if name in files and name not in results["coverage"]:
             print(f"{name}: coverage ...", file=sys.stderr, flush=True)
             results["coverage"][name] = run_cov(files[name], name, args.programs, args.seeds)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1) + "\n", "utf-8")
+    save_json(args.json, results)
     print(table(results))
     return 0
+
+
+def save_json(path: Path | None, results: dict[str, Any]) -> None:
+    """Write the figures so far (after every spec: a stopped run keeps what it measured)."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=1) + "\n", "utf-8")
 
 
 def table(results: dict[str, Any]) -> str:

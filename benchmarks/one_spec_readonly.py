@@ -120,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         row["total_s"] = round(time.perf_counter() - t0, 1)
         results["specs"][name] = row
         print(f"{name}: {json.dumps({k: v for k, v in row.items() if k != 'spec'})}", file=sys.stderr, flush=True)
-        if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(results, indent=1) + "\n", "utf-8")
+        one_spec.save_json(args.json, results)
     print(table(results))
     return 0
 
