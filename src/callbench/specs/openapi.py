@@ -24,6 +24,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from callbench.errors import SpecError
+from callbench.specs.hosts import registrable_domain
+from callbench.specs.hosts import same_site as _same_site
 from callbench.specs.patterns import compile_pattern, warn_unchecked_patterns
 from callbench.specs.refs import Resolver, format_location, freeze, read_document
 from callbench.specs.schema import (
@@ -507,13 +509,20 @@ class _Server:
     path_enums: tuple[tuple[frozenset[str] | None, ...], ...] = ()
 
     host_rx: re.Pattern[str] | None = None  # the host with enum variables as alternatives
+    # the registrable domain of a literal host (``trello.com`` for ``https://trello.com/1``), else
+    # None: the real-world rules take its sub-domains as the same server (:mod:`.hosts`)
+    site: str | None = None
 
-    def host_ok(self, host: str) -> bool:
+    def host_ok(self, host: str, same_site: bool = False) -> bool:
+        """Is ``host`` (lowercase, no default port) this server's? ``same_site`` (the real-world
+        rules): also any host of its registrable domain (:func:`callbench.specs.hosts.same_site`)."""
         if self.netloc is None:
             return True
         if self.host_rx is not None:
             return self.host_rx.fullmatch(host) is not None
-        return _enum_ok(self.netloc.fullmatch(host), self.netloc_enums)
+        if _enum_ok(self.netloc.fullmatch(host), self.netloc_enums):
+            return True
+        return same_site and _same_site(host, self.site)
 
     def strip(self, path: str) -> str | None:
         """``path`` (starting with "/") without this server's path prefix, or None if it lacks it."""
@@ -582,6 +591,24 @@ def _norm_netloc(netloc: str) -> str:
     return host
 
 
+#: Headers any HTTP client may send on any operation without the spec declaring them (the
+#: real-world rules: the data check, the strict scorer, the ``callbench`` grammar profile). They
+#: describe the transport and the client, not the call: ``Accept``, ``Accept-Encoding`` and
+#: ``Accept-Language`` negotiate the response (RFC 9110 section 12.5; OpenAPI describes responses by
+#: media type, not as parameters), ``Content-Type`` names a body's media type (and OpenAPI 3 ignores
+#: a header parameter named ``Accept`` or ``Content-Type``; real code sets it on a GET too, where
+#: it says nothing), ``User-Agent`` names the client (GitHub's API refuses requests without one,
+#: and its directory spec does not declare it). Lowercase; header names compare case-insensitively.
+#: Headers that change what the server does (``Authorization``, ``If-Match``, ``Prefer``...) are
+#: not here: they are credentials or the spec's own parameters.
+TRANSPORT_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type", "user-agent"})
+
+
+def is_transport_header(name: str) -> bool:
+    """Is ``name`` one of :data:`TRANSPORT_HEADERS` (case-insensitively)?"""
+    return name.lower() in TRANSPORT_HEADERS
+
+
 # -- the spec --------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class ApiSpec:
@@ -618,7 +645,7 @@ class ApiSpec:
     server_templates: tuple[tuple[str, Mapping[str, Any]], ...] = field(default=(), repr=False)
     # url -> matches (template, params): scoring matches the same expected URL for every
     # sample of a task and in every scoring mode
-    _match_cache: dict[str, tuple[tuple[_Template, dict[str, str]], ...]] = field(
+    _match_cache: dict[Any, tuple[tuple[_Template, dict[str, str]], ...]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -649,8 +676,10 @@ class ApiSpec:
         return self._resolver.resolve_value(obj)
 
     # -- URL matching ------------------------------------------------------------------------
-    def _api_paths(self, url: str) -> list[str]:
-        """Candidate API-relative paths for a URL (server prefixes stripped), best first."""
+    def _api_paths(self, url: str, same_site: bool = False) -> list[str]:
+        """Candidate API-relative paths for a URL (server prefixes stripped), best first.
+        ``same_site``: a host of a server's registrable domain is that server (see
+        :meth:`match_paths`' ``real_world``)."""
         text = url.strip()
         try:
             parts = urlsplit(text)
@@ -659,7 +688,7 @@ class ApiSpec:
         if not parts.netloc and not text.startswith("/") and parts.scheme == "":
             head = text.split("/", 1)[0]
             if "." in head and any(
-                s.netloc is not None and s.host_ok(_norm_netloc(head))
+                s.netloc is not None and s.host_ok(_norm_netloc(head), same_site)
                 for s in self._server_rx
             ):
                 try:
@@ -673,7 +702,7 @@ class ApiSpec:
             if not path.startswith("/"):
                 path = "/" + path
             for srv in self._server_rx:
-                if srv.netloc is not None and not srv.host_ok(host):
+                if srv.netloc is not None and not srv.host_ok(host, same_site):
                     continue
                 rest = srv.strip(path)
                 if rest is not None:
@@ -695,6 +724,7 @@ class ApiSpec:
         *,
         names_later: bool = False,
         headers: Mapping[str, Any] | None = None,
+        real_world: bool = False,
     ) -> list[PathMatch]:
         """Every path template matching ``url`` (any method), best first.
 
@@ -716,13 +746,28 @@ class ApiSpec:
         declare (``#add_shared_link``) then matches after every unlabelled template.
         ``names_later``: fixed names without a value (``#ResourceArn``) count as given (a reader
         that has the URL but not yet the ``params``, such as the grammar's key tracker).
+
+        ``real_world`` (how real code addresses a server: the strict scorer, the data check, the
+        ``callbench`` grammar profile; off for WAPIIBench's own rules): when the rules above match
+        no template, two more readings are tried, in this order, and the first that matches any
+        template is taken: (1) a host of the server host's registrable domain is that server
+        (``https://api.trello.com/1/boards`` on a spec whose server is ``https://trello.com/1``;
+        :mod:`callbench.specs.hosts`); (2) a path with one trailing ``/`` names the template
+        without it, and the reverse (``/boards/`` is ``/boards``: servers such as Express route
+        both alike by default, and real code writes either). Both are fallbacks: a URL the exact
+        rules match keeps its template, so a spec declaring ``/x`` and ``/x/`` apart keeps them
+        apart.
         """
-        ranked = self._match_cache.get(url)
+        key: Any = (url, True) if real_world else url
+        ranked = self._match_cache.get(key)
         if ranked is None:
             ranked = self._match_uncached(url)
+            if not ranked and real_world:
+                near = self._api_paths(url, same_site=True)
+                ranked = self._match_api_paths(near) or self._match_api_paths(near, toggle_slash=True)
             if len(self._match_cache) >= _MATCH_CACHE_SIZE:
                 self._match_cache.clear()
-            self._match_cache[url] = ranked
+            self._match_cache[key] = ranked
         if any(t.fixed or t.label is not None for t, _ in ranked):
             query = request_query(url, params)
             try:
@@ -749,10 +794,21 @@ class ApiSpec:
         return [PathMatch(t.template, dict(p), t.operations) for t, p in ranked]
 
     def _match_uncached(self, url: str) -> tuple[tuple[_Template, dict[str, str]], ...]:
+        return self._match_api_paths(self._api_paths(url))
+
+    def _match_api_paths(
+        self, api_paths: list[str], toggle_slash: bool = False
+    ) -> tuple[tuple[_Template, dict[str, str]], ...]:
+        """The templates the API-relative paths match, best first; ``toggle_slash``: each path's
+        trailing slash read the other way (``/x/`` as ``/x`` and ``/x`` as ``/x/``; not ``/``)."""
         found: dict[str, tuple[_Template, dict[str, str]]] = {}
-        for api_path in self._api_paths(url):
+        for api_path in api_paths:
             slash = len(api_path) > 1 and api_path.endswith("/")
             path = (api_path[:-1] if slash else api_path) or "/"
+            if toggle_slash:
+                if path == "/":
+                    continue
+                slash = not slash
             segments = [unquote(s) for s in path.split("/")[1:]]
             n = len(segments)
             candidates = self._by_first.get((n, segments[0]), ()) + self._wild_first.get(n, ())
@@ -786,13 +842,15 @@ class ApiSpec:
         *,
         names_later: bool = False,
         headers: Mapping[str, Any] | None = None,
+        real_world: bool = False,
     ) -> OperationMatch | None:
         """The best-ranked template matching ``url`` that declares ``method``, or None.
 
-        Use :meth:`match_paths` to tell "wrong method" (templates found) from "no such URL".
+        Use :meth:`match_paths` to tell "wrong method" (templates found) from "no such URL";
+        ``real_world``: its real-world readings of hosts and trailing slashes.
         """
         m = method.lower()
-        for pm in self.match_paths(url, params, names_later=names_later, headers=headers):
+        for pm in self.match_paths(url, params, names_later=names_later, headers=headers, real_world=real_world):
             op = pm.operations.get(m)
             if op is not None:
                 return OperationMatch(op, dict(pm.path_params))
@@ -1149,8 +1207,9 @@ class _Builder:
                 seg_vars = _pieces(seg, 1)
                 segments.append(seg_vars[0] if seg_vars else seg)
                 seg_enums.append(enums(seg_vars[1], False) if seg_vars else ())
+            site = registrable_domain(netloc_pattern.literals[0]) if netloc_pattern is not None and not host_vars else None
             patterns.append(
-                _Server(netloc_pattern, tuple(segments), _prefix_rank(spath), host_enums, tuple(seg_enums), host_rx)
+                _Server(netloc_pattern, tuple(segments), _prefix_rank(spath), host_enums, tuple(seg_enums), host_rx, site)
             )
         # Longer path prefixes first, so the most specific strip is the preferred candidate.
         patterns.sort(key=lambda s: -s.rank)

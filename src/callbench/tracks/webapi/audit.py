@@ -13,12 +13,19 @@ of :data:`SPEC_CLASSES`:
 - ``unknown_path``: the URL matches no path of the spec;
 - ``unknown_method``: the path has no operation for the method;
 - ``unknown_argument``: a ``params``/``headers``/``data`` entry the operation does not declare
-  (credentials of the spec's security schemes, ``Accept`` and ``Content-Type`` are legal);
+  (credentials of the spec's security schemes are legal, and so are the transport headers any
+  client may send, :data:`callbench.specs.openapi.TRANSPORT_HEADERS`: ``Accept``,
+  ``Accept-Encoding``, ``Accept-Language``, ``Content-Type`` -- on a GET too -- and ``User-Agent``);
 - ``missing_required``: a required query/header/cookie parameter or top-level body property absent;
 - ``schema_violation``: a value its schema rejects (type, ``enum``, bounds, ``pattern``, nested
   required properties, undeclared properties where ``additionalProperties: false``), judged by
   JSON Schema on the value as the spec types it (query, path, header and form values travel as
   text and are read as the parameter's type first).
+
+Both checks read URLs by the real-world rules (``ApiSpec.match(..., real_world=True)``, as the
+strict scorer does): a host of the server host's registrable domain is that server
+(``https://api.trello.com/1/boards`` on a spec whose server is ``https://trello.com/1``), and one
+trailing ``/`` more or less names the same path; both only where the exact rules match nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from callbench.specs import ApiSpec
+from callbench.specs.openapi import is_transport_header
 from callbench.specs.schema import schema_type, to_json_schema
 from callbench.tracks.webapi.dataset import WebApiTask
 from callbench.tracks.webapi.scoring import undeclared_auth
@@ -60,7 +68,7 @@ def _match(spec: ApiSpec, cfg: Mapping[str, Any]) -> Any:
     params = cfg.get("params") if isinstance(cfg.get("params"), Mapping) else None
     headers = cfg.get("headers") if isinstance(cfg.get("headers"), Mapping) else {}
     try:
-        return spec.match(cfg["method"], cfg["url"], params, headers=headers)
+        return spec.match(cfg["method"], cfg["url"], params, headers=headers, real_world=True)
     except TypeError:  # a loader without header-aware matching
         return spec.match(cfg["method"], cfg["url"], params)
 
@@ -69,7 +77,7 @@ def _match_paths(spec: ApiSpec, cfg: Mapping[str, Any]) -> list[Any]:
     params = cfg.get("params") if isinstance(cfg.get("params"), Mapping) else None
     headers = cfg.get("headers") if isinstance(cfg.get("headers"), Mapping) else {}
     try:
-        return spec.match_paths(cfg["url"], params, headers=headers)
+        return spec.match_paths(cfg["url"], params, headers=headers, real_world=True)
     except TypeError:
         return spec.match_paths(cfg["url"], params)
 
@@ -87,7 +95,9 @@ def audit_gold(task: WebApiTask, spec: ApiSpec) -> list[GoldIssue]:
             issues += [
                 GoldIssue(task.id, "illegal_argument", loc, k)
                 for k in values
-                if not spec.is_legal_argument(op, spec_loc, k) and not undeclared_auth(spec, loc, str(k))
+                if not spec.is_legal_argument(op, spec_loc, k)
+                and not undeclared_auth(spec, loc, str(k))
+                and not (loc == "headers" and is_transport_header(str(k)))
             ]
     for spec_loc, names in spec.required_arguments(op).items():
         loc = {"header": "headers", "query": "params", "body": "data"}.get(spec_loc)
@@ -222,7 +232,7 @@ def _only_fixed_pairs(spec: ApiSpec, config: Mapping[str, Any], query: str) -> b
     params = config.get("params") if isinstance(config.get("params"), Mapping) else None
     headers = config.get("headers") if isinstance(config.get("headers"), Mapping) else {}
     try:
-        m = spec.match(method, str(config.get("url")), params, headers=headers)
+        m = spec.match(method, str(config.get("url")), params, headers=headers, real_world=True)
     except TypeError:  # a loader without query-aware matching
         return False
     if m is None:
@@ -263,6 +273,8 @@ def cross_check_config(config: Mapping[str, Any], spec: ApiSpec) -> list[CrossFi
         for name in values:
             if loc == "headers" and str(name).lower() == "cookie":
                 continue  # cookie parameters are checked one by one below
+            if loc == "headers" and is_transport_header(str(name)):
+                continue  # Accept, Content-Type, User-Agent...: any client may send them anywhere
             if not spec.is_legal_argument(op, _SPEC_LOC[loc], str(name)) and not undeclared_auth(spec, loc, str(name)):
                 # an Authorization header on a spec declaring no security is real code's credential
                 # (scored as undeclared, not illegal: issue 29), not a gold the spec refutes

@@ -25,6 +25,15 @@ without exactly one server). The definitions:
     booleans never equal numbers; query, path and header values are also equal when they are the
     same string on the wire (``159874`` vs ``'159874'``);
   * header names compare case-insensitively (HTTP semantics), also for the ignored headers;
+  * the ignored headers are all the transport headers any client may send
+    (:data:`~callbench.specs.openapi.TRANSPORT_HEADERS`): besides ``Accept`` and ``Content-Type``
+    (on any method), ``User-Agent``, ``Accept-Encoding`` and ``Accept-Language`` where the
+    operation does not declare them (they describe the client, not the call; GitHub's API wants
+    a ``User-Agent`` its spec does not declare); a declared one is an argument like any other;
+  * URLs are read by the real-world rules (:meth:`ApiSpec.match_paths`' ``real_world``): a host
+    of the server host's registrable domain is that server (``api.trello.com`` for a spec whose
+    server is ``trello.com``), and one trailing ``/`` more or less names the same path, where the
+    exact rules match nothing;
   * extra arguments are judged legal or illegal against the spec of the **generated** endpoint
     (falling back to the expected one when the generated endpoint does not exist);
   * an extra query parameter or header written as ``key: null`` is ignored (axios sends nothing);
@@ -83,6 +92,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from callbench.specs import ApiSpec, schema_type
+from callbench.specs.openapi import is_transport_header
 from callbench.specs.schema import bounds_violation
 
 Scoring = Literal["strict", "compat"]
@@ -186,14 +196,21 @@ def correct_except_credentials(v: SampleVerdict) -> bool | None:
     return None if unknown else True
 
 
-def _is_special(name: str, mode: Scoring) -> bool:
+def _is_special(name: str, mode: Scoring, op: Any = None) -> bool:
+    """A header that is not an argument of the call. Compat: ``Accept`` and ``Content-Type``
+    (exact names). Strict: those two (any case) and the other transport headers any client may
+    send (:data:`~callbench.specs.openapi.TRANSPORT_HEADERS`: ``User-Agent``, ``Accept-Encoding``,
+    ``Accept-Language``) where ``op`` does not declare them as header parameters."""
     if mode == "compat":
         return name in SPECIAL_HEADERS
-    return name.lower() in ("accept", "content-type")
+    low = name.lower()
+    if low in ("accept", "content-type"):
+        return True
+    return is_transport_header(low) and (op is None or op.parameter("header", name, case_insensitive=True) is None)
 
 
 def _with_path_params(
-    config: dict[str, Any], spec: ApiSpec, mode: Scoring = "compat"
+    config: dict[str, Any], spec: ApiSpec, mode: Scoring = "compat", expected: bool = False
 ) -> tuple[dict[str, Any], list[Any]]:
     """Copy of ``config`` with ``path_params`` from its first matching template, and all matches.
 
@@ -202,12 +219,22 @@ def _with_path_params(
     read as ``params`` (they are the same query on the wire; the recorder does the same to the
     request the code sends), so ``'/?action=balance'`` and ``params: {action: 'balance'}`` are the
     same argument. (Both modes: no WAPIIBench row has a query in its URL, so compat's figures are
-    those of the published scorer.)"""
+    those of the published scorer.)
+
+    Strict reads URLs by the real-world rules (``ApiSpec.match_paths(..., real_world=True)``: a
+    host of the server's registrable domain, one trailing ``/`` more or less). Compat keeps the
+    published matching, except for an ``expected`` URL only those rules match (a real-world row's
+    gold: without them there is no expected template to score against)."""
     out = dict(config)
     url = config.get("url")
     params = config.get("params") if isinstance(config.get("params"), dict) else None
     headers = config.get("headers") if isinstance(config.get("headers"), dict) else {}
-    matches = spec.match_paths(url, params, headers=headers) if isinstance(url, str) and url else []
+    matches = []
+    if isinstance(url, str) and url:
+        real = mode == "strict"
+        matches = spec.match_paths(url, params, headers=headers, real_world=real)
+        if not matches and expected and not real:
+            matches = spec.match_paths(url, params, headers=headers, real_world=True)
     if matches and matches[0].path_params:
         out["path_params"] = dict(matches[0].path_params)
     if isinstance(url, str) and "?" in url:
@@ -227,14 +254,15 @@ def _with_path_params(
 
 def expected_argument_counts(expected: dict[str, Any], spec: ApiSpec, mode: Scoring) -> dict[str, int]:
     """Argument counts per location, special headers excluded (used for non-executable samples)."""
-    exp, _ = _with_path_params(expected, spec, mode)
+    exp, matches = _with_path_params(expected, spec, mode, expected=True)
+    op = matches[0].operations.get(str(exp.get("method", "")).lower()) if matches else None
     counts: dict[str, int] = {}
     for loc in LOCATIONS:
         value = exp.get(loc)
         if isinstance(value, dict):
             n = len(value)
             if loc == "headers":
-                n -= sum(1 for k in value if _is_special(k, mode))
+                n -= sum(1 for k in value if _is_special(k, mode, op))
             counts[loc] = n
     return counts
 
@@ -486,7 +514,7 @@ def compare_requests(
     expected: dict[str, Any], actual: dict[str, Any], spec: ApiSpec, mode: Scoring = "strict"
 ) -> SampleVerdict:
     """Verdicts for an executed sample whose code produced the request ``actual``."""
-    exp, exp_matches = _with_path_params(expected, spec, mode)
+    exp, exp_matches = _with_path_params(expected, spec, mode, expected=True)
     act, act_matches = _with_path_params(actual, spec, mode)
     if not exp_matches:
         raise ValueError(f"expected URL {expected.get('url')!r} matches no path of the spec {spec.source}")
@@ -532,7 +560,7 @@ def compare_requests(
             if isinstance(exp.get(loc), dict)
             for name in exp[loc]
             if _is_credential(spec, loc, name, mode)
-            and not (loc == "headers" and _is_special(name, mode))
+            and not (loc == "headers" and _is_special(name, mode, exp_op))
             and _find_key(act.get(loc) if isinstance(act.get(loc), dict) else {}, name, loc == "headers") is None
         ]
         if left_out:
@@ -556,7 +584,7 @@ def compare_requests(
         ci = loc == "headers" and mode == "strict"
         matched: set[str] = set()
         for name, exp_value in exp_values.items():
-            if loc == "headers" and _is_special(name, mode):
+            if loc == "headers" and _is_special(name, mode, exp_op):
                 continue
             cred = _is_credential(spec, loc, name, mode)
             key = _find_key(act_values, name, ci)
@@ -584,7 +612,7 @@ def compare_requests(
                 bounds = out_of_bounds(spec, judge_op, loc, name, act_values[key])
             args.append(ArgumentVerdict(loc, name, verdict, exp_value, act_values[key], cred, bounds, note))
         for name, act_value in act_values.items():
-            if name in matched or (loc == "headers" and _is_special(name, mode)):
+            if name in matched or (loc == "headers" and _is_special(name, mode, judge_op)):
                 continue
             if _find_key(exp_values, name, ci) is not None:
                 continue
