@@ -43,7 +43,8 @@ def test_constraint_allows_variables_in_scope(data_root):
     spec = load_spec(data_root / "wapiibench/openapi/test/petstore-expanded-modified.yaml")
     starter = "const petId = 7;\n// Fetch\nconst axios = require('axios');\naxios."
     idents = sorted(in_scope(starter) | {"apiToken"})
-    assert idents == ["apiToken", "petId"]
+    assert idents == ["apiToken", "petId", "process"]  # process: the Node global (js_scope)
+    assert in_scope(starter, real_world=False) == {"petId"}  # the paper profile: declared names only
     call = "get(`https://petstore.swagger.io/v2/pets/${petId}`, {headers: {Authorization: apiToken}});"
     assert check_continuation(spec, call, identifiers=idents).allowed
     assert not check_continuation(spec, call, identifiers=["apiToken"]).allowed  # petId unknown

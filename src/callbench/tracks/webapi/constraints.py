@@ -10,17 +10,25 @@ from callbench.specs import ApiSpec
 from callbench.tracks.webapi.dataset import WebApiTask
 
 
-def in_scope(starter: str) -> set[str]:
-    """Variables the starter code declares (usable as values in the call), except axios itself."""
+def in_scope(starter: str, *, real_world: bool = True) -> set[str]:
+    """The names a completion of `starter` may use as values: those visible where the starter ends
+    (`callbench.sandbox.js_scope.visible_names`: the enclosing functions' parameters, the locals
+    declared before the cut in the enclosing blocks, top-level declarations and imports, implicit
+    globals of sloppy code, ``this`` inside a method or function, the Node global ``process``),
+    except axios itself.
+
+    real_world: keep ``this`` and ``process``, which the real-world grammar profile reads as the
+    roots of member chains (``this.baseUrl``, ``process.env.KEY``; see ``GrammarOptions.real_world``).
+    Off (the paper profile, whose values are bare identifiers): only names the starter declares or
+    binds, so WAPIIBench's top-level starters keep the identifiers they always had."""
     if not starter:
         return set()
-    from callbench.sandbox import prepare_code
+    from callbench.sandbox.js_scope import NODE_GLOBALS, visible_names
 
-    try:
-        _, declared = prepare_code(starter)
-    except Exception:  # noqa: BLE001 - a starter we cannot parse just contributes no names
-        return set()
-    return {name for name in declared if name != "axios"}
+    names = set(visible_names(starter)) - {"axios"}
+    if not real_world:
+        names -= {"this", *NODE_GLOBALS}
+    return names
 
 
 class ConstraintFactory:
@@ -35,8 +43,8 @@ class ConstraintFactory:
         from callbench.constrain.webapi_constraint import webapi_constraint
         from callbench.constrain.webapi_grammar import GrammarOptions, build_webapi_grammar
 
-        idents = tuple(sorted(set(task.definitions or {}) | in_scope(starter)))
         options = self.options or GrammarOptions()
+        idents = tuple(sorted(set(task.definitions or {}) | in_scope(starter, real_world=options.real_world)))
         if self.setup == "args":
             key = (id(spec), "args", task.config.method, task.config.url, idents)
             method, url = task.config.method, task.config.url
