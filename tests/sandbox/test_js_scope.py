@@ -219,6 +219,10 @@ def test_the_grammar_accepts_a_handlers_req_and_a_methods_this():
     assert r.allowed, r.reason
     r = _check(EXPRESS, "get('https://api.example.com/v1/search', { params: { q: process.env.DEFAULT_Q } });")
     assert r.allowed, r.reason
+    r = _check(EXPRESS, "get(`https://api.example.com/v1/items/${req.params.id}`);")
+    assert r.allowed, r.reason
+    r = _check(CLASS, "get(`https://api.example.com/v1/items/${process.env.ITEM_ID}`);")
+    assert r.allowed, r.reason
     # before visible_names, the names inside the handler were not in scope
     from callbench.constrain.check import check_continuation
     from callbench.sandbox import prepare_code
