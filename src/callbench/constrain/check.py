@@ -289,6 +289,9 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
     ws = _ws_reason(g.options, text[:pos], ch) if ch in " \t\r\n" and state not in ("url", "done") else None
     if ws is not None:
         return ws
+    req = _request_reason(spec, g, tr, ctx, text, pos, ch)
+    if req is not None:
+        return req
     if state == "method":
         word = re.match(r"[A-Za-z_$][A-Za-z0-9_$]*", text)
         name = word.group(0) if word else ""
@@ -335,6 +338,67 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
     if state == "done":
         return "after the call's ')' only ';', '.then(', '.catch(', '.finally(' or a new line may follow"
     return f"unexpected {ch!r}: the text leaves the JavaScript the grammar admits"
+
+
+def _request_reason(
+    spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, ctx: dict[str, Any], text: str, pos: int, ch: str
+) -> str | None:
+    """Why the grammar refuses ``ch`` in ``axios.request(...)`` (None: not there, or the generic
+    reasons apply: once its method and URL name the operation, its object is that operation's
+    config)."""
+    state = ctx.get("state")
+    word = re.match(r"\s*request\b", text)
+    if word is None:
+        return None
+    if not g.options.real_world:
+        return (
+            f"axios.request({{...}}) is not part of the --cd-profile {g.options.profile} grammar: "
+            "write axios.<method>(url, ...)"
+        )
+    form = tr.request_form
+    if form is None and state == "url":  # right after `request(`
+        return (
+            "axios.request takes one object literal that starts with its method and url "
+            "({ method: 'get', url: '...', ... }); a config held in a variable cannot be checked"
+        )
+    if form != "head":
+        return None
+    if state == "key":
+        key = _full_key(ctx.get("partial", ""), text, pos, tr)
+        if key in ("method", "url"):
+            return None
+        return (
+            f"key {key or ch!r} before the method and url are given: axios.request's object starts "
+            "with method and url (either order; no method is a GET), then the operation's config keys"
+        )
+    if state != "value":
+        return None
+    url = tr.request_url
+    if ctx.get("key") == "method":
+        start = max(text.rfind(q, 0, pos + 1) for q in "'\"`")
+        m = re.match(r"(['\"`])([^'\"`\\]*)", text[start:]) if start >= 0 else None
+        name = m.group(2) if m else ch
+        if url is None:
+            defined = sorted({op.method for op in spec.operations if op.method in AXIOS_METHODS})
+            return f"method {name!r} of axios.request is not one the spec defines ({', '.join(defined)})"
+        allowed = sorted({mm for pm in spec.match_paths(url) for mm in pm.operations})
+        return f"method {name!r} is not allowed for URL '{url}' (the path allows {', '.join(allowed) or 'no method'})"
+    if ctx.get("key") == "url":
+        heads = list(re.finditer(r"(?:\burl|'url'|\"url\")\s*:\s*(?=['\"`])", text[:pos]))
+        if not heads:
+            return "the URL of axios.request must be a string literal"
+        start = heads[-1].end()
+        method = tr.method
+        if method is None:  # the URL first: any method its path allows may follow
+            rest = text[start:]
+            end = rest.find(rest[0], 1)
+            probe = re.sub(r"\$\{[^}]*\}", "1", rest[1 : end if end > 0 else len(rest)])
+            methods = sorted({mm for pm in spec.match_paths(probe) for mm in pm.operations if mm in AXIOS_METHODS})
+            if not methods:
+                return f"URL '{probe}' matches no path of the spec (axios.request, any method)"
+            method = methods[0]
+        return _url_reason(spec, g, method, text[start:], pos - start)
+    return None
 
 
 def _arg_frames(tr: KeyTracker) -> list[Any]:

@@ -272,6 +272,10 @@ C_METHOD, C_URL, C_AFTER, C_ARG = range(4)
 O_KEY, O_COLON, O_VALUE, O_AFTER = range(4)
 # array-frame states
 A_ITEM, A_AFTER = range(2)
+# axios.request({...}) (see KeyTracker._req)
+R_NONE, R_HEAD, R_DONE = range(3)
+#: the request form's object until its ``method``/``url`` name the operation
+_REQUEST_HEAD = ObjShape("config", {"method": None, "url": None}, frozenset({"url"}))
 _FREE = ObjShape("object", {}, extra=None)
 # where credentials go: the object path -> the location name credentials use
 _CRED_PLACES = {"config.headers": "headers", "config.params": "params"}
@@ -416,6 +420,9 @@ class KeyTracker:
         "_shared",
         "_key_firsts",
         "_cred",
+        "_req",
+        "_cap",
+        "_req_url",
     )
 
     def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
@@ -437,6 +444,11 @@ class KeyTracker:
         # credential choice (only when the operation's cred_any is set): atoms given, config
         # keys given (headers/params), and places given as identifiers; see _cred_key
         self._cred: tuple[frozenset[tuple[str, str]], frozenset[str], frozenset[str]] = _NO_CRED
+        # axios.request({...}): R_NONE (positional form), R_HEAD (its object before the operation
+        # is known), R_DONE; the key whose literal value is captured ("method"/"url"); the URL read
+        self._req = R_NONE
+        self._cap: str | None = None
+        self._req_url: str | None = None
         self.violation: str | None = None
         # allows() verdicts for the current state: "feeding exactly these bytes now is fine",
         # keyed on whole tokens and on the normalised forms that share a verdict (see allows).
@@ -582,6 +594,7 @@ class KeyTracker:
         t._url = bytearray(self._url) if self._url is not None else None
         t._method, t._args, t.violation = self._method, self._args, self.violation
         t._cred = self._cred
+        t._req, t._cap, t._req_url = self._req, self._cap, self._req_url
         t._memo = {}
         t._sens = None
         return t
@@ -723,6 +736,17 @@ class KeyTracker:
     def args(self) -> OpArgs | None:
         """The operation's arguments once the URL has been read (setup args: from the start)."""
         return self._args
+
+    @property
+    def request_form(self) -> str | None:
+        """``"head"`` inside ``axios.request({...})`` before its method and URL name the
+        operation, ``"named"`` after, None in the positional form."""
+        return {R_HEAD: "head", R_DONE: "named"}.get(self._req)
+
+    @property
+    def request_url(self) -> str | None:
+        """The URL literal of ``axios.request({...})`` once read (holes written as ``1``)."""
+        return self._req_url
 
     @property
     def key_quote(self) -> str | None:
@@ -963,7 +987,13 @@ class KeyTracker:
             else:
                 self._lost()
         elif st == C_URL:
-            if b in _QUOTES:
+            if b == _LBRACE and self._method == "request" and self.grammar.options.real_world:
+                # axios.request({ method, url, ...config }): the config is the only argument
+                self._method = None
+                self._req = R_HEAD
+                top.state, top.argi = C_AFTER, 2
+                self._frames.append(_Frame("obj", O_KEY, "config", shape=_REQUEST_HEAD))
+            elif b in _QUOTES:
                 self._mode, self._q, self._esc, self._hole, self._dollar = M_STR, b, False, False, False
                 self._url = bytearray()
             else:
@@ -1017,6 +1047,10 @@ class KeyTracker:
             self._frames.append(_Frame("arr", A_ITEM, path, item=item))
         elif b in _QUOTES:
             self._mode, self._q, self._esc, self._hole, self._dollar = M_STR, b, False, False, False
+            if self._cap is not None:
+                self._url = bytearray()  # the request form's method or URL literal, read as a URL
+        elif self._cap is not None:
+            self._lost()  # a method or URL that is not a literal: nothing to check against
         elif b in _SCALAR:
             self._mode = M_SCALAR
         else:
@@ -1033,6 +1067,8 @@ class KeyTracker:
         top = self._frames[-1]
         if top.kind == "obj":
             top.state = O_AFTER
+            if self._cap is not None:
+                self._request_value()
         elif top.kind == "arr":
             top.state = A_AFTER
         else:
@@ -1049,6 +1085,10 @@ class KeyTracker:
         self._value_done()
 
     def _close_obj(self, top: _Frame) -> None:
+        if self._req == R_HEAD and len(self._frames) == 2:
+            self._request_resolve(top, "get")  # no method given: axios' default
+            if self._mode == M_LOST:
+                return
         shape = top.shape
         assert shape is not None
         missing = shape.required - top.used
@@ -1094,8 +1134,31 @@ class KeyTracker:
             return f"credential missing (needs {need})"
         return f"no credential left possible (needs {need})"
 
-    def _resolve_url(self) -> None:
-        url = bytes(self._url or b"").decode("utf-8", "replace")
+    def _request_value(self) -> None:
+        """The request form's ``method`` or ``url`` literal was read: the operation is known once
+        both are (the URL first and no method: at the next key or ``}``, as a GET)."""
+        text = bytes(self._url or b"").decode("utf-8", "replace")
+        cap, self._cap, self._url = self._cap, None, None
+        if cap == "method":
+            self._method = text.lower()
+        else:
+            self._req_url = text
+        if self._method is not None and self._req_url is not None:
+            self._request_resolve(self._frames[-1], self._method)
+
+    def _request_resolve(self, top: _Frame, method: str) -> None:
+        if self._req_url is None:
+            self._lost()
+            return
+        self._method = method
+        self._resolve_url(self._req_url)
+        if self._args is None:
+            return  # lost: the URL names no operation with this method
+        self._req = R_DONE
+        top.shape = self._model.request_tracked(self._args)
+
+    def _resolve_url(self, text: str | None = None) -> None:
+        url = bytes(self._url or b"").decode("utf-8", "replace") if text is None else text
         self._url = None
         method = self._method or ""
         if url.startswith("\0"):  # the server as a variable: whichever of the spec's servers
@@ -1119,6 +1182,16 @@ class KeyTracker:
 
     def _key_done(self, key: str) -> None:
         top = self._frames[-1]
+        if self._req == R_HEAD and len(self._frames) == 2:
+            if key in ("method", "url"):
+                self._cap = key
+            elif self._req_url is not None and "method" not in top.used:
+                self._request_resolve(top, "get")  # the URL and no method: a GET
+                if self._mode == M_LOST:
+                    return
+            else:
+                self._lost()  # the grammar starts the object with the method and the URL
+                return
         shape = top.shape
         assert shape is not None
         norm = shape.norm(key)

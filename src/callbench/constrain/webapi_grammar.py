@@ -38,6 +38,15 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   credential parameter, :data:`CREDENTIAL_PARAMS`) satisfies it, values may be member expressions
   and shorthand properties of identifiers in scope, ``http``/``https`` are one server, and an
   ``Authorization`` header is allowed on a spec declaring no security scheme.
+* Call forms (``real_world`` only): ``request({ method: 'post', url: '<URL>', ...config })``,
+  axios' config-object call (:meth:`_Builder.request_form`). Its object starts with ``method`` and
+  ``url`` in either order (no ``method``: a GET, axios' default); the method is a literal (any
+  case) naming a method the URL's path allows; then come the operation's config keys, ``data``
+  its body (:meth:`SpecModel.request_config`). Keys before the two are refused (the operation,
+  hence the legal keys, is known only from them), as is a config held in a variable
+  (``request(config)``: its content cannot be checked) and a method or URL that is not a
+  literal. ``axios(config)`` cannot follow the starter's ``axios.``; staged grammars (the
+  largest specs) offer the positional form only.
 * Whitespace between tokens is bounded (``space_max``/``indent_max``): a few spaces or tabs, or
   one line break followed by indentation, so a model cannot spend its tokens padding.
 
@@ -458,6 +467,8 @@ class SpecModel:
         self._shapes: dict[int, ObjShape] = {}
         self._items: dict[int, Any] = {}
         self._unions: dict[tuple[int, ...], Mapping[str, Any]] = {}
+        # axios.request({...}) config shapes per OpArgs (kept with it): (args, grammar's, tracker's)
+        self._requests: dict[int, tuple[OpArgs, ObjShape, ObjShape]] = {}
         self._ops: dict[tuple[int, bool, bool], OpArgs] = {}
         self._query: dict[int, Any] = {}
         self._given: dict[tuple[int, frozenset[str]], OpArgs] = {}
@@ -803,6 +814,30 @@ class SpecModel:
         self._given[key] = out
         self._keep.append((args, out))
         return out
+
+    def request_config(self, args: OpArgs) -> ObjShape:
+        """The config object of ``axios.request({...})`` for ``args``' operation, less its
+        ``method`` and ``url``: the config's keys, and the body as ``data`` (required where the
+        positional form requires the data argument). The key tracker adds ``method``/``url``
+        (:meth:`request_tracked`)."""
+        hit = self._requests.get(id(args))
+        if hit is not None and hit[0] is args:
+            return hit[1]
+        props = dict(args.config.props)
+        req = set(args.config.required)
+        if args.operation.method in BODY_METHODS:
+            props["data"] = args.data
+            if args.data_mandatory:
+                req.add("data")
+        shape = ObjShape("config", props, frozenset(req))
+        tracked = ObjShape("config", {"method": _STRING, "url": _STRING, **props}, frozenset(req))
+        self._requests[id(args)] = (args, shape, tracked)
+        return shape
+
+    def request_tracked(self, args: OpArgs) -> ObjShape:
+        """:meth:`request_config` with ``method`` and ``url`` (the object the key tracker follows)."""
+        self.request_config(args)
+        return self._requests[id(args)][2]
 
     def body(self, op: Operation) -> Any:
         """Descriptor of the request body: an ObjShape for object bodies (keys exactly as
@@ -1500,6 +1535,21 @@ class _Builder:
         if hit is not None:
             return hit
         ws = self.ws()
+        m = self.object_members(shape)
+        if m is not None:
+            name = self.listed("o", "{", m, "}")
+        else:
+            name = self.rule("o", f'"{{" {ws} "}}"')
+        self.memo[key] = name
+        return name
+
+    def object_members(self, shape: ObjShape) -> str | None:
+        """The symbol of one member (``key: value`` or a shorthand) of an object of ``shape``
+        (None: no key is allowed)."""
+        key = ("members", id(shape), *self.ctx())
+        if key in self.memo:
+            return self.memo[key]  # type: ignore[no-any-return]
+        ws = self.ws()
         members = []
         inner = self.nest + 1
         for name, desc in shape.props.items():
@@ -1528,13 +1578,9 @@ class _Builder:
             with self.at(nest=inner):
                 v = self.value(shape.extra)
             members.append(self.rule("p", f'{anykey} {ws} ":" {ws} {v}'))
-        if members:
-            m = self.alt("m", members)
-            name = self.listed("o", "{", m, "}")
-        else:
-            name = self.rule("o", f'"{{" {ws} "}}"')
-        self.memo[key] = name
-        return name
+        m = self.alt("m", members) if members else None
+        self.memo[key] = m
+        return m
 
     def shorthand(self, name: str, desc: Any) -> bool:
         """May the key be written as a shorthand property (``{ limit }``, ``{ params }``)?
@@ -1823,6 +1869,8 @@ class _Builder:
                 return self._full_start_regex(by_method, templates, head)
         ws = self.ws()
         calls = []
+        if not head and only_op is None and self.opt.real_world:
+            calls.append(self.request_form(by_method, lambda items: self._url_trie(items, found_by)))
         for method in AXIOS_METHODS:
             ops = by_method.get(method)
             if not ops:
@@ -1854,6 +1902,76 @@ class _Builder:
         if not calls:
             raise GrammarError(f"{self.spec.source}: no URL is left for method {only!r}")
         return "start: " + " | ".join(calls)
+
+    def _url_trie(self, items: list[tuple[str, int, str]], found_by: dict[str, list[Any]]) -> str | None:
+        """The URLs of the operations ``(method, index in by_method[method], continuation)`` as
+        one trie per quote (:meth:`trie_symbols`), each URL followed by its continuation."""
+        per_quote: dict[str, list[tuple[tuple[tuple[str, ...], ...], str]]] = {q: [] for q in QUOTES}
+        for method, i, after in items:
+            for q, ws_q in found_by[method][i].items():
+                for w in ws_q:
+                    per_quote[q].append((tuple((self.segment_term(x),) for x in w), after))
+        alts = []
+        for q in QUOTES:
+            if per_quote[q]:
+                (paths,) = self.trie_symbols(per_quote[q], "t")
+                alts.append(f"{self.server_rule(q)} {paths}")
+        return self.alt("urls", alts) if alts else None
+
+    def request_form(self, by_method: dict[str, list[Operation]], urls_of: Any) -> str:
+        """``request({ method: 'post', url: '<URL>', ...config })`` (``real_world`` only): axios'
+        config-object call. The object starts with ``method`` and ``url`` in either order (no
+        ``method``: GET, axios' default); ``method`` is a literal (any case, any quote) naming a
+        method the URL's path allows (method first: only that method's URLs follow; URL first:
+        only the methods of the operations the URL can name). The operation's config keys
+        follow (``params``, ``headers``, ``auth``, and ``data`` as its body), as in the
+        positional form (:meth:`SpecModel.request_config`). ``urls_of(items)``: the URL
+        alternatives of ``(method, index, continuation)`` items (a trie, or regexes)."""
+        ws = self.ws()
+        mkey, ukey = self.key_term("method", False), self.key_term("url", False)
+        first: list[str] = []
+        url_items: list[tuple[str, int, str]] = []
+        for method in AXIOS_METHODS:
+            ops = by_method.get(method)
+            if not ops:
+                continue
+            lit = self.term("MT", "/(?i:" + "|".join(_rx(q + method + q) for q in QUOTES) + ")/")
+            rests = [self.request_rest(self._args(op)) for op in ops]
+            urls = urls_of([(method, i, f"{ws} {r}") for i, r in enumerate(rests)])
+            if urls is not None:
+                first.append(f'{lit} {ws} "," {ws} {ukey} {ws} ":" {ws} {urls}')
+            named = self.rule("rm", f'"," {ws} {mkey} {ws} ":" {ws} {lit} {ws}')
+            for i, r in enumerate(rests):
+                after = self.rule("ra", f"{ws} {named} {r}" + (f" | {ws} {r}" if method == "get" else ""))
+                url_items.append((method, i, after))
+        alts = []
+        if first:
+            alts.append(f'{mkey} {ws} ":" {ws} {self.alt("rf", first)}')
+        urls = urls_of(url_items)
+        if urls is not None:
+            alts.append(f'{ukey} {ws} ":" {ws} {urls}')
+        return self.rule("call", f'"request" {ws} "(" {ws} "{{" {ws} {self.alt("rq", alts)}')
+
+    def request_rest(self, args: OpArgs) -> str:
+        """What follows ``method`` and ``url`` in :meth:`request_form`'s object: the rest of its
+        members, its ``}``, an optional trailing comma and the call's ``)``."""
+        shape = self.model.request_config(args)
+        key = ("reqrest", id(shape))
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        ws = self.ws()
+        close = self.rule("rc", f'"}}" {ws} ("," {ws})? {self.end()}')
+        with self.at(nest=-1, in_body=False):  # as config_value: its params/headers/data are level 0
+            m = self.object_members(shape)
+        if m is None:
+            name = self.rule("rt", f'{close} | "," {ws} {close}')
+        else:
+            body, name = self._name("rb"), self._name("rt")
+            self.rules[body] = f"{close} | {m} {ws} {name}"
+            self.rules[name] = f'{close} | "," {ws} {body}'
+        self.memo[key] = name
+        return name
 
     def segment_term(self, piece: Piece) -> str:
         """The terminal of one URL piece: its regex, less the better-ranked pieces it excludes."""
@@ -1936,6 +2054,13 @@ class _Builder:
         segment words cannot express a template's shadowing."""
         ws = self.ws()
         calls = []
+        if not head and self.opt.real_world:
+
+            def urls_of(items: list[tuple[str, int, str]]) -> str | None:
+                alts = [f"{self.url_term(templates, by_method[m][i].path, m)} {after}" for m, i, after in items]
+                return self.rule("urls", " | ".join(dict.fromkeys(alts))) if alts else None
+
+            calls.append(self.request_form(by_method, urls_of))
         for method in AXIOS_METHODS:
             ops = by_method.get(method)
             if not ops:
