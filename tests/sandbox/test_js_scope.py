@@ -185,6 +185,9 @@ def _spec():
             "/items/{id}": {"get": {"parameters": [
                 {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
             ], "responses": ok}},
+            "/items/search": {"get": {"parameters": [
+                {"name": "q", "in": "query", "schema": {"type": "string"}},
+            ], "responses": ok}},
         },
     }
     return build_spec(doc, Path("/scope/openapi.yaml"), "scope.yaml")
@@ -243,3 +246,14 @@ def test_the_grammar_still_rejects_names_not_visible_at_the_cut():
     # and a wrong path or an undeclared argument stays illegal whatever the scope
     assert not _check(CLASS, "get(`${this.baseUrl}/nope/${id}`);").allowed
     assert not _check(EXPRESS, "get('https://api.example.com/v1/search', { params: { q: req.query.q, nope: 1 } });").allowed
+
+
+def test_literal_paths_stay_writable_with_names_in_scope():
+    """Every starter now has names in scope (``process`` at least): a literal URL -- a fixed
+    segment beside a path hole, a hole's literal value -- must still be accepted with them."""
+    for starter in (EXPRESS, CLASS, "axios."):
+        for call in ("get('https://api.example.com/v1/items/search');",
+                     "get('https://api.example.com/v1/items/abc');",
+                     "get('https://api.example.com/v1/search', { params: { q: 'cats' } });"):
+            r = _check(starter, call)
+            assert r.allowed, (starter[-20:], call, r.reason)
