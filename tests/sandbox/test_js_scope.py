@@ -151,6 +151,25 @@ def test_unparsable_input_gives_what_can_be_read():
     assert {"broken", "zz"} <= names("foo(a b { const broken = 1; function (zz) { axios.")
 
 
+def test_every_prefix_of_a_file_gives_names_of_that_prefix():
+    """Cut anywhere (mid-token, mid-string, mid-comment): no error, and every name listed is
+    ``this``, ``process`` or a name written in the text before the cut."""
+    import re
+
+    file = (
+        "import x from 'x';\nconst BASE = 'https://api.example.com/v1'; // a comment\n"
+        "class Api {\n  constructor(key) { this.key = key; }\n"
+        "  async search({ q, page = 1 }) {\n    const url = `${BASE}/search?q=${q}`;\n"
+        "    try { return (await axios.get(url, { params: { page } })).data; } catch (err) { return null; }\n"
+        "  }\n}\nmodule.exports = (app) => app.get('/s', async (req, res) => res.json(await new Api(1).search(req.query)));\n"
+    )
+    for cut in range(len(file) + 1):
+        prefix = file[:cut]
+        got = names(prefix)
+        written = set(re.findall(r"[A-Za-z_$][A-Za-z0-9_$]*", prefix))
+        assert got - {"this", "process"} <= written, (cut, got - written)
+
+
 def test_over_budget_input_gives_no_names():
     assert visible_names("const a = 1;\n" + "x" * MAX_CODE_CHARS + "\naxios.") == ()
     assert visible_names("const a = 1;\n" + "(" * (MAX_NESTING + 1) + "axios.") == ()
