@@ -30,7 +30,14 @@ def test_parameters_of_every_enclosing_function():
 
 def test_arrow_parameters_and_express_handler_params():
     assert names("module.exports = async (chat_id, text) => {\n  await axios.") == {"chat_id", "text", "process"}
-    assert names("const f = x => axios.") == {"f", "x", "process"} - {"f"}  # f is mid-declaration
+    # the function runs after `f` is set; an initializer that is no function runs before
+    assert names("const f = x => axios.") == {"f", "x", "process"}
+    assert names("const { data: g } = await (async () => { return axios.") == {"process"}
+    assert names("const rs = ids.map((id) => axios.") == {"id", "process"}  # a callback runs first
+    assert names("const r = await new Promise((resolve) => { axios.") == {"resolve", "process"}
+    assert names("let h = { m: function () { const r = axios.") == {"h", "this", "process"}
+    assert names("const K = class { get(id) { return axios.") == {"K", "id", "this", "process"}
+    assert names("const outer = () => { ids.map((id) => axios.") == {"outer", "id", "process"}
     express = "const app = express();\napp.get('/s/:id', async (req, res) => {\n  const r = await axios."
     assert names(express) == {"app", "req", "res", "process"}  # r: the cut is inside its declaration
     koa = "router.get('/', async (ctx, next) => { ctx.body = await axios."

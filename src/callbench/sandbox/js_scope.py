@@ -10,8 +10,11 @@ visible at that point, found here with the tree-sitter-javascript parser the san
   ``ctx`` are parameters like any other), and a named function or class expression's own name;
 * in every enclosing block (and at top level), the ``let``/``const``/``class`` declarations before
   the cut -- not those of a sibling block or function, and not a declaration the cut is inside
-  (``const r = await axios.``: ``r`` is not initialised there); the function declarations of those
-  blocks (hoisted);
+  (``const r = await axios.``: ``r`` is not initialised there) unless the cut is in a function
+  the declaration's value holds as it is (``const handler = async (req) => { axios.``, a method
+  of ``const api = { ... }``: called once the name is set; not a callback, a promise executor or
+  an IIFE in the value, which may run before); the function declarations of those blocks
+  (hoisted);
 * in every enclosing function (and at top level), the ``var`` declarations before the cut in any
   block of it, nested functions excluded (``var`` hoists to the function); the names of
   ``for``/``for...of`` loops and ``catch`` clauses the cut is inside;
@@ -71,6 +74,8 @@ _BLOCKS = frozenset({"program", "statement_block", "class_static_block", "switch
 # Function-like nodes that bind their own `this` (arrow functions inherit it).
 _THIS_BINDERS = frozenset(_FUNCTION_TYPES - {"arrow_function"}) | {"class_body", "class_static_block"}
 _FUNCTION_DECLS = frozenset({"function_declaration", "generator_function_declaration"})
+# What may lie between a declaration and a function its value holds as it is.
+_HELD_AS_IS = frozenset({"parenthesized_expression", "object", "pair", "class", "class_body", "field_definition"})
 
 
 def visible_names(code: str) -> tuple[str, ...]:
@@ -111,8 +116,21 @@ def _collect(node: Node, cut: int, src: _Src, names: dict[str, None]) -> None:
     """Walk from `node` (at byte `cut`) up through its ancestors, adding what each scope binds."""
     child: Node | None = None
     cur: Node | None = node
+    # Is the walk in a function that a declaration's value holds as it is (directly, in parentheses,
+    # as a method of an object or class): called later, once the declared name is set?
+    deferred = False
     while cur is not None:
         t = cur.type
+        if t in _FUNCTION_TYPES and child is not None and _in_body(cur, child):
+            deferred = True
+        elif t == "variable_declarator":
+            if deferred and child is not None and child.id == getattr(cur.child_by_field_name("value"), "id", None):
+                name = cur.child_by_field_name("name")
+                if name is not None:
+                    _add_pattern(name, src, names)
+            deferred = False
+        elif t not in _HELD_AS_IS:
+            deferred = False  # called here (a callback, an executor, an IIFE): maybe before the name is set
         if t in _BLOCKS:
             _block_names(cur, cut, src, names)
         if t in _FUNCTION_TYPES or t == "program":
