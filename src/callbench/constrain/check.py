@@ -496,7 +496,7 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str, pos: in
         if unknown:
             return f"'${{{unknown[0]}}}' in URL '{url}' is not a known identifier"
     probe = re.sub(r"\$\{[^}]*\}", "1", url) if q == "`" else url
-    matches = spec.match_paths(probe)
+    matches = spec.match_paths(probe, real_world=g.options.real_world)
     fixed = any(spec.fixed_query(op) for pm in matches for op in pm.operations.values())
     if "?" in url and not g.options.allow_url_query and matches and not fixed:
         return f"URL '{url}' has a query string; pass query parameters in params"
@@ -507,7 +507,8 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str, pos: in
             allowed = sorted({mm for pm in matches for mm in pm.operations})
             msg += f" ({matches[0].template} allows {', '.join(allowed)})"
         return msg
-    if not any(probe.startswith(s) for s in spec.servers if s != "/") and "{" not in "".join(spec.servers):
+    sibling = g.options.real_world and not spec.match_paths(probe)  # a host of the server's domain
+    if not sibling and not any(probe.startswith(s) for s in spec.servers if s != "/") and "{" not in "".join(spec.servers):
         return f"URL '{url}' does not start with the server URL {spec.servers[0]}"
     pm = m_ops[0]
     op = pm.operations[method]

@@ -1164,14 +1164,15 @@ class KeyTracker:
         if url.startswith("\0"):  # the server as a variable: whichever of the spec's servers
             urls = [srv + url[1:] for srv in self._spec.servers]
             url = next((u for u in urls if self._spec.match(method, u) is not None), url[1:])
-        match = self._spec.match(method, url)
+        real = self.grammar.options.real_world  # hosts of the server's registrable domain, a trailing /
+        match = self._spec.match(method, url, real_world=real)
         if match is None:  # a path key fixing a query name the params will carry (#ResourceArn)
-            match = self._spec.match(method, url, names_later=True)
+            match = self._spec.match(method, url, names_later=True, real_world=real)
         if match is None:
             self._lost()
             return
         opt = self.grammar.options
-        args = self._model.op_args(match.operation, opt.credentials, opt.allow_url_query)
+        args = self._model.op_args(match.operation, opt.credentials, opt.allow_url_query, transport=opt.real_world)
         if opt.allow_url_query:  # required query parameters the URL carries are given
             args = self._model.given_in_url(args, frozenset(request_query(url)))
         self._args = args

@@ -317,8 +317,43 @@ def server_var_rx(text: str, variables: Any, free: str) -> str:
     return "".join(out)
 
 
+#: The hosts of a server's registrable domain the grammar writes (see :func:`site_host_rx`).
+SITE_HOST_LABELS = ("api", "www")
+
+
+def site_host_rx(scheme_host: str) -> str | None:
+    """``GrammarOptions.real_world``: the regex of a server's scheme and host, the host also any
+    of its registrable domain's own hosts: the domain itself and its ``api.`` and ``www.`` hosts
+    (``https://trello.com`` -> ``trello.com``, ``api.trello.com``, ``www.trello.com``; for
+    ``https://youtube.googleapis.com`` also ``www.googleapis.com``: :mod:`callbench.specs.hosts`).
+    None where the host has a variable, a port or user info, or no registrable domain (an IP
+    address, ``localhost``).
+
+    Matching (the scorer, the data check) takes any sub-domain of the registrable domain; the
+    grammar writes these few: ``api`` is the most frequent first label of the APIs.guru
+    directory's server hosts after Azure's ``management`` (440 of 2,072 hosts with a registrable
+    domain), ``www`` the web host older APIs answer at, and free host labels would leave a
+    generation no way back (a label that is not the domain's can only end in that domain's
+    name: the token budget's completion search and random walks never find it)."""
+    from callbench.specs.hosts import registrable_domain
+
+    sep = scheme_host.find("//")
+    host = scheme_host[sep + 2 :] if sep >= 0 else ""
+    if not host or any(c in host for c in "{}:@"):
+        return None
+    site = registrable_domain(host)
+    if site is None:
+        return None
+    hosts = dict.fromkeys([host, site, *(f"{label}.{site}" for label in SITE_HOST_LABELS)])
+    return _rx(scheme_host[: sep + 2]) + "(?:" + "|".join(_rx(h) for h in hosts) + ")"
+
+
 def server_words(
-    spec: ApiSpec, quote: str, either_scheme: bool = False, server_var: str | None = None
+    spec: ApiSpec,
+    quote: str,
+    either_scheme: bool = False,
+    server_var: str | None = None,
+    sibling_hosts: bool | None = None,
 ) -> list[tuple[str, ...]]:
     """Every server prefix (root, path item and operation servers, as :meth:`ApiSpec.match`
     accepts them) as lexeme regexes: the opening quote, the scheme and host (when absolute),
@@ -326,7 +361,9 @@ def server_words(
 
     ``either_scheme`` (``GrammarOptions.real_world``): ``http`` and ``https`` are one scheme (the
     same server). ``server_var`` (the regex of a variable in scope): in backticks the server may be
-    that variable, `` `${BASE}`` `` (the key tracker reads the spec's servers in its place)."""
+    that variable, `` `${BASE}`` `` (the key tracker reads the spec's servers in its place).
+    ``sibling_hosts`` (None: as ``either_scheme``; both are ``GrammarOptions.real_world``): a host
+    may be any of the server's registrable domain (:func:`site_host_rx`)."""
     free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
 
     def rx(text: str, variables: Any) -> str:
@@ -344,6 +381,8 @@ def server_words(
         word = [_rx(quote)]
         if cut:
             host = rx(url[:cut], variables)
+            if either_scheme if sibling_hosts is None else sibling_hosts:
+                host = site_host_rx(url[:cut]) or host
             if either_scheme:
                 host = re.sub(r"^https?(?=\\x3a)", "https?", host)
             word.append(host)
@@ -441,6 +480,8 @@ class UrlWords:
         to 3), the label and the closing quote (as the whole-URL regex of
         :meth:`GrammarWriter._url_def` ends)."""
         tail = r"\x2f" if ends_in_slash(plan.path) else ""
+        if self.real and b.spec.either_slash(plan.path):  # real world: /boards/ is /boards
+            tail = r"\x2f?"
         free_query = r"[^\x27\x22\x60\x5c\s#]*"
         if plan.query:
             tail += r"\?"
@@ -501,7 +542,7 @@ class UrlWords:
                 pair = memo[k] = self._head_piece(b, seg, holes)
             sq.append(pair[0])
             bt.append(pair[1])
-        tails = self._head_tails(b, ends_in_slash(path))
+        tails = self._head_tails(b, None if self.real and b.spec.either_slash(path) else ends_in_slash(path))
         return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
 
     def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, Any]) -> tuple[str, str]:
@@ -513,14 +554,15 @@ class UrlWords:
             out.append(b.term("S", f"/\\x2f{body}/"))
         return out[0], out[1]
 
-    def _head_tails(self, b: GrammarWriter, slash: bool) -> tuple[str, str, str]:
+    def _head_tails(self, b: GrammarWriter, slash: bool | None) -> tuple[str, str, str]:
         """The tail terminals ('...', "...", `...`) of a path key without query or fragment, with
-        or without a trailing slash."""
+        or without a trailing slash (None: either, :meth:`ApiSpec.either_slash`)."""
         key = ("head tails", slash)
         hit = b.memo.get(key)
         if hit is None:
             plain = UrlPlan("/x/" if slash else "/")  # no query, no label: one tail per slash
-            hit = b.memo[key] = tuple(b.term("S", f"/{self._tail(b, plain, {}, q)}/") for q in QUOTES)
+            opt = r"\x2f?" if slash is None else ""
+            hit = b.memo[key] = tuple(b.term("S", f"/{opt}{self._tail(b, plain, {}, q)}/") for q in QUOTES)
         return hit
 
     def of(

@@ -127,6 +127,7 @@ from callbench.constrain.url_lexemes import (
     ends_in_slash,
     server_var_rx,
     server_words,
+    site_host_rx,
     url_plan,
 )
 from callbench.errors import CallbenchError
@@ -634,15 +635,22 @@ class SpecModel:
         return out
 
     # -- operations ----------------------------------------------------------------------
-    def op_args(self, op: Operation, credentials: str = "required", url_query: bool = False) -> OpArgs:
+    def op_args(
+        self, op: Operation, credentials: str = "required", url_query: bool = False, transport: bool = False
+    ) -> OpArgs:
         """Arguments of ``op``'s call, mirroring :meth:`ApiSpec.is_legal_argument`, plus the
         credentials (:attr:`GrammarOptions.credentials`): ``"required"``, the credential its
         security requirement asks for; ``"paper"``, WAPIIBench's keys (:meth:`_paper_credentials`).
 
         ``url_query`` (``GrammarOptions.allow_url_query``): the URL may carry query parameters,
         so required ones do not make ``params`` (or ``config``) mandatory in the grammar; the key
-        tracker checks them once it has read the URL (:meth:`given_in_url`)."""
-        key = (id(op), credentials, url_query)
+        tracker checks them once it has read the URL (:meth:`given_in_url`).
+
+        ``transport`` (``GrammarOptions.real_world``): the transport headers any client may send
+        (:data:`callbench.specs.openapi.TRANSPORT_HEADERS`: ``Accept``, ``Accept-Encoding``,
+        ``Accept-Language``, ``Content-Type`` on any method, ``User-Agent``) are allowed in
+        ``headers`` with any string value where the operation does not declare them."""
+        key = (id(op), credentials, url_query, transport)
         hit = self._ops.get(key)
         if hit is not None:
             return hit
@@ -732,8 +740,10 @@ class SpecModel:
         lower = {k.lower() for k in headers}
         has_body = op.request_body is not None
         implied = ["Accept", *creds.get("header", ())]
-        if op.method in BODY_METHODS or has_body:
+        if op.method in BODY_METHODS or has_body or transport:
             implied.append("Content-Type")
+        if transport:
+            implied += ["Accept-Encoding", "Accept-Language", "User-Agent"]
         cred_headers = {n.lower() for n in creds.get("header", ())}
         for name in implied:
             if name.lower() not in lower:
@@ -1045,7 +1055,9 @@ class WebApiGrammar:
     _tails: dict[int, tuple[str, frozenset[int]]] = field(default_factory=dict, repr=False, compare=False)
 
     def op_args(self, op: Operation) -> OpArgs:
-        return self.model.op_args(op, self.options.credentials, self.options.allow_url_query)
+        return self.model.op_args(
+            op, self.options.credentials, self.options.allow_url_query, transport=self.options.real_world
+        )
 
     def tail_lark(self, op: Operation) -> str:
         """A staged grammar's second stage for ``op``: the ``full`` grammar of that operation
@@ -1114,7 +1126,7 @@ def build_webapi_grammar(
     op = None
     if setup == "args":
         assert m is not None and url is not None
-        op = _fixed_operation(spec, m, url)
+        op = _fixed_operation(spec, m, url, options.real_world)
         # The args grammar depends on the operation, not on the URL literal: share it.
         by_op = (id(spec), setup, id(op), idents, options)
         with _CACHE_LOCK:
@@ -1129,17 +1141,19 @@ def build_webapi_grammar(
     return g
 
 
-def _fixed_operation(spec: ApiSpec, method: str, url: str) -> Operation:
-    match = spec.match(method, url)
+def _fixed_operation(spec: ApiSpec, method: str, url: str, real_world: bool = False) -> Operation:
+    """The operation the fixed URL of setup ``args`` names (``real_world``: as
+    :meth:`ApiSpec.match` reads real-world hosts and trailing slashes)."""
+    match = spec.match(method, url, real_world=real_world)
     if match is None and "#" in url:
         # the path key written as the URL (``/#Action=X``): its fragment pairs are the query
         head, _, frag = url.partition("#")
-        match = spec.match(method, head + ("&" if "?" in head else "?") + frag)
+        match = spec.match(method, head + ("&" if "?" in head else "?") + frag, real_world=real_world)
     if match is None:
-        match = spec.match(method, url, names_later=True)
+        match = spec.match(method, url, names_later=True, real_world=real_world)
     if match is not None:
         return match.operation
-    found = spec.match_paths(url)
+    found = spec.match_paths(url, real_world=real_world)
     if found:
         allowed = sorted({mm for pm in found for mm in pm.operations})
         raise GrammarError(
@@ -1228,7 +1242,7 @@ def _build_deep(
     b = _Builder(spec, model, idents, options)
     args = None
     if op is not None:
-        args = model.op_args(op, options.credentials, options.allow_url_query)
+        args = model.op_args(op, options.credentials, options.allow_url_query, transport=options.real_world)
         if options.allow_url_query and url is not None:
             args = model.given_in_url(args, frozenset(request_query(url)))
         start = f"start: WS? {b.rest_rule(args)}"
@@ -2046,7 +2060,7 @@ class _Builder:
         return tuple(emit(root))
 
     def _args(self, op: Operation) -> OpArgs:
-        return self.model.op_args(op, self.opt.credentials, self.opt.allow_url_query)
+        return self.model.op_args(op, self.opt.credentials, self.opt.allow_url_query, transport=self.opt.real_world)
 
     def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: Templates, head: bool) -> str:
         """The URLs as one regex lexeme per template, shadowing cut out by regex negation: exact
@@ -2102,6 +2116,8 @@ class _Builder:
         plan = url_plan(self.spec, op)
         qholes = {p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema}
         tail = r"\x2f" if ends_in_slash(plan.path) else ""
+        if self.opt.real_world and self.spec.either_slash(plan.path):  # real world: /boards/ is /boards
+            tail = r"\x2f?"
         free_query = r"[^\x27\x22\x60\x5c\s#]*"
         if plan.query:
             tail += r"\?"
@@ -2152,6 +2168,12 @@ class _Builder:
             if url and "//" not in url and not url.startswith("/"):
                 url = "/" + url  # a relative server such as "v1"
             rx = server_var_rx(url, variables, free)
+            if self.opt.real_world and "//" in url:  # any host of its registrable domain (server_words)
+                cut = url.find("/", url.find("//") + 2)
+                cut = len(url) if cut < 0 else cut
+                site = site_host_rx(url[:cut])
+                if site is not None:
+                    rx = site + server_var_rx(url[cut:], variables, free)
             if self.opt.real_world:  # http and https: the same server (see server_words)
                 rx = re.sub(r"^https?(?=\\x3a)", "https?", rx)
             alts.append(rx)

@@ -643,6 +643,8 @@ class ApiSpec:
     _labels: dict[str, str | None] = field(default_factory=dict, repr=False)
     # (url template, its variables) of every server (root, path item, operation), in that order
     server_templates: tuple[tuple[str, Mapping[str, Any]], ...] = field(default=(), repr=False)
+    # path key -> :meth:`either_slash`, filled on first use
+    _slash_forms: dict[str, bool] = field(default_factory=dict, repr=False, compare=False)
     # url -> matches (template, params): scoring matches the same expected URL for every
     # sample of a task and in every scoring mode
     _match_cache: dict[Any, tuple[tuple[_Template, dict[str, str]], ...]] = field(
@@ -828,6 +830,31 @@ class ApiSpec:
             )
 
         return tuple(sorted(found.values(), key=key))
+
+    def either_slash(self, path: str) -> bool:
+        """Does a URL of path key ``path`` with its trailing slash toggled (``/boards/`` for
+        ``/boards``, ``/users`` for ``/users/``) name it under the real-world rules whatever else
+        the URL's segments are? True when no path key that may share a URL with it (as many
+        segments, the same literal first segment -- or any first segment where a key of as many
+        segments starts with a parameter) ends the other way: the toggled URL then matches no
+        template exactly, :meth:`match_paths`' fallback reads it as this one, and every key it may
+        share URLs with is written alike. False for the root and for an unknown key. The
+        ``callbench`` grammar writes the trailing slash as optional exactly there, so that what it
+        accepts names the operation it was written for."""
+        forms = self._slash_forms
+        if not forms:
+            group: dict[tuple[int, str | None], set[bool]] = {}
+            for n, ts in self._templates.items():
+                for t in ts:
+                    first = t.segments[0] if isinstance(t.segments[0], str) else None
+                    group.setdefault((n, first), set()).add(t.slash)
+                    group.setdefault((n, "\0all"), set()).add(t.slash)
+            for n, ts in self._templates.items():
+                wild = (n, None) in group  # a key starting with a parameter may share URLs with all
+                for t in ts:
+                    first = t.segments[0] if isinstance(t.segments[0], str) and not wild else "\0all"
+                    forms[t.template] = len(group[(n, first)]) == 1 and split_path_key(t.template)[0] not in ("", "/")
+        return forms.get(path, False)
 
     def template_ranks(self) -> dict[str, tuple[Any, ...]]:
         """Each path key's rank in :meth:`match_paths` (lower is tried first), for readers that
