@@ -37,7 +37,12 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   templates), every alternative of the security requirement (and a declared conventional
   credential parameter, :data:`CREDENTIAL_PARAMS`) satisfies it, values may be member expressions
   and shorthand properties of identifiers in scope, ``http``/``https`` are one server, and an
-  ``Authorization`` header is allowed on a spec declaring no security scheme.
+  ``Authorization`` header is allowed on a spec declaring no security scheme. A server's host may
+  also be its registrable domain or that domain's ``api.``/``www.`` host (``api.trello.com`` for
+  ``https://trello.com/1``: :func:`~callbench.constrain.url_lexemes.site_host_rx`), a path may end
+  with one ``/`` more or less where that names the same operation (:meth:`ApiSpec.either_slash`),
+  and ``headers`` may carry the transport headers any client sends (``Content-Type`` on a GET,
+  ``User-Agent``: :data:`~callbench.specs.openapi.TRANSPORT_HEADERS`).
 * Call forms (``real_world`` only): ``request({ method: 'post', url: '<URL>', ...config })``,
   axios' config-object call (:meth:`_Builder.request_form`). Its object starts with ``method`` and
   ``url`` in either order (no ``method``: a GET, axios' default); the method is a literal (any
@@ -244,7 +249,10 @@ class GrammarOptions:
         declared key that is an identifier in scope may be a shorthand property (``{ limit }``,
         ``{ params }``); a backtick URL may start with ``${BASE}`` (a variable in scope holding
         the server); a server's ``http://`` may be written ``https://`` and the reverse (the
-        same server). What a member expression holds cannot be known: a chain through a missing
+        same server), its host as its registrable domain or that domain's ``api.``/``www.`` host,
+        a path with one trailing ``/`` more or less where that names the same operation
+        (:meth:`ApiSpec.either_slash`), and ``headers`` may carry the transport headers
+        (:data:`~callbench.specs.openapi.TRANSPORT_HEADERS`) on any operation. What a member expression holds cannot be known: a chain through a missing
         property throws when the call runs (bare identifiers, as before, always run). Credentials
         have their own switch (``credential_rule``): under ``"callbench"`` a declared credential
         parameter (:data:`CREDENTIAL_PARAMS`) is one more security alternative, and under
