@@ -1,7 +1,7 @@
 """Call forms and value expressions of real code in the default CD profile (issue 29, item 2).
 
 ``axios.request({ method, url, ...config })``: the object starts with ``method`` and ``url`` in
-either order (no ``method``: a GET), the method a literal naming a method the URL's path allows,
+either order (both required), the method a literal naming a method the URL's path allows,
 then the operation's config keys (``params``, ``headers``, ``auth``, ``data`` as its body). The
 key tracker learns the operation from the two literals, whichever comes first, and checks the
 rest of the object as the operation's config (unique keys, required keys, credentials). Checked
@@ -121,8 +121,8 @@ def reason(text: str, **kw) -> str:
 REQUESTS = [
     f"request({{ method: 'get', url: '{BASE}/pets', params: {{ limit: 3, kind: 'cat' }} }});",
     f"request({{ url: '{BASE}/pets', method: 'POST', data: {{ name: 'rex', age: 3 }} }})",
-    f"request({{ url: '{BASE}/pets/7' }});",  # no method: axios' default GET
-    f"request({{ url: '{BASE}/pets/7', params: {{}} }});",
+    f"request({{ url: '{BASE}/pets/7', method: 'get' }});",
+    f"request({{ url: '{BASE}/pets/7', method: 'get', params: {{}} }});",
     f"request({{ method: \"delete\", url: `{BASE}/pets/${{id}}` }});",
     f"request({{ 'method': 'post', \"url\": '{BASE}/pets', data: {{ name }}, }},)",
     f"request({{\n  method: 'post',\n  url: '{BASE}/pets',\n  data: {{ name: 'rex' }},\n  headers: {{ Accept: 'application/json' }}\n}}).then(r => r.data);",
@@ -155,7 +155,9 @@ def test_request_method_must_be_one_the_path_allows():
     assert "method 'delete' is not allowed" in why and "get, post" in why
     assert not allowed(f"request({{ url: '{BASE}/pets/1', method: 'post' }})")
     assert not allowed(f"request({{ method: 'trace', url: '{BASE}/pets' }})")
-    # no method is a GET: a path without GET needs its method
+    # the method is required (axios' GET default is not offered: documented)
+    assert not allowed(f"request({{ url: '{BASE}/pets/7' }})")
+    assert not allowed(f"request({{ url: '{BASE}/pets/7', params: {{}} }})")
     assert not allowed(f"request({{ url: '{BASE}/messages', data: {{ To: 'a' }} }})")
     assert allowed(f"request({{ url: '{BASE}/messages', method: 'post', data: {{ To: 'a' }} }})")
 
@@ -183,7 +185,7 @@ def test_request_keys_are_unique_and_required_ones_given():
     assert "required argument 'data' missing" in why, why
     why = reason(f"request({{ method: 'post', url: '{BASE}/pets', data: {{ tag: 'a' }} }})")
     assert "required argument 'name' missing" in why, why
-    assert "required argument 'params'" in reason(f"request({{ url: '{BASE}/search' }})")
+    assert "required argument 'params'" in reason(f"request({{ url: '{BASE}/search', method: 'get' }})")
     assert "required argument 'q'" in reason(f"request({{ url: '{BASE}/search', method: 'get', params: {{}} }})")
 
 
@@ -199,16 +201,161 @@ def test_request_object_starts_with_method_and_url():
     assert not allowed("request({ method: 'get', url: cfg.url })")
 
 
+@pytest.mark.parametrize("options", [DEFAULT, GrammarOptions(staged=True)])
+def test_request_url_built_with_plus_is_refused(options):
+    """A URL the grammar may write as pieces joined by ``+`` names its operation only once
+    complete; in the request form the first piece's closing quote is where the operation is
+    taken (the staged grammar switches there), so the tracker refuses the ``+`` (a template
+    literal says the same)."""
+    for text in [
+        f"request({{ method: 'get', url: '{BASE}/pets/' + id }})",
+        f"request({{ url: '{BASE}/pets/' + id, method: 'get' }})",
+    ]:
+        r = check(text, options=options)
+        assert not r.allowed and r.offset is not None and text[r.offset] == "+", (text, r.reason, r.offset)
+    assert allowed(f"request({{ method: 'get', url: `{BASE}/pets/${{id}}` }})", options=options)
+
+
 def test_the_tracker_names_the_operation_of_a_request():
     g = build_webapi_grammar(PETS, setup="full", identifiers=IDENTS)
     for text, label in [
         (f"request({{ method: 'post', url: '{BASE}/pets', ", "POST /pets"),
         (f"request({{ url: '{BASE}/pets', method: 'post', ", "POST /pets"),
-        (f"request({{ url: '{BASE}/pets/1', ", "GET /pets/{id}"),
+        (f"request({{ url: '{BASE}/pets/1', method: `get`, ", "GET /pets/{id}"),
         (f"request({{ url: `{BASE}/pets/${{id}}`, method: 'DELETE', ", "DELETE /pets/{id}"),
     ]:
         tr = make_key_tracker(g, PETS)
         tr.feed(text.encode())
-        tr.feed(b"params:")  # a key: a URL without method is a GET from here on
+        tr.feed(b"params:")
         assert tr.operation_label == label, text
         assert tr.violation is None and not tr.lost
+
+
+# ------------------------------------------------------------------------------ value expressions
+PETS_URL = f"get('{BASE}/pets', "
+MSG_URL = f"post('{BASE}/messages', "
+
+VALUES = [
+    # a string written as a concatenation of literals, numbers and names in scope
+    f"{PETS_URL}{{ params: {{ q: '#' + name }} }});",
+    f"{PETS_URL}{{ params: {{ q: 'from:' + user.name + ' -is:retweet' }} }});",
+    f"{PETS_URL}{{ params: {{ q: `x${{name}}` + 1 + \"y\" }} }});",
+    f"{PETS_URL}{{ params: {{ q: name +\n    'z' }} }});",
+    # an array index in a member chain
+    f"{PETS_URL}{{ params: {{ q: message.photo[0].file_id }} }});",
+    f"{PETS_URL}{{ params: {{ q: `${{message.photo[12].id}}` }} }});",
+    # a form-encoded body as real code writes it
+    f"{MSG_URL}new URLSearchParams({{ To: 'a', Body: name }}));",
+    f"{MSG_URL}new URLSearchParams({{ To: 'a' }}).toString(), {{ headers: {{}} }});",
+    f"{MSG_URL}qs.stringify({{ To: message.to, photo: message.photo[0].id }}));",
+    f"request({{ method: 'post', url: '{BASE}/messages', data: new URLSearchParams({{ To: name }}).toString() }});",
+]
+
+
+@pytest.mark.parametrize("text", VALUES)
+def test_value_expressions_are_accepted(text):
+    r = check(text)
+    assert r.allowed, (text, r.reason, r.offset)
+
+
+@pytest.mark.parametrize("text", VALUES)
+def test_value_expressions_are_refused_by_the_paper_profile(text):
+    assert not allowed(text, options=PAPER)
+
+
+def test_value_expressions_still_refuse_what_the_spec_forbids():
+    # a concatenation only of names in scope, only where the schema takes a string (not an enum)
+    assert not allowed(f"{PETS_URL}{{ params: {{ q: 'a' + nope }} }});")
+    assert not allowed(f"{PETS_URL}{{ params: {{ limit: 1 + name }} }});")
+    assert not allowed(f"{PETS_URL}{{ params: {{ kind: 'c' + 'at' }} }});")
+    assert not allowed(f"{PETS_URL}{{ params: {{ q: 'a' + }} }});")
+    # an index: a number in brackets after a name in scope
+    assert not allowed(f"{PETS_URL}{{ params: {{ q: nope[0] }} }});")
+    assert not allowed(f"{PETS_URL}{{ params: {{ q: message['photo'] }} }});")
+    assert not allowed(f"{PETS_URL}{{ params: {{ q: message[name] }} }});")
+    # form bodies: the object is the body (declared keys, required ones, once each)
+    assert "argument 'Nope' is not allowed" in reason(f"{MSG_URL}new URLSearchParams({{ Nope: 1 }}));")
+    assert "required argument 'To' missing" in reason(f"{MSG_URL}new URLSearchParams({{ Body: 'x' }}));")
+    assert "given twice" in reason(f"{MSG_URL}new URLSearchParams({{ To: 'a', To: 'b' }}));")
+    # only where the operation takes a form body, and qs only when it is in scope
+    assert not allowed(f"post('{BASE}/pets', new URLSearchParams({{ name: 'x' }}));")
+    assert not allowed(f"{MSG_URL}qs.stringify({{ To: 'a' }}));", idents=("name",))
+    assert not allowed(f"{MSG_URL}JSON.stringify({{ To: 'a' }}));")
+    assert not allowed(f"{MSG_URL}new URLSearchParams({{ To: 'a' }}).foo());")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{PETS_URL}{{ params: {{ q: 'a' + name, q: 'b' }} }});",
+        f"{PETS_URL}{{ params: {{ q: message.photo[0].id, q: 'b' }} }});",
+        f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ params: {{}}, params: {{}} }});",
+        f"{MSG_URL}new URLSearchParams({{ To: 'a' }}).toString(), {{ headers: {{}}, headers: {{}} }});",
+        f"request({{ method: 'post', url: '{BASE}/messages', data: qs.stringify({{ To: 'a' }}), data: {{}} }});",
+    ],
+)
+def test_the_tracker_follows_value_expressions(text):
+    """After each expression the key tracker is still in step: a key given twice is caught."""
+    why = reason(text)
+    assert "given twice" in why, why
+
+
+@pytest.mark.parametrize("vocab_name", ["gpt2", "qwen"])
+def test_request_and_value_expressions_pass_real_vocabulary_masks(vocab_name, real_vocab):
+    """Token by token through the engine's mask (grammar and key tracker), as decoding sees them."""
+    from callbench.constrain import GrammarConstraint
+
+    vocab = real_vocab(vocab_name)
+    g = build_webapi_grammar(PETS, setup="full", identifiers=IDENTS)
+    for text in [REQUESTS[1], REQUESTS[6], VALUES[1], VALUES[4], VALUES[7], VALUES[9]]:
+        s = GrammarConstraint(g.lark, lambda: make_key_tracker(g, PETS)).new_session(vocab, record=False)
+        for t in vocab.lltok.tokenize_str(text):
+            assert s.mask()[t], (vocab_name, text, s.generated_bytes(), vocab.token_bytes[t])
+            s.advance(t)
+        assert s.generated_bytes() == text.encode() and s.is_accepting(), (vocab_name, text)
+
+
+# ------------------------------------------------------------------------------ staged grammars, size
+STAGED = GrammarOptions(staged=True)
+
+
+@pytest.mark.parametrize("text", [*REQUESTS, *VALUES[6:]])
+def test_a_staged_grammar_takes_the_request_form_as_the_single_grammar_does(text):
+    """The staged head offers the request form (method first: the method's URLs; URL first:
+    each path followed by the methods it allows), and the operation's own grammar takes over at
+    the closing quote of the second of the two."""
+    plain, staged = check(text), check(text, options=STAGED)
+    assert plain.allowed and staged.allowed, (text, plain.reason, staged.reason)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"request({{ method: 'delete', url: '{BASE}/pets' }})",
+        f"request({{ url: '{BASE}/pets', method: 'delete' }})",
+        f"request({{ url: '{BASE}/pets' }})",
+        f"request({{ method: 'post', url: '{BASE}/pets', data: {{ tag: 'a' }} }})",
+        f"request({{ method: 'get', url: '{BASE}/pets', params: {{}}, params: {{}} }})",
+    ],
+)
+def test_a_staged_grammar_refuses_what_the_single_grammar_refuses(text):
+    plain, staged = check(text), check(text, options=STAGED)
+    assert not plain.allowed and not staged.allowed, text
+    assert plain.offset == staged.offset, (text, plain.reason, staged.reason)
+
+
+def test_the_request_form_is_left_out_above_the_operation_bound(monkeypatch):
+    """Above REQUEST_FORM_MAX_OPERATIONS (Microsoft Graph's staged head would not fit llguidance's
+    16-bit symbols with it) neither the plain nor the staged grammar offers it."""
+    from callbench.constrain import webapi_grammar as wg
+
+    text = f"request({{ method: 'get', url: '{BASE}/pets' }})"
+    assert allowed(text)
+    monkeypatch.setattr(wg, "REQUEST_FORM_MAX_OPERATIONS", len(PETS.operations) - 1)
+    wg.clear_grammar_cache()
+    try:
+        assert not allowed(text) and not allowed(text, options=STAGED)
+        assert allowed(f"get('{BASE}/pets')") and allowed(f"get('{BASE}/pets')", options=STAGED)
+    finally:
+        monkeypatch.undo()
+        wg.clear_grammar_cache()

@@ -369,7 +369,7 @@ def _request_reason(
             return None
         return (
             f"key {key or ch!r} before the method and url are given: axios.request's object starts "
-            "with method and url (either order; no method is a GET), then the operation's config keys"
+            "with method and url (in either order), then the operation's config keys"
         )
     if state != "value":
         return None

@@ -196,6 +196,30 @@ _KEYQ_END = {q: frozenset((q, _BSL)) for q in (_SQ, _DQ)}
 _KEYU_END = frozenset(b": \t\r\n")
 
 
+def _request_literal_end(q: int, pending: int) -> TokenClass:
+    """Inside ``axios.request``'s method or URL literal: closing it (the operation may be named
+    there, and a ``+`` after the URL is refused)."""
+    state = ("", " after an escape", " in a ${ hole", " after $")[pending]
+    return TokenClass(
+        f"key tracker: request literal {chr(q)}{state} closed",
+        lambda data: _string_end(data, q, pending) >= 0,
+        prefilter=bytes((q,)),
+    )
+
+
+_REQUEST_LITERAL_END = {
+    (q, p): _request_literal_end(q, p)
+    for q in (_SQ, _DQ, _BQ)
+    for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
+}
+# after axios.request's URL literal: code danger, or a `+` (refused: see KeyTracker._code_byte)
+_REQUEST_URL_AFTER = TokenClass(
+    "key tracker: code danger or + after axios.request's URL",
+    lambda data: _code_danger(data) or _PLUS in data,
+    prefilter=b",{}+",
+)
+
+
 # Where a key is expected after keys were given, a token can also break a rule by starting a key
 # that can only become (or is) a given one: its first key byte (after blanks and the quote) is
 # then the first byte of a given key. One class per byte, from one vectorised pass per vocabulary.
@@ -495,11 +519,22 @@ class KeyTracker:
             *_KEYQ_SAFE.values(),
             *_KEYQ_END.values(),
             _KEYU_END,
+            *_REQUEST_LITERAL_END.values(),
+            _REQUEST_URL_AFTER,
             *(_key_first(c) for c in self._key_firsts),
         )
 
     def _sensitive_now(self) -> frozenset[int] | TokenClass:
         mode = self._mode
+        if mode == M_STR and self._cap is not None:  # axios.request's method or URL literal
+            q, p = self._q, _P_NONE
+            if self._esc:
+                p = _P_ESC
+            elif q == _BQ and self._hole:
+                p = _P_HOLE
+            elif q == _BQ and self._dollar:
+                p = _P_DOLLAR
+            return _REQUEST_LITERAL_END[q, p]
         if mode == M_STR:
             q = self._q
             if self._esc:
@@ -521,6 +556,8 @@ class KeyTracker:
             return self._keyset
         if top.kind == "obj" and top.state == O_KEY and top.used:
             return self._key_start_sensitive(top)
+        if self._after_request_url(top):
+            return _REQUEST_URL_AFTER
         # Elsewhere, also at an object's first key: no key is given yet, so no partial or
         # complete key can repeat one until a `,` or `{` has started another key.
         return _CODE_DANGER
@@ -668,7 +705,10 @@ class KeyTracker:
                     return self._key_ok(top, key, 1, quoted=False)
             return self._memo_scan(key) if len(key) != len(data) else self._scan(data)
         if mode == M_SCALAR:
-            # A number/identifier's bytes change no state; the first other byte ends it.
+            # A number/identifier's bytes change no state (but for `new`, which a blank does not
+            # end, see _step); the first other byte ends it.
+            if b"new".startswith(self._buf):
+                return self._scan(data)
             for i, b in enumerate(data):
                 if b not in _SCALAR:
                     return self._memo_scan(data[i:]) if i else self._scan(data)
@@ -876,8 +916,19 @@ class KeyTracker:
                 return
         elif mode == M_SCALAR:
             if b in _SCALAR:
+                self._buf.append(b)
+                return
+            # a value expression goes on: an index in a member chain (`a.b[0].c`), or `new X`
+            if b == _LBRACK and not self._hole:
+                self._hole = True
+                return
+            if self._hole and b == _RBRACK:
+                self._hole = False
+                return
+            if b in _WS and self._buf == b"new":
                 return
             self._mode = M_CODE
+            self._hole = False
             self._value_done()
         elif mode == M_METHOD:
             if b in _IDENT:
@@ -959,9 +1010,14 @@ class KeyTracker:
                     top.state = O_KEY
                 elif b == _RBRACE:
                     self._close_obj(top)
+                elif b == _PLUS and self._after_request_url(top):
+                    self._fail(
+                        "axios.request's url is one string or template literal: a URL built with + "
+                        "names its operation only once complete (write `...${name}...`)"
+                    )
                 elif b == _PLUS:  # a concatenation goes on (a credential: 'Bearer ' + token)
                     top.state = O_VALUE
-                else:
+                elif not self._expr_goes_on(b, top.child, f"{top.path}.{top.key}"):
                     self._lost()
         elif kind == "arr":
             if top.state == A_ITEM:
@@ -974,10 +1030,51 @@ class KeyTracker:
                     top.state = A_ITEM
                 elif b == _RBRACK:
                     self._pop()
-                else:
+                elif b == _PLUS:
+                    top.state = A_ITEM
+                elif not self._expr_goes_on(b, top.item, top.path + "[]"):
                     self._lost()
+        elif kind == "paren":  # the arguments of a call inside a value (`new URLSearchParams({...})`)
+            if top.state == A_ITEM and b == _RPAR:
+                self._pop()
+            elif top.state == A_ITEM:
+                self._start_value(b, top.item, top.path)
+            elif b == _COMMA:
+                top.state, top.item = A_ITEM, None
+            elif b == _RPAR:
+                self._pop()
+            elif b == _PLUS:
+                top.state = A_ITEM
+            elif not self._expr_goes_on(b, top.item, top.path):
+                self._lost()
         else:
             self._call_byte(top, b)
+
+    def _expr_goes_on(self, b: int, desc: Any, path: str) -> bool:
+        """After a value: does ``b`` continue it as an expression? ``(`` calls it (its first
+        argument is read with the value's descriptor: ``new URLSearchParams({...})`` and
+        ``qs.stringify({...})`` carry a form body's object), ``.`` reads a member of the result
+        (``.toString()``). The grammar admits these only where it says so."""
+        if b == _LPAR:
+            self._frames.append(_Frame("paren", A_ITEM, path, item=desc))
+            return True
+        if b == ord("."):
+            self._mode, self._hole = M_SCALAR, False
+            self._buf.clear()
+            return True
+        return False
+
+    def _arg_desc(self, argi: int) -> tuple[Any, str] | None:
+        """The descriptor and path of the call's positional argument ``argi`` (1 = after the URL)."""
+        args = self._args
+        if args is None:
+            return None
+        has_data = args.operation.method in BODY_METHODS
+        if has_data and argi == 1:
+            return args.data, "data"
+        if argi == (2 if has_data else 1):
+            return args.config, "config"
+        return None
 
     def _call_byte(self, top: _Frame, b: int) -> None:
         st = top.state
@@ -1004,8 +1101,12 @@ class KeyTracker:
                 top.state = C_ARG
             elif b == _RPAR:
                 self._end_call(top)
+            elif b == _PLUS:  # a concatenation goes on
+                top.state = C_ARG
             else:
-                self._lost()
+                at = self._arg_desc(top.argi)
+                if at is None or not self._expr_goes_on(b, *at):
+                    self._lost()
         else:  # C_ARG
             if b == _RPAR:
                 self._end_call(top)
@@ -1052,7 +1153,9 @@ class KeyTracker:
         elif self._cap is not None:
             self._lost()  # a method or URL that is not a literal: nothing to check against
         elif b in _SCALAR:
-            self._mode = M_SCALAR
+            self._mode, self._hole = M_SCALAR, False
+            self._buf.clear()
+            self._buf.append(b)
         else:
             self._lost()
 
@@ -1069,7 +1172,7 @@ class KeyTracker:
             top.state = O_AFTER
             if self._cap is not None:
                 self._request_value()
-        elif top.kind == "arr":
+        elif top.kind in ("arr", "paren"):
             top.state = A_AFTER
         else:
             if top.state == C_URL:
@@ -1086,9 +1189,8 @@ class KeyTracker:
 
     def _close_obj(self, top: _Frame) -> None:
         if self._req == R_HEAD and len(self._frames) == 2:
-            self._request_resolve(top, "get")  # no method given: axios' default
-            if self._mode == M_LOST:
-                return
+            self._lost()  # the grammar writes both the method and the URL before any '}'
+            return
         shape = top.shape
         assert shape is not None
         missing = shape.required - top.used
@@ -1136,7 +1238,7 @@ class KeyTracker:
 
     def _request_value(self) -> None:
         """The request form's ``method`` or ``url`` literal was read: the operation is known once
-        both are (the URL first and no method: at the next key or ``}``, as a GET)."""
+        both are (at the closing quote of the second)."""
         text = bytes(self._url or b"").decode("utf-8", "replace")
         cap, self._cap, self._url = self._cap, None, None
         if cap == "method":
@@ -1146,6 +1248,17 @@ class KeyTracker:
         if self._method is not None and self._req_url is not None:
             self._request_resolve(self._frames[-1], self._method)
 
+    def _after_request_url(self, top: _Frame) -> bool:
+        """Is ``top`` axios.request's object right after its URL literal?"""
+        return (
+            self._req != R_NONE
+            and top.kind == "obj"
+            and top.state == O_AFTER
+            and top.key == "url"
+            and len(self._frames) == 2
+            and self._mode == M_CODE
+        )
+
     def _request_resolve(self, top: _Frame, method: str) -> None:
         if self._req_url is None:
             self._lost()
@@ -1153,7 +1266,10 @@ class KeyTracker:
         self._method = method
         self._resolve_url(self._req_url)
         if self._args is None:
-            return  # lost: the URL names no operation with this method
+            # No operation: the first piece of a URL built with `+` (refused at the `+`, see
+            # _code_byte), or text the grammar does not admit (lost at the next key or `}`).
+            self._mode = M_CODE
+            return
         self._req = R_DONE
         top.shape = self._model.request_tracked(self._args)
 
@@ -1184,15 +1300,10 @@ class KeyTracker:
     def _key_done(self, key: str) -> None:
         top = self._frames[-1]
         if self._req == R_HEAD and len(self._frames) == 2:
-            if key in ("method", "url"):
-                self._cap = key
-            elif self._req_url is not None and "method" not in top.used:
-                self._request_resolve(top, "get")  # the URL and no method: a GET
-                if self._mode == M_LOST:
-                    return
-            else:
+            if key not in ("method", "url"):
                 self._lost()  # the grammar starts the object with the method and the URL
                 return
+            self._cap = key
         shape = top.shape
         assert shape is not None
         norm = shape.norm(key)

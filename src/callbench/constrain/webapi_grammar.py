@@ -45,13 +45,19 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   ``User-Agent``: :data:`~callbench.specs.openapi.TRANSPORT_HEADERS`).
 * Call forms (``real_world`` only): ``request({ method: 'post', url: '<URL>', ...config })``,
   axios' config-object call (:meth:`_Builder.request_form`). Its object starts with ``method`` and
-  ``url`` in either order (no ``method``: a GET, axios' default); the method is a literal (any
-  case) naming a method the URL's path allows; then come the operation's config keys, ``data``
-  its body (:meth:`SpecModel.request_config`). Keys before the two are refused (the operation,
-  hence the legal keys, is known only from them), as is a config held in a variable
-  (``request(config)``: its content cannot be checked) and a method or URL that is not a
-  literal. ``axios(config)`` cannot follow the starter's ``axios.``; staged grammars (the
-  largest specs) offer the positional form only.
+  ``url`` in either order; the method is a literal (any case) naming a method the URL's path
+  allows; then come the operation's config keys, ``data`` its body
+  (:meth:`SpecModel.request_config`). Keys before the two are refused (the operation, hence the
+  legal keys, is known only from them), as are a request without ``method`` (axios' GET
+  default: the operation would be known only at the next key, where no staged grammar can
+  switch), a config held in a variable (``request(config)``: its content cannot be checked)
+  and a method or URL that is not a literal. ``axios(config)`` cannot follow the starter's
+  ``axios.``. Offered on specs of at most :data:`REQUEST_FORM_MAX_OPERATIONS` operations.
+  Values (``real_world``, identifiers in scope): a string may be a concatenation
+  (``'#' + tag``, :meth:`_Builder.concat_value`), a member chain may index an array
+  (``message.photo[0].file_id``), a form-encoded body may be ``new URLSearchParams({...})``
+  (``.toString()``) or ``qs.stringify({...})`` (:meth:`_Builder.form_body`); the key tracker
+  reads the object inside as the body.
 * Whitespace between tokens is bounded (``space_max``/``indent_max``): a few spaces or tabs, or
   one line break followed by indentation, so a model cannot spend its tokens padding.
 
@@ -164,6 +170,11 @@ Setup = Literal["full", "args"]
 #: Above this many operations the ``full`` grammar is staged (``GrammarOptions.staged=None``): the
 #: largest specs built as one grammar take up to ~1 s (autotask, EC2) and Graph does not fit.
 STAGED_MIN_OPERATIONS = 1500
+#: The ``request({...})`` call form (``real_world``) is offered on specs of at most this many
+#: operations: its words (the URLs once per method after ``method``, once per path before it)
+#: more than double a staged head's grammar symbols, and Microsoft Graph's no longer fit.
+#: Plain and staged grammars of one spec decide alike, so they keep one language.
+REQUEST_FORM_MAX_OPERATIONS = STAGED_MIN_OPERATIONS
 BODY_METHODS = ("post", "put", "patch")
 # axios request methods the grammar offers (``trace`` has no axios shorthand).
 AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
@@ -356,6 +367,9 @@ class ObjShape:
     ci: bool = False
     _lower: dict[str, str] | None = field(default=None, repr=False)
     patterns: tuple[tuple[str, Any], ...] = ()
+    #: a request body the operation also takes form-encoded (``application/x-www-form-urlencoded``):
+    #: under ``real_world`` it may be written ``new URLSearchParams({...})`` or ``qs.stringify({...})``
+    form: bool = False
 
     @property
     def closed(self) -> bool:
@@ -880,7 +894,11 @@ class SpecModel:
         req = op.body_required()
         for name in sorted(req - declared.keys()):  # required though undeclared: legal, any value
             declared[name] = None
-        return ObjShape("data", declared, frozenset(req), extra)
+        form = any(
+            mt.split(";", 1)[0].strip().lower() == "application/x-www-form-urlencoded"
+            for mt in op.request_body.content
+        )
+        return ObjShape("data", declared, frozenset(req), extra, form=form)
 
 
 # keywords that say something about a body's shape; a body schema with none of them (``{}``, only a
@@ -1325,9 +1343,13 @@ class _Builder:
         self.var_rx = self.ident_rx
         if options.real_world and idents:
             self.var_rx = rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*"
+        # a value (not a URL) may also index an array on the way (`message.photo[0].file_id`)
+        self.val_rx = self.var_rx
+        if options.real_world and idents:
+            self.val_rx = rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*|\[(?:0|[1-9][0-9]*)\])*"
         self.cred_var_rx = r"(?:this|process\.env)\.[A-Za-z_$][A-Za-z0-9_$]*"
         if idents:
-            self.cred_var_rx = f"{self.var_rx}|{self.cred_var_rx}"
+            self.cred_var_rx = f"{self.val_rx}|{self.cred_var_rx}"
         # Where a value is being built: the nesting level a container written here would have
         # (tracked only under ``max_nesting``) and whether it is in the request body (only under
         # ``value_types="paper"``). Both are part of every value rule's memo key; without the two
@@ -1392,7 +1414,7 @@ class _Builder:
         dq = r"[^\x22\x5c\n\r]|" + esc
         tq = r"[^\x60\x5c$]|" + esc + r"|\$+(?:[^\x60\x5c${]|" + esc + ")"
         if self.has_vars:
-            tq += r"|\$*\$\{[ ]*(?:" + self.var_rx + r")[ ]*\}"
+            tq += r"|\$*\$\{[ ]*(?:" + self.val_rx + r")[ ]*\}"
         num = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
         integer = r"-?(?:0|[1-9][0-9]*)"
         return {
@@ -1407,7 +1429,7 @@ class _Builder:
             "ANY": "/(?s:.+)/",  # a staged head's text after the URL (judged by the tail)
             "NULL": '"null"',
             "UNDEF": '"undefined"',
-            "IDENT": f"/(?:{self.var_rx})/",
+            "IDENT": f"/(?:{self.val_rx})/",
             "ANYKEY": r"/\x27(?:[^\x27\x5c\n\r]|" + esc + r")*\x27|\x22(?:[^\x22\x5c\n\r]|" + esc + r")*\x22|[A-Za-z_$][A-Za-z0-9_$]*/",
             # After the call: `;`, `.then(`/`.catch(`/`.finally(` or a line break, then anything.
             "TAIL": f"/(?s:[ \\t]{{0,{max(0, o.space_max)}}}(?:;|\\.(?:then|catch|finally)\\(|\\r?\\n).*)/",
@@ -1470,8 +1492,42 @@ class _Builder:
         if isinstance(desc, CredentialValue):
             return self.credential_value(desc)
         if isinstance(desc, ObjShape):
-            return self.alt("v", self.with_ident([self.object_rule(desc)]))
+            obj = self.object_rule(desc)
+            return self.alt("v", self.with_ident([obj, *self.form_body(desc, obj)]))
         return self.schema_value(desc)
+
+    def form_body(self, shape: ObjShape, obj: str) -> list[str]:
+        """A form-encoded body written as real code does (``real_world``, a body the operation
+        takes as ``application/x-www-form-urlencoded``): ``new URLSearchParams({...})`` (also
+        ``.toString()``) and, with ``qs``/``querystring`` in scope, ``qs.stringify({...})``,
+        the object inside checked as the body (``obj``)."""
+        if not (shape.form and self.opt.real_world):
+            return []
+        key = ("form", obj)
+        hit = self.memo.get(key)
+        if hit is None:
+            ws = self.ws()
+            new = self.term("NEW", f"/new[ \\t]{{1,{max(1, self.opt.space_max)}}}URLSearchParams/")
+            call = f'{ws} "(" {ws} {obj} {ws} ")"'
+            alts = [f"{new} {call}", f"{new} {call} " + self.term("TOS", r"/\.toString\(\)/")]
+            libs = [n for n in ("qs", "querystring") if n in self.idents]
+            if libs:
+                alts.append(self.term("QS", "/(?:" + "|".join(libs) + r")\.stringify/") + f" {call}")
+            hit = self.memo[key] = self.rule("fb", " | ".join(alts))
+        return [hit]
+
+    def concat_value(self) -> str:
+        """A string written as a concatenation (``real_world``, identifiers in scope): string
+        literals, templates, numbers and identifiers (with member access) joined by ``+``
+        (``'#' + req.body.hashtag``); offered where the schema takes a string (not an enum)."""
+        hit = self.memo.get(("concat",))
+        if hit is None:
+            w = self.ws()
+            atom = self.alt("ka", [self.base("STR"), self.base("NUM"), self.base("IDENT")])
+            more = self._name("kc")
+            self.rules[more] = f'{atom} | {atom} {w} "+" {w} {more}'
+            hit = self.memo[("concat",)] = self.rule("k", f'{atom} {w} "+" {w} {more}')
+        return hit  # type: ignore[no-any-return]
 
     def credential_value(self, cred: CredentialValue) -> str:
         """A required credential's value: its placeholder forms in any quote; with identifiers
@@ -1735,6 +1791,8 @@ class _Builder:
                 continue
             if t == "string":
                 alts.append(self.base("STR"))
+                if self.opt.real_world and self.has_vars:
+                    alts.append(self.concat_value())
             elif t == "integer" and "number" not in types:
                 bounded = self.int_bounds(schema)
                 if bounded is None:
@@ -1818,6 +1876,7 @@ class _Builder:
         with self.at(nest=0, in_body=True):  # the body argument itself is level 0
             if isinstance(d, ObjShape):
                 alts.append(self.object_rule(d))
+                alts += self.form_body(d, alts[0])
             else:
                 alts.append(self.value(d))
         if not args.data_mandatory:
@@ -1891,8 +1950,9 @@ class _Builder:
                 return self._full_start_regex(by_method, templates, head)
         ws = self.ws()
         calls = []
-        if not head and only_op is None and self.opt.real_world:
-            calls.append(self.request_form(by_method, lambda items: self._url_trie(items, found_by)))
+        if self.request_form_offered():
+            urls_of = self._head_trie if head else self._url_trie
+            calls.append(self.request_form(by_method, lambda items: urls_of(items, found_by), head))
         for method in AXIOS_METHODS:
             ops = by_method.get(method)
             if not ops:
@@ -1940,32 +2000,63 @@ class _Builder:
                 alts.append(f"{self.server_rule(q)} {paths}")
         return self.alt("urls", alts) if alts else None
 
-    def request_form(self, by_method: dict[str, list[Operation]], urls_of: Any) -> str:
+    def request_form_offered(self) -> bool:
+        """Does the ``full`` grammar offer :meth:`request_form` (see :data:`REQUEST_FORM_MAX_OPERATIONS`)?"""
+        if not self.opt.real_world:
+            return False
+        n = sum(1 for op in self.spec.operations if op.method in AXIOS_METHODS)
+        return n <= REQUEST_FORM_MAX_OPERATIONS
+
+    def _head_trie(self, items: list[tuple[str, int, str]], found_by: dict[str, list[Any]]) -> str | None:
+        """:meth:`_url_trie` for a staged head (one word per path, its terminals per quote)."""
+        words = [(zip(*(found_by[m][i][q] for q in QUOTES), strict=True), after) for m, i, after in items]
+        if not words:
+            return None
+        heads = self.trie_symbols(words, "t", lanes=len(QUOTES))
+        return self.alt("urls", [f"{self.server_rule(q)} {p}" for q, p in zip(QUOTES, heads, strict=True)])
+
+    def request_form(self, by_method: dict[str, list[Operation]], urls_of: Any, head: bool = False) -> str:
         """``request({ method: 'post', url: '<URL>', ...config })`` (``real_world`` only): axios'
-        config-object call. The object starts with ``method`` and ``url`` in either order (no
-        ``method``: GET, axios' default); ``method`` is a literal (any case, any quote) naming a
-        method the URL's path allows (method first: only that method's URLs follow; URL first:
-        only the methods of the operations the URL can name). The operation's config keys
-        follow (``params``, ``headers``, ``auth``, and ``data`` as its body), as in the
-        positional form (:meth:`SpecModel.request_config`). ``urls_of(items)``: the URL
-        alternatives of ``(method, index, continuation)`` items (a trie, or regexes)."""
+        config-object call. The object starts with ``method`` and ``url`` in either order (the
+        method is not optional: with the URL first, the key tracker and a staged grammar learn
+        the operation at the method's closing quote); ``method`` is a literal (any case, any
+        quote) naming a method the URL's path allows (method first: only that method's URLs
+        follow; URL first: only the methods of the operations the URL can name). The
+        operation's config keys follow (``params``, ``headers``, ``auth``, and ``data`` as its
+        body), as in the positional form (:meth:`SpecModel.request_config`).
+        ``urls_of(items)``: the URL alternatives of ``(method, index, continuation)`` items (a
+        trie, or regexes). ``head``: a staged head's (the URLs, then any text once the method
+        and URL are written; :meth:`head_after`)."""
         ws = self.ws()
         mkey, ukey = self.key_term("method", False), self.key_term("url", False)
+        lits = {
+            m: self.term("MT", "/(?i:" + "|".join(_rx(q + m + q) for q in QUOTES) + ")/")
+            for m in AXIOS_METHODS
+            if by_method.get(m)
+        }
         first: list[str] = []
         url_items: list[tuple[str, int, str]] = []
-        for method in AXIOS_METHODS:
-            ops = by_method.get(method)
-            if not ops:
-                continue
-            lit = self.term("MT", "/(?i:" + "|".join(_rx(q + method + q) for q in QUOTES) + ")/")
-            rests = [self.request_rest(self._args(op)) for op in ops]
-            urls = urls_of([(method, i, f"{ws} {r}") for i, r in enumerate(rests)])
+        paths: dict[str, tuple[str, int, list[str]]] = {}  # a head's URL-first words: one per path
+        for method, lit in lits.items():
+            ops = by_method[method]
+            if head:  # what every operation's request object can go on with, then any text
+                rests = [""] * len(ops)
+                after = self.rule("hr", f'{ws} ("," | "}}") {self.base("ANY")}?')
+                urls = urls_of([(method, i, after) for i in range(len(ops))])
+            else:
+                rests = [self.request_rest(self._args(op)) for op in ops]
+                urls = urls_of([(method, i, f"{ws} {r}") for i, r in enumerate(rests)])
             if urls is not None:
                 first.append(f'{lit} {ws} "," {ws} {ukey} {ws} ":" {ws} {urls}')
-            named = self.rule("rm", f'"," {ws} {mkey} {ws} ":" {ws} {lit} {ws}')
-            for i, r in enumerate(rests):
-                after = self.rule("ra", f"{ws} {named} {r}" + (f" | {ws} {r}" if method == "get" else ""))
+            for i, (op, r) in enumerate(zip(ops, rests, strict=True)):
+                if head:
+                    paths.setdefault(op.path, (method, i, []))[2].append(lit)
+                    continue
+                after = self.rule("ra", f'{ws} "," {ws} {mkey} {ws} ":" {ws} {lit} {ws} {r}')
                 url_items.append((method, i, after))
+        for method, i, named in paths.values():
+            after = f'{ws} "," {ws} {mkey} {ws} ":" {ws} {self.alt("hm", named)} {self.base("ANY")}?'
+            url_items.append((method, i, self.rule("ra", after)))
         alts = []
         if first:
             alts.append(f'{mkey} {ws} ":" {ws} {self.alt("rf", first)}')
@@ -2076,13 +2167,16 @@ class _Builder:
         segment words cannot express a template's shadowing."""
         ws = self.ws()
         calls = []
-        if not head and self.opt.real_world:
+        if self.request_form_offered():
 
             def urls_of(items: list[tuple[str, int, str]]) -> str | None:
-                alts = [f"{self.url_term(templates, by_method[m][i].path, m)} {after}" for m, i, after in items]
+                alts = [
+                    f"{self.url_base(templates, by_method[m][i].path) if head else self.url_term(templates, by_method[m][i].path, m)} {after}"
+                    for m, i, after in items
+                ]
                 return self.rule("urls", " | ".join(dict.fromkeys(alts))) if alts else None
 
-            calls.append(self.request_form(by_method, urls_of))
+            calls.append(self.request_form(by_method, urls_of, head))
         for method in AXIOS_METHODS:
             ops = by_method.get(method)
             if not ops:
