@@ -402,7 +402,7 @@ def test_list_loads_no_specs_scenarios_or_pandas():
         "r = CliRunner().invoke(app, ['list'])\nassert r.exit_code == 0, r.output\n"
         "heavy = [m for m in sys.modules if m.startswith(('callbench.specs', 'callbench.tracks.webapi', "
         "'callbench.tracks.nested', 'callbench.tracks.stateful.scenarios.', 'callbench.tracks.stateful.services', "
-        "'pandas', 'pyarrow'))]\nassert not heavy, heavy\n"
+        "'callbench.services', 'callbench.statemodel', 'pandas', 'pyarrow'))]\nassert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

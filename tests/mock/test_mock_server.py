@@ -17,7 +17,7 @@ from callbench.cli import app
 from callbench.mock import MockService
 from callbench.mock.validate import problem
 from callbench.specs import load_spec
-from callbench.tracks.stateful.infer.entity import success
+from callbench.statemodel.entity import success
 
 PETSTORE = Path(__file__).resolve().parents[1] / "fixtures" / "one_spec" / "petstore.yaml"
 
@@ -269,7 +269,7 @@ def test_many_connections_do_not_hang_the_server(spec):
 
 # -- model overlay and CLI ---------------------------------------------------------------------------
 def test_overlay_switches_an_operation_to_action(spec, tmp_path):
-    from callbench.tracks.stateful.infer import load_model
+    from callbench.statemodel import load_model
 
     f = tmp_path / "m.yaml"
     f.write_text("operations:\n- op: DELETE /pets/{petId}\n  role: action\n  resource: pet\n  effect: none\n")

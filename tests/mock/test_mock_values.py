@@ -13,7 +13,7 @@ import pytest
 from callbench.mock.app import MockApp
 from callbench.mock.validate import RequestError
 from callbench.specs import load_spec
-from callbench.tracks.stateful.infer import infer_model
+from callbench.statemodel import infer_model
 
 SPEC = """
 openapi: 3.0.0

@@ -28,8 +28,8 @@ def infer_cmd(
     Edit the YAML to fix what inference got wrong and pass it to 'callbench serve mock --model'; each entry replaces the inferred one with the same key. The report lists every operation: used, and as what, or not used, and why.
     """
     from callbench.specs import load_spec
-    from callbench.tracks.stateful.infer import load_model, write_model
-    from callbench.tracks.stateful.infer.report import report as render
+    from callbench.statemodel import load_model, write_model
+    from callbench.statemodel.report import report as render
 
     try:
         api = load_spec(spec)

@@ -1,5 +1,5 @@
 """What the mock does with a request that passed validation, by the operation's role in the
-state model (:mod:`callbench.tracks.stateful.infer`).
+state model (:mod:`callbench.statemodel`).
 
 * **create** stores a new object: the response entity synthesized from its schema (seeded by the
   server seed, the resource and the id), the request-body fields the entity declares on top, the
@@ -42,9 +42,9 @@ from callbench.mock.validate import RequestError, check_body, check_parameters, 
 from callbench.specs.openapi import ApiSpec, Operation
 from callbench.specs.schema import object_properties, schema_type
 from callbench.specs.synthesize import synthesize_value
-from callbench.tracks.stateful.infer.entity import WRAPPERS, Entity, entity, success
-from callbench.tracks.stateful.infer.overlay import OperationModel, Resource, StateModel
-from callbench.tracks.stateful.infer.paths import param_of, segments
+from callbench.statemodel.entity import WRAPPERS, Entity, entity, success
+from callbench.statemodel.overlay import OperationModel, Resource, StateModel
+from callbench.statemodel.paths import param_of, segments
 
 
 def _seed(*parts: Any) -> int:

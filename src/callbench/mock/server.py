@@ -1,7 +1,7 @@
 """The stateful mock API over real HTTP, one instance per test case, in its own process.
 
 Library choice: the hardened stdlib server shared with the session service
-(:mod:`callbench.tracks.stateful.services.json_http`: ``ThreadingHTTPServer`` with at most
+(:mod:`callbench.services.json_http`: ``ThreadingHTTPServer`` with at most
 ``max_connections`` connection threads, a body cap checked from ``Content-Length`` before reading
 (413), a deadline on slow bodies (408), a socket timeout for idle or half-sent requests, JSON
 error bodies, 405 with ``Allow``), with this routing: requests go
@@ -11,14 +11,14 @@ requests give the same responses.
 
 Out of the harness (issue 28, item 4): a :class:`MockService` is a proxy for a
 :class:`MockServer` running in its own memory-limited process, started by the same machinery as
-the session service (:mod:`callbench.tracks.stateful.services.isolation`), under the same per-run
-:class:`~callbench.tracks.stateful.services.isolation.Quotas` (bytes and requests clients send,
+the session service (:mod:`callbench.services.isolation`), under the same per-run
+:class:`~callbench.services.isolation.Quotas` (bytes and requests clients send,
 values in the state read back, memory, CPU). What travels to that process: the spec's file (its
 path and the size and modification time the harness loaded; the forking host loads each spec
 once, so every instance's process starts with it parsed) and the state model as JSON. A client
 that breaks a quota, or the process ending, makes :meth:`MockService.snapshot` and
 :meth:`MockService.request_log` raise
-:class:`~callbench.tracks.stateful.services.isolation.ServiceLimitError`, the sample's verdict.
+:class:`~callbench.services.isolation.ServiceLimitError`, the sample's verdict.
 ``callbench serve mock`` runs a :class:`MockServer` in its own process, without quotas.
 """
 
@@ -30,16 +30,16 @@ from typing import Any
 
 from callbench.mock.app import MockApp, _MethodNotAllowed
 from callbench.mock.validate import RequestError
-from callbench.specs.openapi import ApiSpec
-from callbench.tracks.stateful.infer.overlay import StateModel
-from callbench.tracks.stateful.services.isolation import (
+from callbench.services.isolation import (
     Channel,
     IsolatedService,
     Quotas,
     ServiceLimitError,
     spawn,
 )
-from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, ThreadedEngine
+from callbench.services.json_http import ClientError, JsonHandler, ThreadedEngine
+from callbench.specs.openapi import ApiSpec
+from callbench.statemodel.overlay import StateModel
 
 __all__ = ["MockServer", "MockService", "Quotas", "ServiceLimitError"]
 
@@ -108,7 +108,7 @@ class MockServer(ThreadedEngine):
         max_body: int = 1 << 20,
     ) -> MockServer:
         from callbench.specs import load_spec
-        from callbench.tracks.stateful.infer import load_model
+        from callbench.statemodel import load_model
 
         spec = load_spec(spec_path)
         return cls(
@@ -175,7 +175,7 @@ def _prepare(config: dict[str, Any]) -> None:
 
 
 def _engine(config: dict[str, Any], quotas: Quotas) -> MockServer:
-    """The service process's engine (:data:`~callbench.tracks.stateful.services.isolation.KINDS`)."""
+    """The service process's engine (:data:`~callbench.services.isolation.KINDS`)."""
     from callbench.specs import load_spec
 
     path = config["spec"]
@@ -238,7 +238,7 @@ class MockService(IsolatedService):
             quotas=quotas,
         )
         if model is None:
-            from callbench.tracks.stateful.infer import infer_model
+            from callbench.statemodel import infer_model
 
             model = infer_model(spec)
         self.spec = spec
@@ -252,7 +252,7 @@ class MockService(IsolatedService):
         cls, spec_path: str | Path, model_path: str | Path | None = None, **kw: Any
     ) -> MockService:
         from callbench.specs import load_spec
-        from callbench.tracks.stateful.infer import load_model
+        from callbench.statemodel import load_model
 
         spec = load_spec(spec_path)
         return cls(spec, load_model(spec, model_path), **kw)

@@ -16,12 +16,12 @@ from urllib.parse import parse_qsl
 
 from jsonschema.exceptions import best_match
 
+from callbench.services.json_http import strict_json
 from callbench.specs.openapi import ApiSpec, Operation, Parameter
 from callbench.specs.schema import schema_type, to_json_schema
 from callbench.specs.validator import SpecValidator
-from callbench.tracks.stateful.services.json_http import strict_json
 
-_IGNORED_HEADERS = ("accept", "content-type", "authorization")
+IGNORED_HEADERS = ("accept", "content-type", "authorization")
 
 
 class RequestError(Exception):
@@ -113,7 +113,7 @@ def check_parameters(
         elif p.location == "query":
             raw = query.get(p.name) or []
         elif p.location == "header":
-            if p.name.lower() in _IGNORED_HEADERS:  # OpenAPI: such a definition SHALL be ignored
+            if p.name.lower() in IGNORED_HEADERS:  # OpenAPI: such a definition SHALL be ignored
                 continue
             got = headers.get_all(p.name) if headers is not None else None
             raw = list(got or [])

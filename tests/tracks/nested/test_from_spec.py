@@ -201,8 +201,8 @@ def test_rpc_spec_calls_are_linked_by_name_and_schema(tmp_path: Path):
     """Slack's paths show no resource (RPC: /conversations.create answers ``channel.id``,
     /conversations.archive takes a form field ``channel``): a later call takes an argument from an
     earlier response whose field matches it by name and schema, and the gold answers win."""
+    from callbench.statemodel.name_links import link_field, response_fields
     from callbench.tracks.nested.from_spec import name_links, tool_shapes
-    from callbench.tracks.stateful.infer.name_links import link_field, response_fields
 
     sc = spec_scenario(SLACK, name="slack_links")
     assert name_links(sc) and not name_links(spec_scenario(PETSTORE))  # path links: unchanged

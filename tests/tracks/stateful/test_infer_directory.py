@@ -15,10 +15,10 @@ from callbench.mock import MockService
 from callbench.mock.validate import problem
 from callbench.specs import load_spec
 from callbench.specs.synthesize import synthesize_value
-from callbench.tracks.stateful.infer import infer_model, read_model, to_yaml
-from callbench.tracks.stateful.infer.entity import entity, success
-from callbench.tracks.stateful.infer.scenario import build_scenario
+from callbench.statemodel import infer_model, read_model, to_yaml
+from callbench.statemodel.entity import entity, success
 from callbench.tracks.stateful.sampling import sample_program
+from callbench.tracks.stateful.spec_scenario import build_scenario
 
 # spec file -> least share of operations inference should make usable (what it reaches today,
 # rounded down: a drop is a regression). netbox.dev (844 operations, report in docs/one-spec/) is
@@ -113,7 +113,7 @@ def test_mock_create_read_list_on_directory_specs(wild_specs_dir, name, least_ok
 def test_a_resource_entry_unlocks_a_spec_without_response_schemas(wild_specs_dir, tmp_path):
     """Trello declares no response bodies, so inference sees no id field; one resource entry in a
     model file names it, and the board operations get their id source (the docs' example)."""
-    from callbench.tracks.stateful.infer import load_model
+    from callbench.statemodel import load_model
 
     spec = load_spec(wild_specs_dir / "trello.com.json")
     before = {o.op: o for o in infer_model(spec).operations}
@@ -135,7 +135,7 @@ def test_a_resource_entry_unlocks_a_spec_without_response_schemas(wild_specs_dir
     ],
 )
 def test_a_path_key_with_a_query_keeps_only_its_fixed_pairs(key, url):
-    from callbench.tracks.stateful.infer.scenario import _call_path
+    from callbench.tracks.stateful.spec_scenario import _call_path
 
     assert _call_path(key) == url
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from callbench.cli import app
 from callbench.errors import ConfigError
 from callbench.specs import load_spec
-from callbench.tracks.stateful.infer import infer_model, load_model, read_model, report, to_yaml
-from callbench.tracks.stateful.infer.paths import singular
+from callbench.statemodel import infer_model, load_model, read_model, report, to_yaml
+from callbench.statemodel.paths import singular
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "one_spec"
 PETSTORE = FIXTURES / "petstore.yaml"
@@ -163,9 +163,9 @@ def test_overlay_errors_name_file_line_and_field(tmp_path, text, needles):
 
 # -- the mapping onto the track's Scenario -----------------------------------------------------------
 def test_build_scenario_samples_and_renders_programs():
-    from callbench.tracks.stateful.infer.scenario import build_scenario
     from callbench.tracks.stateful.program import render
     from callbench.tracks.stateful.sampling import sample_program
+    from callbench.tracks.stateful.spec_scenario import build_scenario
 
     spec = load_spec(PETSTORE)
     sc = build_scenario(spec, infer_model(spec), name="petstore")

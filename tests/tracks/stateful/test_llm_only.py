@@ -82,8 +82,8 @@ def test_apis_called_tells_url_apis_apart():
     from pathlib import Path
 
     from callbench.specs import load_spec
-    from callbench.tracks.stateful.infer import infer_model
-    from callbench.tracks.stateful.infer.scenario import build_scenario
+    from callbench.statemodel import infer_model
+    from callbench.tracks.stateful.spec_scenario import build_scenario
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "fixtures" / "one_spec" / "petstore.yaml")
     scen = build_scenario(spec, infer_model(spec))

@@ -14,11 +14,11 @@ import pytest
 import requests
 
 from callbench.mock import MockService
+from callbench.services.isolation import Quotas, ServiceLimitError
 from callbench.specs import build_spec, load_spec
+from callbench.statemodel import infer_model
 from callbench.tracks.stateful.execution import Case, execute, judge
-from callbench.tracks.stateful.infer import infer_model
-from callbench.tracks.stateful.infer.scenario import build_scenario
-from callbench.tracks.stateful.services.isolation import Quotas, ServiceLimitError
+from callbench.tracks.stateful.spec_scenario import build_scenario
 
 from .test_session_isolation import MB, rss_bytes
 

@@ -14,9 +14,9 @@ import time
 import pytest
 import requests
 
+from callbench.services.isolation import Quotas, ServiceLimitError
 from callbench.tracks.stateful.execution import Case, execute, judge
 from callbench.tracks.stateful.scenarios import get_scenario
-from callbench.tracks.stateful.services.isolation import Quotas, ServiceLimitError
 from callbench.tracks.stateful.services.session_server import SessionService
 
 SESSION_REF = (
@@ -181,7 +181,7 @@ def fresh_host():
     """A new forking host for the test: one that imported only the session service's modules. A
     host that also started a spec mock has imported far more (specs, jsonschema, RE2), and its
     children start too large for the tight memory limit the test sets."""
-    from callbench.tracks.stateful.services import isolation
+    from callbench.services import isolation
 
     with isolation._host_lock:
         if isolation._host is not None and isolation._host.pid == os.getpid():

@@ -15,10 +15,10 @@ from callbench.cli import app
 from callbench.errors import ConfigError, DataError
 from callbench.models.base import ModelOutput
 from callbench.specs import load_spec
+from callbench.statemodel import infer_model
 from callbench.tracks.stateful.execution import Case, execute, judge
 from callbench.tracks.stateful.generator import read_tasks
-from callbench.tracks.stateful.infer import infer_model
-from callbench.tracks.stateful.infer.scenario import build_scenario
+from callbench.tracks.stateful.spec_scenario import build_scenario
 
 pytest.importorskip("requests")
 runner = CliRunner()

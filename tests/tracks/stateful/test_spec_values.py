@@ -17,11 +17,11 @@ import pytest
 from callbench.mock.app import MockApp
 from callbench.mock.validate import RequestError
 from callbench.tracks.stateful.execution import Case, execute
-from callbench.tracks.stateful.infer.scenario import fitting_value
 from callbench.tracks.stateful.program import render
 from callbench.tracks.stateful.sampling import sample_program
 from callbench.tracks.stateful.scenario import World
 from callbench.tracks.stateful.spec_bench import spec_scenario
+from callbench.tracks.stateful.spec_scenario import fitting_value
 
 requests = pytest.importorskip("requests")
 

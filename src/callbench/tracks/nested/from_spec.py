@@ -1,7 +1,7 @@
 """Nested call-sequence tasks generated from an OpenAPI spec, executed against its stateful mock.
 
 The traces are the stateful track's (issue 16, part 3): the same scenario built from the spec and
-its state model (:func:`~callbench.tracks.stateful.infer.scenario.build_scenario`), sampled by the
+its state model (:func:`~callbench.tracks.stateful.spec_scenario.build_scenario`), sampled by the
 same trace sampler (energy or random) without control flow, so every trace is a straight call
 sequence. Each call becomes one NESTFUL v2 call; an object a call takes (``pet_1['id']`` in the
 stateful program) becomes a reference to the call that returned it (``"$var_1.id$"``, or
@@ -10,7 +10,7 @@ stateful program) becomes a reference to the call that returned it (``"$var_1.id
 **Name links** (:func:`name_links`): where no API takes an object (RPC-style paths such as
 Slack's, which path-based inference cannot link), a call's argument takes a field of an earlier
 call's JSON response that matches it by name and schema (``"channel": "$var_1.channel.id$"``;
-:mod:`callbench.tracks.stateful.infer.name_links`); every other spec's rows are unchanged.
+:mod:`callbench.statemodel.name_links`); every other spec's rows are unchanged.
 
 **Field links** (:func:`field_links`, read-only specs such as Spotify's, issue 29): nothing is
 created, so the stateful traces never read an object. There traces follow :func:`link_graph`:
@@ -69,9 +69,9 @@ from callbench.tracks.nested.references import (
     resolve,
 )
 from callbench.tracks.nested.schema import NestedTask, ToolCall, ToolSpec
-from callbench.tracks.stateful.infer.scenario import OpInfo, SpecScenario
 from callbench.tracks.stateful.program import Call
 from callbench.tracks.stateful.sampling import sample_program
+from callbench.tracks.stateful.spec_scenario import OpInfo, SpecScenario
 
 LIST_REFS = 10  # list outputs: items 0..LIST_REFS-1 can be referenced
 _JSON_TYPES = {"integer", "number", "string", "boolean", "array", "object", "null"}
@@ -117,15 +117,15 @@ def _param_doc(schema: Any, description: str = "") -> dict[str, Any]:
 
 def _body_schema(sc: SpecScenario, info: OpInfo) -> Any:
     op = sc.spec.operation(info.method.lower(), info.path)
-    from callbench.tracks.stateful.infer.scenario import _form_body, _json_body
+    from callbench.tracks.stateful.spec_scenario import form_body_schema, json_body_schema
 
     if op is None:
         return None
-    return _json_body(op) if info.params.get("body", ("", ""))[0] == "body" else _form_body(op)
+    return json_body_schema(op) if info.params.get("body", ("", ""))[0] == "body" else form_body_schema(op)
 
 
 def _entity_schema(sc: SpecScenario, info: OpInfo) -> Any:
-    from callbench.tracks.stateful.infer.entity import entity
+    from callbench.statemodel.entity import entity
 
     op = sc.spec.operation(info.method.lower(), info.path)
     ent = entity(op) if op is not None else None
@@ -133,7 +133,7 @@ def _entity_schema(sc: SpecScenario, info: OpInfo) -> Any:
 
 
 def name_links(sc: SpecScenario) -> bool:
-    """Whether ``sc``'s calls are linked by name and schema (:mod:`~callbench.tracks.stateful.infer.name_links`):
+    """Whether ``sc``'s calls are linked by name and schema (:mod:`~callbench.statemodel.name_links`):
     only where path-based inference links nothing (no API takes an object, e.g. Slack's RPC paths),
     so the rows of every spec with path links stay exactly as they were."""
     return not any(p.is_object for api in sc.apis for p in api.params)
@@ -170,8 +170,8 @@ def readonly_scenario(sc: SpecScenario) -> SpecScenario:
         return hit[1]
     out = sc
     if field_links(sc):
-        from callbench.tracks.stateful.infer.paths import path_params
-        from callbench.tracks.stateful.infer.scenario import build_scenario
+        from callbench.statemodel.paths import path_params
+        from callbench.tracks.stateful.spec_scenario import build_scenario
 
         ops = []
         for om in sc.model.operations:
@@ -191,7 +191,7 @@ def readonly_scenario(sc: SpecScenario) -> SpecScenario:
 
 def tool_shapes(sc: SpecScenario) -> dict[str, ToolShape]:
     """One :class:`ToolShape` per API of ``sc`` (catalog order = the scenario's API order)."""
-    from callbench.tracks.stateful.infer.name_links import response_fields
+    from callbench.statemodel.name_links import response_fields
 
     by_name = name_links(sc)
     by_fields = field_links(sc)
@@ -279,12 +279,12 @@ def _required_headers(op: Any, api: str) -> tuple[tuple[str, str], ...]:
     schema, seeded by the API and the name, so every call sends the same): a credential or a
     version the spec declares as a parameter rather than a security scheme. The task's calls do
     not name it, as they name no credential."""
-    from callbench.mock.validate import _IGNORED_HEADERS, RequestError, check_parameter
-    from callbench.tracks.stateful.infer.scenario import fitting_value
+    from callbench.mock.validate import IGNORED_HEADERS, RequestError, check_parameter
+    from callbench.tracks.stateful.spec_scenario import fitting_value
 
     out: list[tuple[str, str]] = []
     for p in op.params_in("header") if op is not None else ():
-        if not p.required or p.name.lower() in _IGNORED_HEADERS:
+        if not p.required or p.name.lower() in IGNORED_HEADERS:
             continue
 
         def check(v: Any, p: Any = p) -> str | None:
@@ -571,11 +571,11 @@ def _task_row(sc: SpecScenario, shapes: dict[str, ToolShape], calls: list[dict[s
 
 def _link_by_name(shapes: dict[str, ToolShape], shape: ToolShape, calls: list[dict[str, Any]], args: dict[str, Any],
                   values: dict[str, Any]) -> list[str]:
-    """Name links (:mod:`~callbench.tracks.stateful.infer.name_links`): each argument of ``shape``
+    """Name links (:mod:`~callbench.statemodel.name_links`): each argument of ``shape``
     (a path or query parameter, a property of a flat body; drawn or not) that a field of an earlier
     call's response matches by name and schema takes that field, from the latest such call, as a
     reference; ``args`` and ``values`` are changed in place. Returns the question's phrases."""
-    from callbench.tracks.stateful.infer.name_links import link_field
+    from callbench.statemodel.name_links import link_field
 
     refs: list[str] = []
     for arg, (loc, _) in shape.args.items():
@@ -611,8 +611,8 @@ def deep_fields(op: Any) -> dict[str, Mapping[str, Any]]:
     first item): reference key (``id``, ``artists.0.id``, ``albums.items.0.id``) -> the field's
     schema; at most :data:`FIELD_DEPTH` segments, :data:`FIELD_KEYS` keys, a recursive schema
     walked once per branch. Keys are in the schema's order, a parent's fields before deeper ones."""
-    from callbench.tracks.stateful.infer.entity import success
-    from callbench.tracks.stateful.infer.name_links import SCALARS
+    from callbench.statemodel.entity import success
+    from callbench.statemodel.name_links import SCALARS
 
     if op is None:
         return {}
@@ -641,9 +641,9 @@ def deep_fields(op: Any) -> dict[str, Mapping[str, Any]]:
 
 def _noun(word: str | None) -> str | None:
     """``Albums`` -> ``album``, ``categories`` -> ``category``, ``album_id`` -> ``albumid``: the
-    singular as inference names resources (:func:`~callbench.tracks.stateful.infer.paths.singular`),
+    singular as inference names resources (:func:`~callbench.statemodel.paths.singular`),
     lower case, without ``_``/``-``."""
-    from callbench.tracks.stateful.infer.paths import singular
+    from callbench.statemodel.paths import singular
 
     if not word:
         return None
@@ -701,7 +701,7 @@ def field_link(fields: Mapping[str, Mapping[str, Any]], resource: str | None, ar
                want: str | None, *, in_body: bool = False) -> list[str]:
     """The keys of ``fields`` (a :func:`deep_fields` result of an operation about ``resource``) that
     argument ``arg`` (with ``schema``, taking an id of ``want``) may take its value from, best
-    first. Each must :func:`~callbench.tracks.stateful.infer.name_links.fits` the argument (one
+    first. Each must :func:`~callbench.statemodel.name_links.fits` the argument (one
     scalar type, the argument's constraints all the field's own; or, for a path or query
     parameter, be an integer where the argument is a string without constraints: the id's text,
     ``/questions/{ids}``) and match it
@@ -715,13 +715,13 @@ def field_link(fields: Mapping[str, Mapping[str, Any]], resource: str | None, ar
        ``pattern`` or ``format`` (a uuid), and no resource says otherwise.
 
     Shallower keys first within a rule."""
-    from callbench.tracks.stateful.infer.name_links import _COMBINATORS, _CONSTRAINTS, _scalar, fits
+    from callbench.statemodel.name_links import COMBINATORS, CONSTRAINT_KEYWORDS, fits, scalar_type
 
     def fitting(f: Mapping[str, Any]) -> bool:
         if fits(f, schema):
             return True
-        return (not in_body and _scalar(f) == "integer" and isinstance(schema, Mapping) and _scalar(schema) == "string"
-                and not any(k in schema for k in (*_CONSTRAINTS, *_COMBINATORS)))
+        return (not in_body and scalar_type(f) == "integer" and isinstance(schema, Mapping) and scalar_type(schema) == "string"
+                and not any(k in schema for k in (*CONSTRAINT_KEYWORDS, *COMBINATORS)))
 
     ranked: list[tuple[int, int, str]] = []
     mark = _distinctive(schema)
@@ -758,7 +758,7 @@ def spec_links(sc: SpecScenario, shapes: Mapping[str, ToolShape]) -> dict[tuple[
     ``operationRef`` ``#/paths/<path>/<method>``) and each parameter by a ``$response.body#/...``
     expression (``path.``/``query.`` prefixes allowed); only keys the source's response has
     (:func:`deep_fields`) and arguments the target has are kept."""
-    from callbench.tracks.stateful.infer.entity import success
+    from callbench.statemodel.entity import success
 
     by_opid = {sh.info.operation_id: name for name, sh in shapes.items() if sh.info.operation_id}
     by_op = {sh.info.op.split("#", 1)[0].lower(): name for name, sh in shapes.items()}
@@ -828,8 +828,8 @@ def _literal_args(sc: SpecScenario, shape: ToolShape, rng: Random) -> tuple[dict
     tool call passes them; (arguments, the values the text names). None when a body cannot be
     given as the tool's arguments."""
     from callbench.mock.validate import sent_path_problem
-    from callbench.tracks.stateful.infer.scenario import _wire, fitting_value
     from callbench.tracks.stateful.scenario import World
+    from callbench.tracks.stateful.spec_scenario import fitting_value, wire_value
 
     info = shape.info
     op = sc.spec.operation(info.method.lower(), info.path)
@@ -840,7 +840,7 @@ def _literal_args(sc: SpecScenario, shape: ToolShape, rng: Random) -> tuple[dict
             prm = op.parameter("path", name) if op is not None else None
             sch = prm.schema if prm is not None and prm.schema else {"type": "string"}
             check = (lambda v, prm=prm: sent_path_problem(prm, v)) if prm is not None else None
-            value = fitting_value(sch, rng, name, sent=_wire, check=check)
+            value = fitting_value(sch, rng, name, sent=wire_value, check=check)
         else:
             value = p.domain(rng, World(), {}) if p.domain is not None else None
         if loc in ("path", "query"):

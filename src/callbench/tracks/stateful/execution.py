@@ -6,7 +6,7 @@ Unix socket in a private directory; the sandbox sees that one socket (forwarded 
 port, bound to ``BASE_URL``) and no other network; in-process services (voice, tensor)
 are built by the scenario's trusted setup code inside the sandbox, and their final state comes
 back through ``Runtime.finalize``. A scenario built from an OpenAPI spec (service ``"mock"``,
-:class:`~callbench.tracks.stateful.infer.scenario.SpecScenario`) gets a fresh
+:class:`~callbench.tracks.stateful.spec_scenario.SpecScenario`) gets a fresh
 :class:`~callbench.mock.MockService` of its spec and state model per case, seeded by the case's
 ``service_seed``, on a Unix socket the same way; its final state is the mock's ``snapshot()``, and
 a request the mock refused (4xx/5xx: an invalid body, a missing item) makes the run a runtime
@@ -34,8 +34,8 @@ from typing import Any
 
 from callbench.sandbox.boundary import View
 from callbench.sandbox.program import ProgramLimits, ProgramResult, private_dir, run_program
+from callbench.services.isolation import ServiceLimitError
 from callbench.tracks.stateful.scenario import Scenario, check_extras
-from callbench.tracks.stateful.services.isolation import ServiceLimitError
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from callbench.errors import ConfigError, DataError
-from callbench.tracks.stateful.infer.scenario import SpecScenario, build_scenario
+from callbench.tracks.stateful.spec_scenario import SpecScenario, build_scenario
 
 FOLDER = "openapi"
 _GENERIC = {"openapi", "swagger", "spec", "api"}  # file names that say nothing: the spec's title names the scenario
@@ -36,7 +36,7 @@ def _sha(path: Path) -> str:
 def spec_scenario(spec_path: str | Path, model_path: str | Path | None = None, *, name: str | None = None) -> SpecScenario:
     """Load ``spec_path`` (and the model file, else the inferred model) and build its scenario."""
     from callbench.specs import load_spec
-    from callbench.tracks.stateful.infer import load_model
+    from callbench.statemodel import load_model
 
     spec_path = Path(spec_path)
     if not spec_path.is_file():
@@ -62,7 +62,7 @@ def prepare(out: Path, spec_path: str | Path, model_path: str | Path | None = No
 
 def prepare_folder(folder: Path, spec_path: str | Path, model_path: str | Path | None = None, *, name: str | None = None) -> SpecScenario:
     """:func:`prepare` into ``folder`` itself (the nested tasks' ``X.openapi/`` beside ``X.jsonl``)."""
-    from callbench.tracks.stateful.infer import to_yaml
+    from callbench.statemodel import to_yaml
 
     sc = spec_scenario(spec_path, model_path, name=name)
     spec_path = Path(spec_path)

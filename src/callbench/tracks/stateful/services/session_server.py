@@ -15,7 +15,7 @@ stdlib handler is hardened here instead: JSON errors, a body cap checked from
 concurrent writers can neither corrupt nor lose rows.
 
 Out of the harness: each :class:`SessionService` is a proxy for a server running in its own
-memory-limited process (:mod:`callbench.tracks.stateful.services.isolation`), with per-run
+memory-limited process (:mod:`callbench.services.isolation`), with per-run
 quotas on the bytes and requests clients send; the state and the request log come back over a
 control channel, parsed with size and depth limits. Request bodies nest at most
 ``VALUE_MAX_DEPTH`` levels (400 beyond), so what is stored can always be read back.
@@ -39,14 +39,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
-from callbench.tracks.stateful.services.isolation import (
+from callbench.services.isolation import (
     Channel,
     IsolatedService,
     Quotas,
     ServiceLimitError,
     spawn,
 )
-from callbench.tracks.stateful.services.json_http import ClientError, JsonHandler, ThreadedEngine, strict_json
+from callbench.services.json_http import ClientError, JsonHandler, ThreadedEngine, strict_json
 from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, check_value
 
 __all__ = [
@@ -443,7 +443,7 @@ class _Handler(JsonHandler):
 
 class _Engine(ThreadedEngine):
     """The server itself: a store and a :class:`JsonServer` on a thread. Runs inside the service's
-    own process (:mod:`~callbench.tracks.stateful.services.isolation`), or in the CLI's."""
+    own process (:mod:`~callbench.services.isolation`), or in the CLI's."""
 
     thread_name = "session-service"
     empty_state: list = []
@@ -492,7 +492,7 @@ class _Engine(ThreadedEngine):
 
 
 def _engine(config: dict[str, Any], quotas: Quotas) -> _Engine:
-    """The service process's engine (:data:`~callbench.tracks.stateful.services.isolation.KINDS`)."""
+    """The service process's engine (:data:`~callbench.services.isolation.KINDS`)."""
     address = config["unix_path"] or ("127.0.0.1", config["port"])
     return _Engine(
         config["db_path"],

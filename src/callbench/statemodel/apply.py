@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from callbench.specs.openapi import ApiSpec
-from callbench.tracks.stateful.infer.infer import infer_model
-from callbench.tracks.stateful.infer.overlay import ModelFile, StateModel, read_model
-from callbench.tracks.stateful.infer.paths import path_params
+from callbench.statemodel.infer import infer_model
+from callbench.statemodel.overlay import ModelFile, StateModel, read_model
+from callbench.statemodel.paths import path_params
 
 
 def merge(inferred: StateModel, file: ModelFile) -> StateModel:

@@ -14,7 +14,7 @@ read from the clients' sockets (request lines, headers, bodies, discarded bodies
 ``MemoryError`` anywhere in a handler, sets :attr:`JsonServer.breach` (one line saying which);
 from then on the server reads nothing more (open connections see end of input, new ones are
 closed at once), so a client cannot make it use more. The owner reads ``breach`` and makes it the
-run's verdict (:mod:`callbench.tracks.stateful.services.isolation` runs such a server in its own
+run's verdict (:mod:`callbench.services.isolation` runs such a server in its own
 memory-limited process).
 """
 
@@ -425,7 +425,7 @@ class JsonServer(http.server.ThreadingHTTPServer):
 
 class ThreadedEngine:
     """A :class:`JsonServer` on a daemon thread, with the engine interface a service process of
-    :mod:`~callbench.tracks.stateful.services.isolation` drives (``ready``, ``handle``, ``breach``,
+    :mod:`~callbench.services.isolation` drives (``ready``, ``handle``, ``breach``,
     ``close``). The session service and the spec mock differ in their store and routing only, so
     they subclass this and give :meth:`_state` (what a snapshot compares), ``empty_state`` and
     :meth:`_close_store`; ``handle`` answers ``snapshot``, ``log`` and ``stats``."""

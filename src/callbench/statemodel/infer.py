@@ -12,23 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from callbench.specs.openapi import ApiSpec, Operation
-from callbench.tracks.stateful.infer.entity import entity, is_json
-from callbench.tracks.stateful.infer.ids import (
+from callbench.statemodel.entity import entity, is_json
+from callbench.statemodel.ids import (
     entity_props,
     link_sources,
     pick_id_field,
     scalar_type,
     types_agree,
 )
-from callbench.tracks.stateful.infer.overlay import (
+from callbench.statemodel.overlay import (
     IdSource,
     OperationModel,
     Precondition,
     Resource,
     StateModel,
 )
-from callbench.tracks.stateful.infer.paths import join, norm, param_of, path_params, segments, shapes
-from callbench.tracks.stateful.infer.roles import classify
+from callbench.statemodel.paths import join, norm, param_of, path_params, segments, shapes
+from callbench.statemodel.roles import classify
 
 _EFFECT = {"create": "create", "update": "update", "replace": "replace", "delete": "delete", "read": "none", "list": "none"}
 _READ_METHODS = ("get", "head", "options", "trace")

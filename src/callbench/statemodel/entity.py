@@ -14,7 +14,7 @@ from typing import Any
 
 from callbench.specs.openapi import Operation
 from callbench.specs.schema import object_properties, schema_type
-from callbench.tracks.stateful.infer.paths import singular
+from callbench.statemodel.paths import singular
 
 # Wrapper properties that commonly hold the entity or the page of entities, most likely first.
 WRAPPERS = ("data", "result", "results", "items", "item", "records", "values", "value", "entries", "elements", "content")

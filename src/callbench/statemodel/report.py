@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from callbench.tracks.stateful.infer.overlay import StateModel
+from callbench.statemodel.overlay import StateModel
 
 
 def _cell(text: str) -> str:

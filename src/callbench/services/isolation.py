@@ -8,7 +8,7 @@ sample can do is break *its* service, which is that sample's verdict
 
 * ``RLIMIT_AS`` (``Quotas.memory_mb``; thread stacks kept small so the limit is memory, not
   reservations), ``RLIMIT_CPU``, ``RLIMIT_NOFILE``, no core files;
-* the server's per-run quotas (:class:`~callbench.tracks.stateful.services.json_http.JsonServer`):
+* the server's per-run quotas (:class:`~callbench.services.json_http.JsonServer`):
   bytes read from clients and the number of requests; past either, and on a ``MemoryError``, the
   server stops reading and reports the breach;
 * the process ending (a limit the kernel enforces, a crash) is reported as such, not as a

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from callbench.specs.openapi import Operation
-from callbench.tracks.stateful.infer.entity import entity
-from callbench.tracks.stateful.infer.paths import join, norm, param_of, segments
+from callbench.statemodel.entity import entity
+from callbench.statemodel.paths import join, norm, param_of, segments
 
 _ITEM = {"get": "read", "post": "update", "put": "replace", "patch": "update", "delete": "delete"}
 

@@ -55,9 +55,9 @@ from callbench.mock.validate import sent_body_problem, sent_path_problem, sent_q
 from callbench.specs.openapi import ApiSpec, Operation
 from callbench.specs.schema import object_properties
 from callbench.specs.synthesize import synthesize_value
-from callbench.tracks.stateful.infer.entity import WRAPPERS, entity, is_json, success
-from callbench.tracks.stateful.infer.overlay import OperationModel, StateModel
-from callbench.tracks.stateful.infer.paths import ident, param_of, path_params, segments
+from callbench.statemodel.entity import WRAPPERS, entity, is_json, success
+from callbench.statemodel.overlay import OperationModel, StateModel
+from callbench.statemodel.paths import ident, param_of, path_params, segments
 from callbench.tracks.stateful.scenario import (
     AbsObject,
     Api,
@@ -130,13 +130,13 @@ def _shapes(schema: Any) -> list[Any]:
     return out
 
 
-def _wire(value: Any) -> Any:
+def wire_value(value: Any) -> Any:
     """A value as a program writes it into a path or ``params=``: JSON booleans as ``true``/``false``
     (``requests`` and f-strings would write ``True``, which the mock reads as text)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return [_wire(v) for v in value]
+        return [wire_value(v) for v in value]
     return value
 
 
@@ -317,7 +317,7 @@ class SpecScenario(Scenario):
     unfit: tuple[str, ...] = ()  # used operations left out: no value drawn for them is one the mock accepts
 
 
-def _json_body(op: Operation) -> Mapping[str, Any] | None:
+def json_body_schema(op: Operation) -> Mapping[str, Any] | None:
     if op.request_body is None:
         return None
     for mt, schema in op.request_body.content.items():
@@ -326,7 +326,7 @@ def _json_body(op: Operation) -> Mapping[str, Any] | None:
     return None
 
 
-def _form_body(op: Operation) -> Mapping[str, Any] | None:
+def form_body_schema(op: Operation) -> Mapping[str, Any] | None:
     """The schema of a form-encoded body (``application/x-www-form-urlencoded``), if the operation takes one."""
     if op.request_body is None:
         return None
@@ -345,7 +345,7 @@ def _effect(om: OperationModel, item: str | None, parents: list[str], scoped: tu
 
     def scope(args: dict, objs: dict) -> dict[str, Any]:
         out: dict[str, Any] = {p: objs[p].oid for p in parents if p in objs}
-        out.update({p: ("value", str(_wire(args[p]))) for p in scoped if p in args})
+        out.update({p: ("value", str(wire_value(args[p]))) for p in scoped if p in args})
         return out
 
     def effect(world: World, args: dict, objs: dict) -> Any:
@@ -429,7 +429,7 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
             else:
                 p = op.parameter("path", pname)
                 check = (lambda v, p=p: sent_path_problem(p, v)) if p is not None else None
-                dom = _value_domain(p.schema if p else {}, pname, sent=_wire, check=check)
+                dom = _value_domain(p.schema if p else {}, pname, sent=wire_value, check=check)
                 params.append(Param(pid, domain=dom, perturb=dom.perturb, describe=f"the {pname}"))
         query = [p for p in op.params_in("query") if p.required and p.name in om.values]
         qnames: dict[str, str] = {}
@@ -439,10 +439,10 @@ def build_scenario(spec: ApiSpec, model: StateModel, *, name: str | None = None)
                 pid += "_q"
             qnames[p.name] = pid
             where[pid] = ("query", p.name)
-            dom = _value_domain(p.schema, p.name, sent=_wire, check=lambda v, p=p: sent_query_problem(p, v))
+            dom = _value_domain(p.schema, p.name, sent=wire_value, check=lambda v, p=p: sent_query_problem(p, v))
             params.append(Param(pid, domain=dom, perturb=dom.perturb, describe=f"the {p.name}"))
-        body = _json_body(op)
-        form = _form_body(op) if body is None else None
+        body = json_body_schema(op)
+        form = form_body_schema(op) if body is None else None
         res_m = resources.get(om.resource or "")
         # a create whose body may choose the id: not one a live object has (409)
         fresh = _fresh_id(res_m.name, res_m.id_field) if om.role == "create" and res_m is not None and res_m.id_field else None

@@ -25,15 +25,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from callbench.specs.schema import object_properties, required_properties, schema_type
-from callbench.tracks.stateful.infer.entity import success
+from callbench.statemodel.entity import success
 
 SCALARS = frozenset({"string", "integer", "number", "boolean"})
-_CONSTRAINTS = ("enum", "const", "pattern", "format", "minLength", "maxLength", "minimum", "maximum",
+CONSTRAINT_KEYWORDS = ("enum", "const", "pattern", "format", "minLength", "maxLength", "minimum", "maximum",
                 "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
-_COMBINATORS = ("oneOf", "anyOf", "allOf", "not")
+COMBINATORS = ("oneOf", "anyOf", "allOf", "not")
 
 
-def _scalar(schema: Any) -> str | None:
+def scalar_type(schema: Any) -> str | None:
     """The one scalar JSON type of ``schema``, None when it admits null, several types or a
     non-scalar."""
     t = schema_type(schema)
@@ -55,7 +55,7 @@ def response_fields(op: Any) -> dict[str, Mapping[str, Any]]:
     for name, sub in object_properties(schema).items():
         if name not in required or not isinstance(name, str) or not name.isidentifier() or not isinstance(sub, Mapping):
             continue
-        if _scalar(sub):
+        if scalar_type(sub):
             out[name] = sub
             continue
         t = schema_type(sub)
@@ -66,7 +66,7 @@ def response_fields(op: Any) -> dict[str, Mapping[str, Any]]:
         else:
             continue
         idf = object_properties(inner).get("id")
-        if isinstance(idf, Mapping) and _scalar(idf) and "id" in required_properties(inner):
+        if isinstance(idf, Mapping) and scalar_type(idf) and "id" in required_properties(inner):
             out[key] = idf
     return out
 
@@ -74,12 +74,12 @@ def response_fields(op: Any) -> dict[str, Mapping[str, Any]]:
 def fits(field: Mapping[str, Any], argument: Any) -> bool:
     """Whether every value of ``field``'s schema is one ``argument``'s schema accepts (the checks
     above: one scalar type, the argument's constraints all the field's own)."""
-    if not isinstance(argument, Mapping) or any(k in argument for k in _COMBINATORS):
+    if not isinstance(argument, Mapping) or any(k in argument for k in COMBINATORS):
         return False
-    t = _scalar(field)
-    if t is None or t != _scalar(argument):
+    t = scalar_type(field)
+    if t is None or t != scalar_type(argument):
         return False
-    return all(k not in argument or (k in field and field[k] == argument[k]) for k in _CONSTRAINTS)
+    return all(k not in argument or (k in field and field[k] == argument[k]) for k in CONSTRAINT_KEYWORDS)
 
 
 def candidates(argument: str) -> tuple[str, ...]:
