@@ -264,7 +264,10 @@ class GrammarOptions:
         a path with one trailing ``/`` more or less where that names the same operation
         (:meth:`ApiSpec.either_slash`), and ``headers`` may carry the transport headers
         (:data:`~callbench.specs.openapi.TRANSPORT_HEADERS`) on any operation. What a member expression holds cannot be known: a chain through a missing
-        property throws when the call runs (bare identifiers, as before, always run). Credentials
+        property throws when the call runs (bare identifiers, as before, always run). The call may
+        also be ``request({ method, url, ...config })``, a string value a concatenation, a member
+        chain index an array, a form body be ``new URLSearchParams({...})``/``qs.stringify({...})``
+        (the module docstring's "Call forms"). Credentials
         have their own switch (``credential_rule``): under ``"callbench"`` a declared credential
         parameter (:data:`CREDENTIAL_PARAMS`) is one more security alternative, and under
         every rule but ``"paper"`` a spec declaring no security scheme allows an
