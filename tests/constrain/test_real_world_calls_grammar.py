@@ -359,3 +359,43 @@ def test_the_request_form_is_left_out_above_the_operation_bound(monkeypatch):
     finally:
         monkeypatch.undo()
         wg.clear_grammar_cache()
+
+
+def test_tracker_shortcuts_and_sensitivity_hold_on_the_new_forms():
+    """At every token of the request form and the value expressions: ``allows`` (memos, shortcuts)
+    equals the plain scan, and a token outside ``sensitive`` (which the engine never asks
+    about) is one the plain scan allows: the `+` after a request URL, `new`, `[0]`, `(` ... are
+    all covered."""
+    import random
+
+    from callbench.constrain.check import gpt2_tokenizer
+    from callbench.constrain.engine import is_sensitive, vocab_for_lltokenizer
+
+    vocab = vocab_for_lltokenizer(gpt2_tokenizer())
+    struct = set(b"'\"`,{}()[]:;+.")
+    probe = [i for i, d in enumerate(vocab.token_bytes) if d and struct & set(d)]
+    rng = random.Random(29)
+    g = build_webapi_grammar(PETS, setup="full", identifiers=IDENTS)
+    texts = [
+        *REQUESTS,
+        *VALUES,
+        f"request({{ method: 'get', url: '{BASE}/pets/' + id }})",
+        f"request({{ url: `{BASE}/pets/${{id}}`, method: 'get', params: {{ q: 'a' + name }} }})",
+    ]
+    checked = vetoed = 0
+    for text in texts:
+        tr = make_key_tracker(g, PETS)
+        for tok in vocab.lltok.tokenize_str(text):
+            if not tr.active():
+                break
+            sens = tr.sensitive
+            for i in rng.sample(probe, 300):
+                data = vocab.token_bytes[i]
+                plain = tr._scan(data)
+                assert tr.allows(data) == plain, (text, tr.context(), data)
+                if not is_sensitive(sens, data):
+                    assert plain, ("outside sensitive but vetoed", text, tr.context(), data)
+                checked += 1
+                vetoed += not plain
+            tr.feed(vocab.token_bytes[tok])
+    assert checked > 10_000 and vetoed > 0
