@@ -212,9 +212,14 @@ def test_path_parameter_types(spec):
 
 
 def test_query_string_in_url(spec):
+    """The default (real-world) profile takes a query in the URL; the paper profile does not."""
     text = f"get('{BASE}/items?limit=5');"
-    rejected(spec, text, "has a query string", at="?")
+    rejected(spec, text, "has a query string", at="?", options=GrammarOptions(allow_url_query=False))
+    rejected(spec, text, "has a query string", at="?", options=GrammarOptions(profile="paper"))
     ok(spec, text, options=GrammarOptions(allow_url_query=True))
+    ok(spec, text)
+    # still only the operation's own query parameters
+    rejected(spec, f"get('{BASE}/items?limits=5');", "query parameter 'limits'", at="s=5")
 
 
 def test_illegal_parameter_name(spec):

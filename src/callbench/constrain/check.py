@@ -307,6 +307,10 @@ def _grammar_reason(spec: ApiSpec, g: WebApiGrammar, tr: KeyTracker, data: bytes
             )
         return f"expected '(' after axios.{name}, got {ch!r}"
     if state == "url":
+        if ctx.get("url_done") and ch in ",)":  # the URL (written by concatenation) is complete
+            done = tr.url_resolved()
+            if done.args is not None:
+                return _args_reason(done, done.context(), ch)
         return _url_reason(spec, g, tr.method or "", text, pos)
     if state == "args":
         return _args_reason(tr, ctx, ch)
@@ -491,16 +495,35 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str, pos: in
     while j < len(text) and text[j] != q:
         j += 2 if text[j] == "\\" else 1
     url = text[start + 1 : j]
+    real = g.options.real_world
+
+    def known(h: str) -> bool:
+        return h in g.identifiers or (real and h.split(".")[0] in g.identifiers)
+
     if q == "`":
-        unknown = [h for h in re.findall(r"\$\{\s*([^}]*?)\s*\}", url) if h not in g.identifiers]
+        unknown = [h for h in re.findall(r"\$\{\s*([^}]*?)\s*\}", url) if not known(h)]
         if unknown:
             return f"'${{{unknown[0]}}}' in URL '{url}' is not a known identifier"
     probe = re.sub(r"\$\{[^}]*\}", "1", url) if q == "`" else url
+    cat = _concatenated(text, j + 1, q) if real and q != "`" else None
+    if cat is not None:  # '...' + name + '...': the URL as the expression builds it
+        shown, probe, names = cat
+        for name in names:
+            if not known(name):
+                return f"'{name}' in URL {shown} is not a known identifier"
+        url = shown
     matches = spec.match_paths(probe, real_world=g.options.real_world)
     fixed = any(spec.fixed_query(op) for pm in matches for op in pm.operations.values())
     if "?" in url and not g.options.allow_url_query and matches and not fixed:
         return f"URL '{url}' has a query string; pass query parameters in params"
     m_ops = [pm for pm in matches if method in pm.operations]
+    if m_ops and "?" in probe and g.options.allow_url_query:
+        op = m_ops[0].operations[method]
+        params = g.model.op_args(op, g.options.credentials, True).config.props["params"]
+        for pair in probe.split("#", 1)[0].partition("?")[2].split("&"):
+            key = pair.partition("=")[0]
+            if key and key != "1" and params.child(key) is NO and not spec.fixed_query(op):
+                return f"query parameter '{key}' in the URL is not an argument of {op.method.upper()} {op.path}"
     if not m_ops:
         msg = f"URL '{url}' matches no path with method {method}"
         if matches:
@@ -533,6 +556,40 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str, pos: in
             f"{at!r} at offset {pos - start - 1} of the URL (a URL the grammar cannot write)"
         )
     return f"URL '{url}' is not a URL the spec allows with method {method}"
+
+
+def _concatenated(text: str, i: int, q: str) -> tuple[str, str, list[str]] | None:
+    """A '...' URL whose string ends at ``i`` and goes on with ``+`` (real-world profile): (the
+    URL shown as a template, `` ${name} `` for each expression, the URL with "1" for each, the
+    expressions), or None when no ``+`` follows."""
+    m = re.match(r"\s*\+\s*", text[i:])
+    if m is None:
+        return None
+    start = text.rfind(q, 0, i - 1)
+    shown, probe, names = [text[start + 1 : i - 1]], [text[start + 1 : i - 1]], []
+    i += m.end()
+    while i < len(text):
+        if text[i] in "'\"":
+            j = i + 1
+            while j < len(text) and text[j] != text[i]:
+                j += 2 if text[j] == "\\" else 1
+            shown.append(text[i + 1 : j])
+            probe.append(text[i + 1 : j])
+            i = j + 1
+        else:
+            w = re.match(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*", text[i:])
+            name = w.group(0) if w else text[i : i + 1]
+            shown.append("${" + name + "}")
+            probe.append("1")
+            names.append(name)
+            i += len(name)
+            if w is None:
+                break
+        m = re.match(r"\s*\+\s*", text[i:])
+        if m is None:
+            break
+        i += m.end()
+    return "".join(shown), "".join(probe), names
 
 
 def _args_reason(tr: KeyTracker, ctx: dict[str, Any], ch: str) -> str:

@@ -38,11 +38,14 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
+from urllib.parse import unquote_plus
 
 import numpy as np
 
 from callbench.constrain.engine import TokenClass
+from callbench.constrain.url_lexemes import url_plan
 from callbench.constrain.webapi_grammar import (
     BODY_METHODS,
     NO,
@@ -63,7 +66,7 @@ from callbench.constrain.engine import TokenFilter  # noqa: E402, F401 - re-expo
 # byte constants
 _LBRACE, _RBRACE, _LBRACK, _RBRACK = ord("{"), ord("}"), ord("["), ord("]")
 _LPAR, _RPAR, _COMMA, _COLON = ord("("), ord(")"), ord(","), ord(":")
-_PLUS = ord("+")
+_PLUS, _DOT = ord("+"), ord(".")
 _SQ, _DQ, _BQ, _BSL, _DOLLAR = ord("'"), ord('"'), ord("`"), ord("\\"), ord("$")
 _PLAIN_ESCAPES = frozenset(b"'\"\\/`$")  # escapes that stand for the character itself
 _WS = frozenset(b" \t\r\n")
@@ -182,6 +185,31 @@ def _string_danger(q: int, *, escapes: bool = False, pending: int = _P_NONE) -> 
 
 
 _CODE_DANGER = TokenClass("key tracker: code danger", _code_danger, prefilter=b",{}")
+
+
+def _url_string_end(q: int, pending: int) -> TokenClass:
+    """Inside a URL string: closing it (the operation and its query keys are judged at the
+    closing quote, or at the ``,``/``)`` after it when ``+`` may go on)."""
+
+    def predicate(data: bytes) -> bool:
+        return _string_end(data, q, pending) >= 0
+
+    state = ("", " after an escape", " in a ${ hole", " after $")[pending]
+    return TokenClass(f"key tracker: URL {chr(q)}{state} closed", predicate, prefilter=bytes((q,)))
+
+
+# In a URL string, per quote and pending state; after a URL piece or expression (real-world
+# profile: `+` may go on), and after the URL: code danger or the `,`/`)` that ends the URL or call.
+_URL_STRING_END = {
+    (q, p): _url_string_end(q, p)
+    for q in (_SQ, _DQ, _BQ)
+    for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
+}
+_URL_END = TokenClass(
+    "key tracker: code danger, or the , or ) that ends a URL or the call",
+    lambda data: _code_danger(data) or _COMMA in data or _RPAR in data,
+    prefilter=b",{})",
+)
 # Inside a string value or URL, per quote and pending state (holes and `$` matter in backticks only).
 _STRING_DANGER = {
     (q, p): _string_danger(q, pending=p)
@@ -289,9 +317,13 @@ def _key_first(c: int) -> TokenClass:
 
 
 # modes (what the scanner is inside of)
-M_CODE, M_STR, M_KEYQ, M_KEYU, M_SCALAR, M_METHOD, M_DONE, M_LOST = range(8)
+M_CODE, M_STR, M_KEYQ, M_KEYU, M_SCALAR, M_METHOD, M_DONE, M_LOST, M_URLEXPR = range(9)
 # call-frame states
 C_METHOD, C_URL, C_AFTER, C_ARG = range(4)
+# a URL written by concatenation (real-world profile): after a piece, where ``+`` may go on; after ``+``
+C_URLEND, C_URLPLUS = 4, 5
+#: A hole of the URL (``${name}``, ``' + name + '``): its value is unknown; "1" when the URL is matched
+_HOLE = 1
 # object-frame states
 O_KEY, O_COLON, O_VALUE, O_AFTER = range(4)
 # array-frame states
@@ -447,6 +479,7 @@ class KeyTracker:
         "_req",
         "_cap",
         "_req_url",
+        "_cat",
     )
 
     def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
@@ -473,6 +506,8 @@ class KeyTracker:
         self._req = R_NONE
         self._cap: str | None = None
         self._req_url: str | None = None
+        # the URL read so far while it may go on by concatenation ('...' + name + '...')
+        self._cat: bytearray | None = None
         self.violation: str | None = None
         # allows() verdicts for the current state: "feeding exactly these bytes now is fine",
         # keyed on whole tokens and on the normalised forms that share a verdict (see allows).
@@ -515,6 +550,8 @@ class KeyTracker:
             _NOTHING,
             _CODE_DANGER,
             *_STRING_DANGER.values(),
+            *_URL_STRING_END.values(),
+            _URL_END,
             self._keyset,
             *_KEYQ_SAFE.values(),
             *_KEYQ_END.values(),
@@ -537,16 +574,19 @@ class KeyTracker:
             return _REQUEST_LITERAL_END[q, p]
         if mode == M_STR:
             q = self._q
+            table = _URL_STRING_END if self._url is not None else _STRING_DANGER
             if self._esc:
-                return _STRING_DANGER[q, _P_ESC]
+                return table[q, _P_ESC]
             if q == _BQ and self._hole:
-                return _STRING_DANGER[q, _P_HOLE]
+                return table[q, _P_HOLE]
             if q == _BQ and self._dollar:
-                return _STRING_DANGER[q, _P_DOLLAR]
-            return _STRING_DANGER[q, _P_NONE]
+                return table[q, _P_DOLLAR]
+            return table[q, _P_NONE]
         if mode in (M_DONE, M_LOST) or self.violation is not None:
             return _NOTHING
         top = self._frames[-1]
+        if top.kind == "call" and (mode == M_URLEXPR or top.state in (C_URLEND, C_URLPLUS, C_AFTER, C_ARG)):
+            return _URL_END  # the URL or the call may end here (judged by _resolve_url, _end_call)
         if mode in (M_KEYQ, M_KEYU):
             safe = self._partial_is_safe(top)
             if safe == _SAFE_ALL:
@@ -632,6 +672,7 @@ class KeyTracker:
         t._method, t._args, t.violation = self._method, self._args, self.violation
         t._cred = self._cred
         t._req, t._cap, t._req_url = self._req, self._cap, self._req_url
+        t._cat = bytearray(self._cat) if self._cat is not None else None
         t._memo = {}
         t._sens = None
         return t
@@ -788,6 +829,17 @@ class KeyTracker:
         """The URL literal of ``axios.request({...})`` once read (holes written as ``1``)."""
         return self._req_url
 
+    def url_resolved(self) -> KeyTracker:
+        """A copy whose URL, read up to where a ``+`` could still continue it (a URL written by
+        concatenation), is taken as complete and resolved (the checker's explanations)."""
+        t = self.clone()
+        top = t._frames[-1]
+        if top.kind == "call" and top.state == C_URLEND and t._mode == M_CODE:
+            t._url, t._cat = t._cat, None
+            t._resolve_url()
+            top.state = C_AFTER
+        return t
+
     @property
     def key_quote(self) -> str | None:
         """While a key is being written: its quote character, or "" for an unquoted key."""
@@ -838,8 +890,9 @@ class KeyTracker:
         elif mode == M_LOST:
             out["state"] = "lost"
         elif top.kind == "call":
-            if top.state == C_URL or self._url is not None:
+            if top.state in (C_URL, C_URLEND, C_URLPLUS) or self._url is not None or mode == M_URLEXPR:
                 out["state"] = "url"
+                out["url_done"] = top.state == C_URLEND and mode == M_CODE
             else:
                 out["state"] = "args"
                 out["argi"] = top.argi
@@ -930,6 +983,11 @@ class KeyTracker:
             self._mode = M_CODE
             self._hole = False
             self._value_done()
+        elif mode == M_URLEXPR:
+            if b in _IDENT or b == _DOT:
+                return
+            self._mode = M_CODE
+            self._frames[-1].state = C_URLEND
         elif mode == M_METHOD:
             if b in _IDENT:
                 self._buf.append(b)
@@ -957,7 +1015,7 @@ class KeyTracker:
             self._hole = True
             if url is not None:  # "1" stands for the identifier's value when matching the URL;
                 # at its start the hole holds the server (`${BASE}/gifs`): \0 marks it
-                url[-1:] = b"\0" if len(url) == 1 else b"1"
+                url[-1:] = b"\0" if len(url) == 1 else bytes((_HOLE,))
             return
         self._dollar = b == _DOLLAR
         if b == _BSL:
@@ -1095,6 +1153,27 @@ class KeyTracker:
                 self._url = bytearray()
             else:
                 self._lost()  # e.g. a URL built from an identifier: nothing to check against
+        elif st == C_URLEND:  # a URL piece was read: `+` goes on, `,` or `)` ends the URL
+            if b == _PLUS:
+                top.state = C_URLPLUS
+                return
+            self._url, self._cat = self._cat, None
+            self._resolve_url()
+            top.state = C_AFTER
+            if self._mode != M_LOST:
+                self._call_byte(top, b)
+        elif st == C_URLPLUS:
+            cat = self._cat if self._cat is not None else bytearray()
+            if b in _QUOTES:  # the URL goes on in another string
+                self._mode, self._q, self._esc, self._hole, self._dollar = M_STR, b, False, False, False
+                self._url, self._cat = cat, None
+                top.state = C_URL
+            elif b in _IDENT:  # an expression: a hole (the grammar allows one where a hole may be)
+                cat.append(_HOLE)
+                self._cat = cat
+                self._mode = M_URLEXPR
+            else:
+                self._lost()
         elif st == C_AFTER:
             if b == _COMMA:
                 top.argi += 1
@@ -1131,7 +1210,8 @@ class KeyTracker:
         args = self._args
         if args is not None and self.grammar.options.allow_url_query and args.config_mandatory:
             at = 2 if args.operation.method in BODY_METHODS else 1
-            if not (top.state == C_AFTER and top.argi >= at):
+            given = top.argi >= at if top.state == C_AFTER else top.argi > at  # C_ARG: after a trailing ','
+            if not given:
                 need = ", ".join(sorted(args.config.props["params"].required)) or "its required arguments"
                 self._fail(f"{args.label} needs a config with params: {need}")
                 return
@@ -1175,6 +1255,10 @@ class KeyTracker:
         elif top.kind in ("arr", "paren"):
             top.state = A_AFTER
         else:
+            if top.state == C_URL and self._url is not None and self.grammar.options.real_world:
+                self._cat, self._url = self._url, None  # `+` may go on (`'...?key=' + key`)
+                top.state = C_URLEND
+                return
             if top.state == C_URL:
                 self._resolve_url()
             top.state = C_AFTER
@@ -1276,6 +1360,7 @@ class KeyTracker:
     def _resolve_url(self, text: str | None = None) -> None:
         url = bytes(self._url or b"").decode("utf-8", "replace") if text is None else text
         self._url = None
+        raw, url = url, url.replace(chr(_HOLE), "1")
         method = self._method or ""
         if url.startswith("\0"):  # the server as a variable: whichever of the spec's servers
             urls = [srv + url[1:] for srv in self._spec.servers]
@@ -1290,7 +1375,18 @@ class KeyTracker:
         opt = self.grammar.options
         args = self._model.op_args(match.operation, opt.credentials, opt.allow_url_query, transport=opt.real_world)
         if opt.allow_url_query:  # required query parameters the URL carries are given
-            args = self._model.given_in_url(args, frozenset(request_query(url)))
+            names = set(request_query(url))
+            bad, opaque = _query_keys(raw, args, url_plan(self._spec, match.operation).in_url)
+            if bad is not None:
+                self._fail(f"query parameter '{bad}' in the URL is not an argument of {args.label}")
+                return
+            if opaque:  # `?${params}`: pairs whose keys cannot be seen, as a params identifier
+                names |= args.config.props["params"].required
+                atoms, given, hidden = self._cred
+                self._cred = (atoms, given, hidden | {"params"})
+            args = self._model.given_in_url(args, frozenset(names))
+            if opaque and args.cred_any:  # the hidden pairs may hold the credential
+                args = replace(args, cred_any=(), config_mandatory=bool(args.config.required))
         self._args = args
         if self.grammar.staged:  # the head grammar has no keys: the operation's stage has them
             key_bytes = self.grammar.tail_key_bytes(match.operation)
@@ -1347,6 +1443,24 @@ class KeyTracker:
             self._fail(
                 f"key '{shown}…' can only become keys already given ({given}) in {self._label(top.path)}"
             )
+
+
+def _query_keys(raw: str, args: OpArgs, fixed: frozenset[str]) -> tuple[str | None, bool]:
+    """The URL's query keys against ``args``' params (``allow_url_query``): the first key that is
+    neither a declared parameter (nor a member of a deepObject one) nor a path key's fixed name,
+    and whether a pair is a hole (``?${params}``: its keys cannot be seen)."""
+    query = raw.split("#", 1)[0].partition("?")[2]
+    params = args.config.props["params"]
+    opaque = False
+    for pair in query.split("&"):
+        key = unquote_plus(pair.partition("=")[0])
+        if not key:
+            continue
+        if chr(_HOLE) in key:
+            opaque = True
+        elif key not in fixed and params.child(key) is NO:
+            return key, opaque
+    return None, opaque
 
 
 def make_key_tracker(grammar: WebApiGrammar, spec: ApiSpec) -> KeyTracker:

@@ -21,7 +21,7 @@ from callbench.constrain.schema_scalars import scalar_key, scalars_memoized
 from callbench.specs import ApiSpec, Operation
 from callbench.specs.openapi import segment_pattern, split_path_key
 
-__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "GrammarWriter", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
+__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "GrammarWriter", "concat_holes", "query_forms", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
            "server_var_rx", "server_words", "url_plan"]
 
 PARAM_RX = re.compile(r"\{([^{}]*)\}")  # a ``{name}`` hole of a path template
@@ -36,7 +36,12 @@ class GrammarWriter(Protocol):
 
     def term(self, prefix: str, definition: str) -> str: ...
 
+    #: what a URL hole may hold (identifiers in scope, member access), or "" when nothing may
+    var_rx: str
+
     def hole_rx(self, schema: Any, quote: str, query: bool = False) -> str: ...
+
+    def query_keys_rx(self, path: str) -> str: ...
 
     def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str: ...
 
@@ -233,10 +238,63 @@ def ends_in_slash(path: str) -> bool:
     return len(path) > 1 and path.endswith("/")
 
 
+#: The quote that ends and restarts a string around a concatenated expression
+#: (``'.../users/' + name + '/repos'``) in a '...' URL, and in a "..." one: spelled apart from the
+#: closing quote of a tail so that :func:`_dq` finds it.
+SQ_CAT, DQ_CAT = r"(?:\x27)", r"(?:\x22)"
+# One character of a query's key or value (``&``, ``=``, ``#`` and quotes end it), without and with
+# backticks (where ``$`` may start ``${``).
+_QUERY_CH = (r"[^&#\x27\x22\x60\x5c\s]", r"[^&#\x27\x22\x60\x5c\s$]")
+FREE_QUERY_KEY = r"[^&=#\x27\x22\x60\x5c\s$]+"
+
+
+def _dq(rx: str, tail: bool = False) -> str:
+    """A '...' URL piece as written in "...": its concatenation quotes (:data:`SQ_CAT`) and, for a
+    ``tail``, its closing quote (the rest of a piece is the same)."""
+    rx = rx.replace(SQ_CAT, DQ_CAT)
+    if tail and rx.endswith(r"\x27"):
+        rx = rx[:-4] + r"\x22"
+    return rx
+
+
+def _quote_may_follow(plan: UrlPlan) -> bool:
+    """May the URL's closing quote come right after the path's last segment (no trailing ``/``,
+    fixed query or label in between)?"""
+    return not plan.query and plan.label is None and not ends_in_slash(plan.path)
+
+
 def _dq_tail(tail: str) -> str:
-    """A URL tail piece closed by ``'`` as closed by ``"`` (the rest of a tail is the same)."""
-    assert tail.endswith(r"\x27"), tail
-    return tail[:-4] + r"\x22"
+    return _dq(tail, tail=True)
+
+
+def concat_holes(q: str, var: str) -> tuple[str, str]:
+    """The regexes of an expression joined by ``+`` into a '...' or "..." URL: in its middle
+    (``' + name + '``) and at its end (``' + name``)."""
+    c = SQ_CAT if q == "'" else DQ_CAT
+    return rf"{c}[ ]*\+[ ]*(?:{var})[ ]*\+[ ]*{c}", rf"{c}[ ]*\+[ ]*(?:{var})"
+
+
+def query_forms(keys: str, q: str, var: str | None) -> tuple[str, str]:
+    """A URL's query after ``?`` (``GrammarOptions.allow_url_query``), and the query text after
+    which an expression may end the URL by concatenation (after ``?``, ``&`` or in a value).
+
+    Pairs ``key=value`` (or ``key`` alone, or nothing between two ``&``) whose keys are ``keys``
+    (the operation's declared query parameters and credentials, a regex), values free text with
+    holes; with ``var`` (identifiers in scope) a hole (``${name}``, or ``' + name + '``) may also
+    stand for whole pairs (``?${params}``: their keys cannot be seen, as a ``params`` identifier's)."""
+    ch = _QUERY_CH[q == "`"]
+    hole = None
+    if var:
+        hole = rf"\$\{{[ ]*(?:{var})[ ]*\}}" if q == "`" else concat_holes(q, var)[0]
+    val = f"(?:{ch}|{hole})*" if hole else f"{ch}*"
+    pair = f"(?:(?:{keys})(?:={val})?" + (f"|{hole}" if hole else "") + ")"
+    if not keys:  # no declared query key: only a hole may stand for pairs
+        if hole is None:
+            return "", ""
+        return f"(?:{hole})?(?:&(?:{hole})?)*", f"(?:(?:{hole})?&)*"
+    return f"{pair}?(?:&{pair}?)*", f"(?:{pair}?&)*(?:(?:{keys})={val})?"
+
+
 # One lexeme of a URL word: (regex, regexes of better-ranked templates' pieces cut out of it,
 # its text when it is one literal segment, else None).
 Piece = tuple[str, tuple[str, ...], str | None]
@@ -413,6 +471,7 @@ class UrlWords:
 
     def __init__(self, idents: tuple[str, ...], allow_url_query: bool, real: bool = False):
         self.idents = idents
+        self._end: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None] = {}
         self.real = real  # GrammarOptions.real_world: holes of identifiers take member access
         self.allow = allow_url_query
         # (path, quote) -> (piece regexes, piece's text when it is a literal (else None), plan)
@@ -432,7 +491,7 @@ class UrlWords:
             out_dq = None
             if single is not None:
                 pieces_sq, literal_sq, plan_sq, shapes_sq = single
-                out_dq = ((*pieces_sq[:-1], _dq_tail(pieces_sq[-1])), literal_sq, plan_sq, shapes_sq)
+                out_dq = ((*map(_dq, pieces_sq[:-1]), _dq_tail(pieces_sq[-1])), literal_sq, plan_sq, shapes_sq)
             self._base[key] = out_dq
             return out_dq
         holes = templates.hole_schemas(path)
@@ -453,7 +512,7 @@ class UrlWords:
                 if single is not None:
                     pieces_sq, literal_sq, _, shapes_sq = single
                     body = tuple(x.replace(FREE_HOLE["'"], FREE_HOLE["`"]) for x in pieces_sq[:-1])
-                    out = ((*body, self._tail(b, plan, qholes, q)), literal_sq, plan, shapes_sq)
+                    out = ((*body, self._tail(b, plan, qholes, q, path)), literal_sq, plan, shapes_sq)
                     self._base[key] = out
                     return out
             pieces: list[str] = []
@@ -468,31 +527,81 @@ class UrlWords:
                 pieces.append(r"\x2f" + "".join(body))
                 literal.append("/" + seg if len(parts) == 1 else None)
                 shapes.append(_ends("/" + seg))
-            pieces.append(self._tail(b, plan, qholes, q))
+            pieces.append(self._tail(b, plan, qholes, q, path))
             literal.append(None)  # tails are told apart by :meth:`_tails_disjoint`
             shapes.append(None)
             out = (tuple(pieces), tuple(literal), plan, tuple(shapes))
         self._base[key] = out
         return out
 
-    def _tail(self, b: GrammarWriter, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
+    def var(self, b: GrammarWriter) -> str | None:
+        """What an expression in the URL may be (real-world profile with identifiers), else None."""
+        return (b.var_rx or None) if self.real and self.idents else None
+
+    def _tail(self, b: GrammarWriter, plan: UrlPlan, qholes: Mapping[str, Any], q: str, path: str | None = None) -> str:
         """The trailing ``/`` where the path key has one, the fixed query (pairs in any order, up
         to 3), the label and the closing quote (as the whole-URL regex of
-        :meth:`GrammarWriter._url_def` ends)."""
+        :meth:`GrammarWriter._url_def` ends).
+
+        Under ``allow_url_query`` a query of ``path``'s declared query parameters and credentials
+        (:func:`query_forms`; ``path`` None: any keys, a staged head's) may follow the path or the
+        fixed pairs; in a '...'/"..." URL with identifiers in scope the URL may then end with an
+        expression joined by ``+`` in a value or where a pair starts (``'...?api_key=' + key``)."""
         tail = r"\x2f" if ends_in_slash(plan.path) else ""
         if self.real and b.spec.either_slash(plan.path):  # real world: /boards/ is /boards
             tail = r"\x2f?"
-        free_query = r"[^\x27\x22\x60\x5c\s#]*"
+        fixed = b.fixed_query_rx(plan, qholes, q)
+        label = _rx("#" + plan.label) if plan.label is not None else ""
+        if not self.allow:
+            return tail + (r"\?" if plan.query else "") + fixed + label + _rx(q)
+        var = self.var(b)
+        keys = b.query_keys_rx(path) if path is not None else FREE_QUERY_KEY
+        pairs, open_ = query_forms(keys, q, var)
         if plan.query:
-            tail += r"\?"
-        elif self.allow:
-            tail += rf"(?:\?{free_query})?"
-        after = [b.fixed_query_rx(plan, qholes, q)]
-        if plan.query and self.allow:
-            after.append(rf"(?:&{free_query})?")
-        if plan.label is not None:
-            after.append(_rx("#" + plan.label))
-        return tail + "".join(after) + _rx(q)
+            body, opened = rf"{tail}\?{fixed}(?:&{pairs})?", rf"{tail}\?{fixed}&{open_}"
+        else:
+            body, opened = rf"{tail}(?:\?{pairs})?", rf"{tail}\?{open_}"
+        if var is None or q == "`":
+            return body + label + _rx(q)
+        close = SQ_CAT if q == "'" else DQ_CAT
+        return f"(?:{body}{label}{close}|{opened}{concat_holes(q, var)[1]})"
+
+    def end_hole(
+        self, b: GrammarWriter, templates: Templates, path: str, q: str
+    ) -> tuple[tuple[str, ...], tuple[str | None, ...], Any, tuple[Any, ...]] | None:
+        """``path``'s word with its last path hole written as an expression ending the URL by
+        concatenation (``'https://api.spotify.com/v1/artists/' + id``): the pieces before it, then
+        one piece of the last segment's text before the hole and ``' + name`` (no tail: a piece
+        that ended before ``'`` would be a prefix of the piece whose hole goes on with ``' + name
+        + '...'``, and the lexer does not backtrack; the word is one piece shorter than
+        :meth:`base`'s). None where the path does not end in a hole (a trailing ``/``, fixed query
+        or label after it: the hole is then a middle one), in backticks and without identifiers."""
+        key = (path, q)
+        if key in self._end:
+            return self._end[key]
+        out = None
+        var = self.var(b)
+        mine = self.base(b, templates, path, q) if var is not None and q != "`" else None
+        if mine is not None:
+            pieces, literal, plan, shapes = mine
+            seg = (plan.path.rstrip("/") or "/").split("/")[-1]
+            parts = PARAM_RX.split(seg)
+            if len(parts) > 1 and parts[-1] == "" and _quote_may_follow(plan):
+                holes = templates.hole_schemas(path)
+                quoted = any(c in path for c in "'\"`")
+                body = "".join(
+                    (_rx(x.replace(q, "\\" + q)) if quoted else _rx(x)) if i % 2 == 0 else b.hole_rx(holes.get(x), q)
+                    for i, x in enumerate(parts[:-2])
+                )
+                before = "".join(x if i % 2 == 0 else "{" + x + "}" for i, x in enumerate(parts[:-2]))
+                out = (
+                    (*pieces[:-2], r"\x2f" + body + concat_holes(q, var)[1]),
+                    (*literal[:-2], None),
+                    plan,
+                    (*shapes[:-2], (_ends("/" + before) or ("/", ""))[:1] + ("",)),
+                )
+        self._end[key] = out
+        return out
 
     def head_terms(self, b: GrammarWriter, templates: Templates, path: str) -> dict[str, tuple[str, ...]] | None:
         """``path``'s piece terminals per quote, no shadowing cut out (a staged head), None if
@@ -534,35 +643,39 @@ class UrlWords:
         if memo is None:
             memo = b.memo["head pieces"] = {}  # (segment, its holes' keys) -> terminals ('...', `...`)
         sq: list[str] = []
+        dq: list[str] = []
         bt: list[str] = []
         for seg in (path.rstrip("/") or "/").split("/")[1:]:
             k = seg if "{" not in seg else (seg, *(keys.get(x) for x in PARAM_RX.findall(seg)))
-            pair = memo.get(k)
-            if pair is None:
-                pair = memo[k] = self._head_piece(b, seg, holes)
-            sq.append(pair[0])
-            bt.append(pair[1])
-        tails = self._head_tails(b, None if self.real and b.spec.either_slash(path) else ends_in_slash(path))
-        return {"'": (*sq, tails[0]), '"': (*sq, tails[1]), "`": (*bt, tails[2])}
+            trio = memo.get(k)
+            if trio is None:
+                trio = memo[k] = self._head_piece(b, seg, holes)
+            sq.append(trio[0])
+            dq.append(trio[1])
+            bt.append(trio[2])
+        tails = self._head_tails(b, None if self.real and b.spec.either_slash(path) else ends_in_slash(path), path)
+        return {"'": (*sq, tails[0]), '"': (*dq, tails[1]), "`": (*bt, tails[2])}
 
-    def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, Any]) -> tuple[str, str]:
-        """One ``/segment``'s terminals in '...' (and "...") and in `...` (as :meth:`base`)."""
+    def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, Any]) -> tuple[str, str, str]:
+        """One ``/segment``'s terminals in '...', "..." and `...` (as :meth:`base`; '...' and
+        "..." differ only in a concatenation hole's quotes)."""
         parts = PARAM_RX.split(seg)
         out = []
         for q in ("'", "`"):
             body = "".join(_rx(x) if i % 2 == 0 else b.hole_rx(holes.get(x), q) for i, x in enumerate(parts))
-            out.append(b.term("S", f"/\\x2f{body}/"))
-        return out[0], out[1]
+            out.append(f"/\\x2f{body}/")
+        return b.term("S", out[0]), b.term("S", _dq(out[0])), b.term("S", out[1])
 
-    def _head_tails(self, b: GrammarWriter, slash: bool | None) -> tuple[str, str, str]:
+    def _head_tails(self, b: GrammarWriter, slash: bool | None, path: str | None = None) -> tuple[str, str, str]:
         """The tail terminals ('...', "...", `...`) of a path key without query or fragment, with
-        or without a trailing slash (None: either, :meth:`ApiSpec.either_slash`)."""
-        key = ("head tails", slash)
+        or without a trailing slash (None: either, :meth:`ApiSpec.either_slash`), and under
+        ``allow_url_query`` the query keys of ``path``."""
+        key = ("head tails", slash, b.query_keys_rx(path) if self.allow and path is not None else None)
         hit = b.memo.get(key)
         if hit is None:
             plain = UrlPlan("/x/" if slash else "/")  # no query, no label: one tail per slash
             opt = r"\x2f?" if slash is None else ""
-            hit = b.memo[key] = tuple(b.term("S", f"/{opt}{self._tail(b, plain, {}, q)}/") for q in QUOTES)
+            hit = b.memo[key] = tuple(b.term("S", f"/{opt}{self._tail(b, plain, {}, q, path)}/") for q in QUOTES)
         return hit
 
     def of(
@@ -580,33 +693,57 @@ class UrlWords:
             if mine is None:
                 out = None
                 break
-            pieces, literal, plan, shapes = mine
-            n = len(pieces)
-            words: list[tuple[Piece, ...]] = [tuple((x, (), literal[k]) for k, x in enumerate(pieces))]
-            for other in shadows:
-                theirs = self.base(b, templates, other, q)
-                if theirs is None or len(theirs[0]) != n:
-                    out = None
-                    break
-                a_pieces, a_literal, a_plan, a_shapes = theirs
-                if self._tails_disjoint(plan, a_plan):
-                    continue
-                cut: list[tuple[Piece, ...]] = []
-                for w in words:
-                    cut += _cut(w, shapes, a_pieces, a_literal, a_shapes)
-                words = cut
-                if len(words) > self.max_words:
-                    out = None
-                    break
-            if out is None:
+            words = self._cut_all(b, templates, path, q, shadows, mine, self.base)
+            if words is None:
+                out = None
                 break
+            ends = self.end_hole(b, templates, path, q)
+            if ends is not None:  # the same cuts among the words ending in a hole by concatenation
+                more = self._cut_all(b, templates, path, q, shadows, ends, self.end_hole, missing_ok=True)
+                if more is None:
+                    out = None
+                    break
+                words = words + more
             out[q] = words
-            if q == "'" and not quoted:  # '"' differs in the closing quote of the tails only
+            if q == "'" and not quoted:  # '"' differs in the quotes of the tails and concatenations only
                 out['"'] = [
-                    (*w[:-1], (_dq_tail(w[-1][0]), tuple(_dq_tail(x) for x in w[-1][1]), w[-1][2])) for w in words
+                    tuple(
+                        (_dq(x, tail=k == len(w) - 1), tuple(_dq(y, tail=k == len(w) - 1) for y in ex), t)
+                        for k, (x, ex, t) in enumerate(w)
+                    )
+                    for w in words
                 ]
         self._words[key] = out
         return out
+
+    def _cut_all(
+        self, b: GrammarWriter, templates: Templates, path: str, q: str, shadows: list[str], mine: Any, family: Any,
+        missing_ok: bool = False,
+    ) -> list[tuple[Piece, ...]] | None:
+        """``mine`` (a word of ``family``: :meth:`base` or :meth:`end_hole`) less the URLs of the
+        better-ranked templates ``shadows`` in the same family, or None if inexpressible.
+        ``missing_ok``: a shadowing template without a word of the family (or one of another
+        length) shares no URL with it (a word ending in ``' + name`` is written by no template's
+        other word)."""
+        pieces, literal, plan, shapes = mine
+        n = len(pieces)
+        words: list[tuple[Piece, ...]] = [tuple((x, (), literal[k]) for k, x in enumerate(pieces))]
+        for other in shadows:
+            theirs = family(b, templates, other, q)
+            if missing_ok and (theirs is None or len(theirs[0]) != n):
+                continue  # no '/' but each piece's first: words of other lengths share no URL
+            if theirs is None or len(theirs[0]) != n:
+                return None
+            a_pieces, a_literal, a_plan, a_shapes = theirs
+            if self._tails_disjoint(plan, a_plan):
+                continue
+            cut: list[tuple[Piece, ...]] = []
+            for w in words:
+                cut += _cut(w, shapes, a_pieces, a_literal, a_shapes)
+            words = cut
+            if len(words) > self.max_words:
+                return None
+        return words
 
     def _tails_disjoint(self, a: UrlPlan, b: UrlPlan) -> bool:
         """No URL ends in both tails: a trailing slash in one only (the tail starts with it),

@@ -22,12 +22,14 @@ from callbench.specs import ApiSpec
 
 __all__ = ["UrlResolver", "staged_parts", "webapi_constraint"]
 
-#: the quotes that can close a URL (the only bytes at which the operation becomes known)
-_URL_QUOTES = b"'\"`"
+#: the bytes at which the operation becomes known: the quotes that can close a URL, and (a URL
+#: written by concatenation, ``'...?key=' + key``, real-world profile) the ``,`` or ``)`` after it
+_URL_QUOTES = b"'\"`,)"
 
 
 class UrlResolver:
-    """Names the operation once the URL's closing quote is read (a :class:`Resolver`)."""
+    """Names the operation once the URL is read: at its closing quote, or where a ``+`` may still
+    go on (real-world profile) at the ``,`` or ``)`` after it (a :class:`Resolver`)."""
 
     __slots__ = ("_tracker",)
 

@@ -135,7 +135,7 @@ from callbench.constrain.url_lexemes import (
     Templates,
     UrlPlan,
     UrlWords,
-    ends_in_slash,
+    concat_holes,
     server_var_rx,
     server_words,
     site_host_rx,
@@ -196,6 +196,7 @@ CD_PROFILES: dict[str, dict[str, Any]] = {
         "value_types": "paper",
         "credential_rule": "paper",
         "real_world": False,
+        "allow_url_query": False,
     },
 }
 CredentialRule = Literal["callbench", "placeholder", "paper"]
@@ -284,7 +285,7 @@ class GrammarOptions:
     max_depth: int = 6
     max_array_items: int | None = None
     max_string_len: int | None = None
-    allow_url_query: bool = False
+    allow_url_query: bool = None  # type: ignore[assignment] - None: the profile's, resolved below
     space_max: int = 4
     indent_max: int = 32
     numeric_strings: bool = True
@@ -308,6 +309,8 @@ class GrammarOptions:
             object.__setattr__(self, "credential_rule", "callbench")
         if self.real_world is None:
             object.__setattr__(self, "real_world", True)
+        if self.allow_url_query is None:
+            object.__setattr__(self, "allow_url_query", True)
         if self.credential_rule not in CREDENTIAL_RULES:
             raise GrammarError(
                 f"unknown credential rule {self.credential_rule!r} (choose from {', '.join(CREDENTIAL_RULES)})"
@@ -1477,7 +1480,12 @@ class _Builder:
         if _JS_IDENT.match(name):
             forms.append(name)
         rx = "|".join(_rx(f) for f in forms)
-        if ci:
+        if ci and self.opt.real_world:
+            # ASCII case only: (?i) also folds 'ſ' to 's' and the Kelvin sign to 'k', letters no
+            # HTTP header name has ('Uſer-Agent' is no header the scorer or the tracker knows:
+            # they compare names with str.lower()); the paper profile keeps its grammar text
+            rx = "|".join("".join(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else _rx(c) for c in f) for f in forms)
+        elif ci:
             rx = f"(?i:{rx})"
             name_bytes = (name.lower() + name.upper()).encode()
         else:
@@ -2220,14 +2228,7 @@ class _Builder:
         op = next(iter(templates.ops[path].values()))
         plan = url_plan(self.spec, op)
         qholes = {p.name: p.schema for o in templates.ops[path].values() for p in o.params_in("query") if p.schema}
-        tail = r"\x2f" if ends_in_slash(plan.path) else ""
-        if self.opt.real_world and self.spec.either_slash(plan.path):  # real world: /boards/ is /boards
-            tail = r"\x2f?"
-        free_query = r"[^\x27\x22\x60\x5c\s#]*"
-        if plan.query:
-            tail += r"\?"
-        elif self.opt.allow_url_query:
-            tail += rf"(?:\?{free_query})?"
+        words = self.model.url_words(self.idents, self.opt.allow_url_query, self.opt.real_world)
         forms = []
         for q in "'\"`":
             pieces = PARAM_RX.split(plan.path.rstrip("/") or "/")
@@ -2237,14 +2238,32 @@ class _Builder:
                     body.append(_rx(piece))
                 else:
                     body.append(self.hole_rx(holes.get(piece), q))
-            after = [self.fixed_query_rx(plan, qholes, q)]
-            if plan.query and self.opt.allow_url_query:
-                after.append(rf"(?:&{free_query})?")
-            if plan.label is not None:
-                after.append(_rx("#" + plan.label))
             pre = self.server_prefixes(q)
-            forms.append(f"{_rx(q)}(?:{pre}){''.join(body)}{tail}{''.join(after)}{_rx(q)}")
+            tail = words._tail(self, plan, qholes, q, path)  # the same tail as the segment words'
+            forms.append(f"{_rx(q)}(?:{pre}){''.join(body)}{tail}")
+            end = words.end_hole(self, templates, path, q)  # '.../users/' + name
+            if end is not None:
+                forms.append(f"{_rx(q)}(?:{pre}){''.join(end[0])}")
         return "/" + "|".join(forms) + "/"
+
+    def query_keys_rx(self, path: str) -> str:
+        """The keys a URL's query may hold (``allow_url_query``), a regex: the query parameters
+        and query credentials of ``path``'s operations (as their ``params`` take them, the members
+        ``name[...]`` of a deepObject parameter that allows any), "" when there are none."""
+        key = ("qkeys", path)
+        hit = self.memo.get(key)
+        if hit is None:
+            names: dict[str, None] = {}
+            prefixes: dict[str, None] = {}
+            for op in self.model.templates().ops.get(path, {}).values():
+                if op.method in AXIOS_METHODS:
+                    params = self.model.op_args(op, "any", True).config.props["params"]
+                    names.update(dict.fromkeys(params.props))
+                    prefixes.update(dict.fromkeys(p for p, _ in params.patterns))
+            alts = [_rx(n) for n in sorted(names, key=lambda n: (-len(n), n))]
+            alts += [_rx(p) + r"[^\x5b\x5d&=#\x27\x22\x60\x5c\s$]*\x5d" for p in prefixes]
+            hit = self.memo[key] = "|".join(alts)
+        return hit
 
     def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
         """Regex of a path key's fixed pairs in any order (the scorer reads the query as a set): up
@@ -2297,6 +2316,10 @@ class _Builder:
         return hit
 
     def _hole_rx(self, schema: Any, quote: str, query: bool) -> str:
+        """A '...'/"..." hole may also be expressions joined by ``+`` (``' + name + '``,
+        real-world profile), then text: never text then an expression (``'/users/a' + b``): the
+        lexer does not backtrack, so a hole whose text could go on with ``'`` would swallow the
+        quote that closes the URL (``'/users/abc'``), in any template's piece at that place."""
         rx = FREE_QUERY_HOLE[quote == "`"] if query else FREE_HOLE["`" if quote == "`" else "'"]
         free = True
         scal = self.model.scalars(schema) if is_map(schema) else None
@@ -2316,6 +2339,9 @@ class _Builder:
             hole = rf"\$\{{[ ]*(?:{self.var_rx})[ ]*\}}"
             # a free-text hole may mix literal characters and ${name}; a typed one is either
             return rf"(?:{rx[:-1]}|{hole})+" if free else rf"(?:{rx}|{hole})"
+        if self.has_vars and self.opt.real_world:  # '.../users/' + name + '/repos' (as ${name})
+            hole = concat_holes(quote, self.var_rx)[0]
+            return rf"(?:(?:{hole})+{rx[:-1]}*|{rx})" if free else rf"(?:{rx}|{hole})"
         return f"(?:{rx})"
 
 
