@@ -1487,6 +1487,7 @@ class _Builder:
             rx = "|".join("".join(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else _rx(c) for c in f) for f in forms)
         elif ci:
             rx = f"(?i:{rx})"
+        if ci:
             name_bytes = (name.lower() + name.upper()).encode()
         else:
             name_bytes = name.encode()
