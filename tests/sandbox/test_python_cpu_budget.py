@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from callbench.sandbox.python import Limits, PythonSandbox
-from callbench.tracks.nested.tools import ToolModule
+from callbench.tools import ToolModule
 
 SOURCE = """
 def work(n):

@@ -54,7 +54,7 @@ from typing import Any
 from callbench.constrain.lark_text import literal_regex as _rx
 from callbench.constrain.webapi_grammar import whitespace_terminal
 from callbench.errors import CallbenchError
-from callbench.tracks.nested.schema import ToolSpec
+from callbench.tools import ToolSpec
 
 __all__ = [
     "KINDS",

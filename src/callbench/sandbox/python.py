@@ -34,7 +34,7 @@ from typing import Any
 
 from callbench.sandbox import boundary
 from callbench.sandbox.program import launch
-from callbench.tracks.nested.tools import ToolModule
+from callbench.tools import ToolModule
 
 __all__ = ["Limits", "PythonSandbox"]
 

@@ -75,8 +75,9 @@ def test_named_outputs_pass_and_the_gold_self_check_wins_every_task(tmp_path):
 def test_the_check_agrees_with_what_the_executor_stores(tmp_path):
     """Each case: the tool's return, the spec's output_parameters, the referenced field, and
     whether the executor resolves it (so the check must pass exactly then)."""
+    from callbench.tools import ToolSpec
     from callbench.tracks.nested.executor import NestedExecutor
-    from callbench.tracks.nested.schema import ToolCall, ToolSpec
+    from callbench.tracks.nested.schema import ToolCall
 
     cases = [
         ("return a + b", {"result": {}}, "result", False),

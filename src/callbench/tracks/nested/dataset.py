@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from callbench.data.validators import register_validator
 from callbench.errors import DataError, MissingExtraError
 from callbench.files import loads_document, read_text
-from callbench.tracks.nested.schema import NestedTask, ToolSpec
+from callbench.tools import ToolSpec
+from callbench.tracks.nested.schema import NestedTask
 from callbench.tracks.nested.tools import mathqa_names
 
 _JSON_COLUMNS = ("output", "tools", "gold_answer")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callbench.sandbox.python import Limits, PythonSandbox
+from callbench.tools import ToolModule, ToolSpec
 from callbench.tracks.nested.references import (
     MAX_VALUE_CHARS,
     MAX_VALUE_DEPTH,
@@ -36,8 +37,8 @@ from callbench.tracks.nested.references import (
     parse_reference,
     resolve,
 )
-from callbench.tracks.nested.schema import FINAL_CALL, ToolCall, ToolSpec
-from callbench.tracks.nested.tools import ToolModule, builtin_tools
+from callbench.tracks.nested.schema import FINAL_CALL, ToolCall
+from callbench.tracks.nested.tools import builtin_tools
 from callbench.tracks.nested.tools.library import CodeLibrary
 
 

@@ -59,6 +59,7 @@ from typing import Any
 
 from callbench.errors import ConfigError, DataError
 from callbench.specs.schema import object_properties, schema_type
+from callbench.tools import ToolSpec
 from callbench.tracks.nested.executor import CallError, CallOutcome, SequenceResult, run_calls
 from callbench.tracks.nested.references import (
     MAX_VALUE_CHARS,
@@ -68,7 +69,7 @@ from callbench.tracks.nested.references import (
     json_size,
     resolve,
 )
-from callbench.tracks.nested.schema import NestedTask, ToolCall, ToolSpec
+from callbench.tracks.nested.schema import NestedTask, ToolCall
 from callbench.tracks.stateful.program import Call
 from callbench.tracks.stateful.sampling import sample_program
 from callbench.tracks.stateful.spec_scenario import OpInfo, SpecScenario

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callbench.tools import ToolSpec
 from callbench.tracks.nested.executor import NestedExecutor
-from callbench.tracks.nested.schema import ToolCall, ToolSpec
+from callbench.tracks.nested.schema import ToolCall
 
 MAX_ABS = 1e6  # every intermediate and final value stays within this magnitude
 COMMITTED = Path(__file__).with_name("data") / "generated_v1.jsonl"

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from callbench.tools import ToolSpec
+
 _LABEL = re.compile(r"^\$?var_?(\d+)\$?$")
 FINAL_CALL = "var_result"  # v1 pseudo-call that assembles the final answer from earlier outputs
 
@@ -47,56 +49,6 @@ class ToolCall(BaseModel):
             if not self.label:
                 raise ValueError("label is empty")
         return self
-
-
-def _flatten(params: Any) -> tuple[dict[str, Any], list[str]]:
-    """Accept ``{name: spec}`` or a JSON-schema object (``{"properties": ..., "required": [...]}``)."""
-    if not isinstance(params, dict):
-        raise ValueError(f"expected an object, got {type(params).__name__}")
-    if isinstance(params.get("properties"), dict) and params.get("type", "object") == "object":
-        return dict(params["properties"]), list(params.get("required") or [])
-    required = [k for k, v in params.items() if isinstance(v, dict) and v.get("required") is True]
-    return dict(params), required
-
-
-class ToolSpec(BaseModel):
-    """One catalog entry. ``parameters`` keeps the published order: ``arg_i`` binds to the i-th one."""
-
-    model_config = ConfigDict(extra="allow")
-
-    name: str = Field(min_length=1)
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    required: list[str] = Field(default_factory=list)
-    output_parameters: dict[str, Any] = Field(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        if "parameters" not in data:
-            # v1 specs: glaive/executable use query_parameters (+ path_parameters), sgd uses arguments
-            merged: dict[str, Any] = {}
-            for key in ("path_parameters", "query_parameters", "arguments"):
-                if isinstance(data.get(key), dict):
-                    merged.update(data[key])
-            data["parameters"] = merged
-        if "output_parameters" not in data and "output_parameter" in data:  # older v2 spelling
-            data["output_parameters"] = data["output_parameter"]
-        params, required = _flatten(data.get("parameters") or {})
-        data["parameters"] = params
-        data.setdefault("required", required)
-        if data.get("output_parameters") is not None:
-            data["output_parameters"], _ = _flatten(data["output_parameters"])
-        else:
-            data["output_parameters"] = {}
-        return data
-
-    @property
-    def parameter_names(self) -> list[str]:
-        return list(self.parameters)
 
 
 class NestedTask(BaseModel):

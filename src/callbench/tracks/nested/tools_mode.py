@@ -48,9 +48,10 @@ from typing import Any
 from callbench.constrain.nested_grammar import param_kinds
 from callbench.models.base import ModelInput, ModelOutput, require_tools
 from callbench.models.tool_calls import call_line, parse_arguments, record_assistant_turn, used_call_ids
+from callbench.tools import ToolSpec
 from callbench.tracks.nested.parsing import DEFAULT_LIMITS, JSONBoundError, loads, scrub, too_deep
 from callbench.tracks.nested.react import Episode, Executor, past, total_known
-from callbench.tracks.nested.schema import NestedTask, ToolSpec
+from callbench.tracks.nested.schema import NestedTask
 
 TOOLS_SCHEMA_VERSION = "1"  # bump when the tool schemas or the messages sent change
 

@@ -36,15 +36,9 @@ from typing import Any
 from callbench import pyast
 from callbench.errors import DataError
 from callbench.files import read_text
+from callbench.tools import ToolModule
 
 _MATHQA = Path(__file__).with_name("mathqa.py")
-
-
-@dataclass(frozen=True)
-class ToolModule:
-    path: str
-    source: str
-    functions: tuple[str, ...]
 
 
 def _module(path: Path) -> ToolModule:

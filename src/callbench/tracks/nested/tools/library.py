@@ -30,7 +30,8 @@ from pathlib import Path
 from callbench import pyast
 from callbench.data.func_map import read_func_file_map
 from callbench.errors import DataError
-from callbench.tracks.nested.tools import ToolModule, _module
+from callbench.tools import ToolModule
+from callbench.tracks.nested.tools import _module
 
 FUNC_FILE_MAP = "func_file_map.json"
 # Under the data dir: where `data fetch nestful` puts the implementations (upstream path).
