@@ -47,10 +47,10 @@ from callbench.constrain.baseline_regex import RegexBaseline, build_baseline_reg
 from callbench.constrain.engine import ConstraintSession, GrammarConstraint, TokenVocab
 from callbench.constrain.key_tracker import make_key_tracker
 from callbench.constrain.sampling import mask_time_profile
-from callbench.constrain.testing import qwen_vocab
 from callbench.constrain.webapi_grammar import build_webapi_grammar, clear_grammar_cache
 from callbench.data.paths import data_dir
 from callbench.specs import ApiSpec, load_spec
+from callbench.testing.constrain import qwen_vocab
 from callbench.tracks.webapi.dataset import DEFAULT_DATA_FILE, load_tasks
 from callbench.tracks.webapi.prompting import reference_completion
 

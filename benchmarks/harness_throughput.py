@@ -1,6 +1,6 @@
 """How close the run harness comes to what the server allows (issue 11, part 6).
 
-The bundled fake OpenAI-compatible server (``python -m callbench.models.testing serve``) runs in
+The bundled fake OpenAI-compatible server (``python -m callbench.testing.fake_openai serve``) runs in
 its own process and answers every WAPIIBench prompt with the task's gold completion after a fixed
 latency, so each sample goes through the whole path: request, sandboxed evaluation (V8),
 scoring, storage. Figures:
@@ -42,8 +42,8 @@ from pathlib import Path
 
 from callbench.api import make_track
 from callbench.data.paths import data_dir
-from callbench.models.testing import FakeOpenAIServer, reply_key
 from callbench.runs.runner import RunOptions, run_async
+from callbench.testing.fake_openai import FakeOpenAIServer, reply_key
 from callbench.tracks.webapi.dataset import DEFAULT_DATA_FILE
 
 CONCURRENCY = (8, 64, 256)
@@ -81,7 +81,7 @@ class Server:
 
     def __init__(self, latency: float, replies: Path):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "callbench.models.testing", "serve", "--latency", str(latency), "--replies", str(replies)],
+            [sys.executable, "-m", "callbench.testing.fake_openai", "serve", "--latency", str(latency), "--replies", str(replies)],
             stdout=subprocess.PIPE,
             text=True,
         )

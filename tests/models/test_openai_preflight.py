@@ -1,7 +1,7 @@
 """``OpenAICompatBackend.preflight``: a dead or wrong endpoint, a refused key and a server that
 ignores grammars are one-line ConfigErrors within seconds, before any sample is asked.
 
-The servers are the bundled :class:`~callbench.models.testing.FakeOpenAIServer` (it serves
+The servers are the bundled :class:`~callbench.testing.fake_openai.FakeOpenAIServer` (it serves
 ``GET /v1/models`` and ignores grammars, like a server without structured outputs) and, for
 answers the fake cannot give to a GET (404, 401, a web page), a few lines of ``aiohttp.web``.
 """
@@ -20,7 +20,7 @@ from aiohttp import web  # noqa: E402
 from callbench.errors import ConfigError  # noqa: E402
 from callbench.models.openai_compat import GRAMMAR_PROBE, OpenAICompatBackend  # noqa: E402
 from callbench.models.registry import load_model  # noqa: E402
-from callbench.models.testing import FakeOpenAIServer  # noqa: E402
+from callbench.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 def _free_port() -> int:

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 pytest.importorskip("aiohttp")
 
 from callbench.cli import app  # noqa: E402
-from callbench.models.testing import FakeOpenAIServer  # noqa: E402
 from callbench.runs.store import RunStore  # noqa: E402
+from callbench.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 REFUSAL = ("status", 400, "context length exceeded")
 

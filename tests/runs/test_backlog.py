@@ -176,7 +176,7 @@ def test_a_stop_abandons_scoring_in_progress_and_keeps_the_answers(tmp_path):
 pytest.importorskip("aiohttp")
 
 from callbench.cli import app  # noqa: E402
-from callbench.models.testing import FakeOpenAIServer  # noqa: E402
+from callbench.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 REFUSAL = ("status", 400, "context length exceeded")
 

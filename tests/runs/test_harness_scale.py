@@ -16,7 +16,7 @@ pytest.importorskip("aiohttp")
 
 from callbench.cli import app  # noqa: E402
 from callbench.errors import ConfigError  # noqa: E402
-from callbench.models.testing import FakeOpenAIServer  # noqa: E402
+from callbench.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 REFUSAL = ("status", 400, "context length exceeded")
 

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from callbench.models.testing import FakeOpenAIServer  # noqa: E402
+from callbench.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 CONCURRENCY = 4
 # The console entry point, as an installed ``callbench`` runs it (``python -m callbench.cli`` and

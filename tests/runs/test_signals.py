@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from callbench.models.testing import FakeOpenAIServer  # noqa: E402
+from callbench.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 @pytest.fixture()

@@ -113,7 +113,7 @@ def gpt2_tokenizer() -> Any:
     """
     import json
 
-    from callbench.models.testing import gpt2_bpe_files
+    from callbench.constrain.gpt2_bpe import gpt2_bpe_files
 
     llg = _llguidance()
     vocab_path, merges_path = gpt2_bpe_files()

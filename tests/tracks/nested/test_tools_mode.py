@@ -323,7 +323,7 @@ def _gold_responder(nestful_dir, malformed_first: set[str]):
 
 def test_cli_tools_mode_with_openai_server(tmp_path, nestful_dir):
     pytest.importorskip("aiohttp")
-    from callbench.models.testing import FakeOpenAIServer
+    from callbench.testing.fake_openai import FakeOpenAIServer
 
     toy = nestful_dir / "v2-samples/toy_data_jan2025_schema.jsonl"
     respond, rows = _gold_responder(nestful_dir, {json.loads(toy.read_text().splitlines()[0])["input"]})
@@ -399,7 +399,7 @@ def test_nameless_and_repeated_call_ids_are_echoed_so_a_strict_server_accepts_th
     id as echoed, so a strict OpenAI-compatible server takes every later request."""
     pytest.importorskip("aiohttp")
     from callbench.models.registry import load_model
-    from callbench.models.testing import FakeOpenAIServer, tool_call, tool_message_problem
+    from callbench.testing.fake_openai import FakeOpenAIServer, tool_call, tool_message_problem
 
     nameless = {"id": "x", "type": "function", "function": {"name": None, "arguments": "{}"}}
     replies = [

@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.models.testing import ScriptedModel as Scripted
+from callbench.testing.scripted import ScriptedModel as Scripted
 from callbench.tracks.stateful.coverage import apis_called
 from callbench.tracks.stateful.generator import GenerateOptions, read_tasks
 from callbench.tracks.stateful.llm_only import generate_llm, parse_answer

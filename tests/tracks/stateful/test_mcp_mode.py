@@ -123,7 +123,7 @@ def agent(body: dict[str, Any]) -> dict[str, Any]:
 
 def test_openai_agent_over_mcp_end_to_end(bench, tmp_path):
     pytest.importorskip("aiohttp")
-    from callbench.models.testing import FakeOpenAIServer
+    from callbench.testing.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(agent) as server:
         args = ["--bench", str(bench), "--mode", "mcp", "--max-steps", "5", "--model", f"openai:fake@{server.url}",
@@ -225,7 +225,7 @@ def test_nameless_and_repeated_call_ids_are_echoed_so_a_strict_server_accepts_th
 
     from callbench.models.base import GenerationConfig
     from callbench.models.registry import load_model
-    from callbench.models.testing import FakeOpenAIServer, tool_call, tool_message_problem
+    from callbench.testing.fake_openai import FakeOpenAIServer, tool_call, tool_message_problem
     from callbench.tracks.stateful.mcp_mode import mcp_server, run_episode
 
     nameless = {"id": "c", "type": "function", "function": {"name": None, "arguments": "{}"}}

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.models.testing import ScriptedModel as Scripted
+from callbench.testing.scripted import ScriptedModel as Scripted
 from callbench.tracks.stateful.coverage import run_coverage
 from callbench.tracks.stateful.generator import GenerateOptions, generate, read_tasks
 from callbench.tracks.stateful.program import Branch, render

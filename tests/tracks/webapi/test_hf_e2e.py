@@ -7,7 +7,7 @@ pytest.importorskip("transformers")
 
 from callbench.api import run  # noqa: E402
 from callbench.models.base import GenerationConfig  # noqa: E402
-from callbench.models.testing import build_tiny_gpt2  # noqa: E402
+from callbench.testing.tiny_models import build_tiny_gpt2  # noqa: E402
 
 
 def test_hf_backend_runs_webapi_track(tmp_path, data_root):

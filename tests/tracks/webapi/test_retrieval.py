@@ -269,7 +269,7 @@ def test_hf_backend_runs_with_rag_and_constrained(tmp_path, data_root):
     pytest.importorskip("llguidance")
     from callbench.api import run
     from callbench.models.base import GenerationConfig
-    from callbench.models.testing import build_tiny_gpt2
+    from callbench.testing.tiny_models import build_tiny_gpt2
 
     model_dir = build_tiny_gpt2(tmp_path / "tiny")
     out = run("webapi", f"hf:{model_dir}", out_dir=tmp_path / "runs", limit=2, context="rag", context_k=1,

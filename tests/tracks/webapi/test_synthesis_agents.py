@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.models.registry import register_model
-from callbench.models.testing import ScriptedModel
 from callbench.specs import load_spec
+from callbench.testing.scripted import ScriptedModel
 from callbench.tracks.webapi.synthesis.agents import clean_draft, write_text
 from callbench.tracks.webapi.synthesis.generate import GenerateOptions, generate_webapi
 from callbench.tracks.webapi.synthesis.gold import gold_request
@@ -169,7 +169,7 @@ def test_openai_writer_and_reviewer_over_http(spec_file: Path, tmp_path: Path):
     """The issue's command, `--writer openai:M@URL --reviewer openai:M@URL`, against a scripted
     OpenAI-compatible server: the first draft misses a value, the second is approved."""
     pytest.importorskip("aiohttp")
-    from callbench.models.testing import FakeOpenAIServer
+    from callbench.testing.fake_openai import FakeOpenAIServer
 
     drafts = iter(["Create a pinned note.", GOOD])
 

