@@ -1,9 +1,12 @@
 """Reading a user's text file (data, predictions, specs to check, run configs) as UTF-8, with a
-one-line error that names the file instead of a traceback."""
+one-line error that names the file instead of a traceback; writing a JSON file whole or not at all."""
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +49,21 @@ def loads_document(text: str, where: str, *, at_line: bool = True, text_ok: bool
         return check_value(value, what=where, max_depth=DOCUMENT_MAX_DEPTH)
     except UntrustedInputError as exc:
         raise DataError(str(exc)) from None
+
+
+def write_json_atomic(path: Path, obj: Any, *, default: Callable[[Any], Any] | None = None) -> None:
+    """Write ``obj`` as JSON (indented, a final newline, mode 0644) through a temporary file in the
+    same directory, so a reader never sees half a file. An ``OSError`` on failure, the temporary
+    file removed; callers word it for their own files (:func:`callbench.runs.store.write_json_atomic`)."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2, sort_keys=False, default=default)
+            fh.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp is not None and os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise

@@ -25,7 +25,6 @@ import json
 import os
 import sqlite3
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from typing import Any
 
 from callbench.errors import ConfigError, RunStoreError
 from callbench.files import read_text
+from callbench.files import write_json_atomic as _write_json_atomic
 from callbench.models.base import ModelInput, ModelOutput
 from callbench.runs.text import encodable
 from callbench.tracks.base import SampleResult, available_tracks
@@ -160,18 +160,11 @@ def _dumps(obj: Any) -> str:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON through a temporary file, so a reader never sees half a file."""
-    tmp = None
+    """Write ``obj`` as JSON through a temporary file (:func:`callbench.files.write_json_atomic`),
+    so a reader never sees half a file; a :class:`RunStoreError` naming the file when it cannot."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(encodable(obj), fh, indent=2, sort_keys=False, default=_default)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(tmp, path)
+        _write_json_atomic(path, encodable(obj), default=_default)
     except OSError as exc:
-        if tmp is not None and os.path.lexists(tmp):
-            os.unlink(tmp)
         raise RunStoreError(
             f"{path}: cannot write ({exc.strerror}); remove what is in the way or make {path.parent} writable"
         ) from None

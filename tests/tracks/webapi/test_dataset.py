@@ -104,3 +104,22 @@ def test_task_whose_url_is_not_in_its_spec_is_skipped_or_fails_with_strict_data(
     track = WebApiTrack(WebApiOptions(data=str(data_root), tasks_file=str(p), strict_data=True))
     with pytest.raises(DataError, match=r"\[0\]: config\.url 'https://slack.com/api/no.such.method' matches no path of slack.yaml"):
         track.load_samples()
+
+
+def test_a_validation_cache_that_cannot_be_written_only_means_checking_again(tmp_path, data_root, monkeypatch):
+    """The track writes its "these files passed" marker with :func:`callbench.files.write_json_atomic`
+    (not the run store's writer, whose RunStoreError is no OSError): when the marker cannot be
+    written (here its path is a directory), loading goes on and a later load checks again."""
+    from callbench.tracks.webapi.track import WebApiOptions, WebApiTrack
+
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    row = {"index": 0, "api": "slack", "task": "x", "config": {"method": "get", "url": "https://slack.com/api/no.such.method"}}
+    p = _write(tmp_path, [row])
+    track = WebApiTrack(WebApiOptions(data=str(data_root), tasks_file=str(p)))
+    marker = track._validated_marker(load_tasks(p))
+    assert marker is not None
+    marker.mkdir(parents=True)  # os.replace onto it fails
+    assert track.load_samples() == [] and len(track.data_findings) == 1
+    assert marker.is_dir() and not [q for q in marker.parent.iterdir() if q.name.startswith(".")]  # no temporary left
+    again = WebApiTrack(WebApiOptions(data=str(data_root), tasks_file=str(p)))
+    assert again.load_samples() == [] and again.data_findings == track.data_findings

@@ -198,7 +198,7 @@ class WebApiTrack(Track):
         self.data_findings = findings
         if marker is not None and known is None:
             try:
-                from callbench.runs.store import write_json_atomic
+                from callbench.files import write_json_atomic
 
                 marker.parent.mkdir(parents=True, exist_ok=True)
                 write_json_atomic(marker, found)
