@@ -1,8 +1,35 @@
-"""callbench's own modules import each other without circles.
+"""callbench's own modules import each other without circles, and only downwards.
 
 Why: a circle means neither module can be read (or loaded) first, and it becomes a "partially
-initialized module" error the day one of its lazy imports moves to the top of a file. The graph is
-built with ``ast`` from the files under src/callbench, importing nothing. The rules:
+initialized module" error the day one of its lazy imports moves to the top of a file. An arrow up
+(a lower layer importing a higher one) is a circle in the making and ties the lower layer to what
+is built on it. The graph is built with ``ast`` from the files under src/callbench, importing
+nothing.
+
+The layers, bottom to top (:data:`LAYERS`; a module may import its own layer and any below it):
+
+1. ``errors``, ``version``, ``untrusted``, ``pyast`` -- exceptions, limits on hostile values, the
+   version, a guarded ``ast.parse``;
+2. ``files`` (reading a user's file, writing JSON atomically), ``data`` (where data sets live, fetching them);
+3. ``specs`` (OpenAPI), ``tools`` (a tool's catalog entry and source file);
+4. ``statemodel`` (state-model inference from a spec), ``services`` (the JSON HTTP service base and
+   the process each service instance runs in);
+5. ``sandbox`` (running generated code);
+6. ``constrain`` (grammars and constrained decoding);
+7. ``models`` (model backends);
+8. ``mock`` (a stateful mock API from a spec and its state model);
+9. ``tracks.base`` (the track interface), ``tracks.templates``, ``tracks`` (its ``__init__``);
+10. ``tracks.stateful``;
+11. ``tracks.nested``, ``tracks.webapi`` (both build on the stateful track's sampler and writer);
+12. ``runs`` (the runner and the run store: tracks only through ``tracks.base``);
+13. ``results``, ``report`` (reading runs);
+14. ``api`` (``callbench.run``/``report``);
+15. ``callbench`` (the package ``__init__``, lazily the API);
+16. ``cli``, ``__main__``;
+17. ``testing`` (test support: tiny models, a fake OpenAI server; nothing shipped imports it).
+
+Every module must sit in a layer: a new top-level module or package is added to :data:`LAYERS`
+(the test says so). The rules of the graph:
 
 * Nodes are modules: ``callbench.x.y`` for ``x/y.py``, ``callbench.x`` for ``x/__init__.py``.
 * Every ``import`` and ``from ... import`` counts, wherever it is: at the top, inside a function
@@ -28,6 +55,29 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "callbench"
 
 Edge = tuple[str, str]
+
+#: The layers, bottom first (see the module docstring). Each names modules and packages relative
+#: to ``callbench`` ("" is the package ``__init__`` alone); a module belongs to the layer of its
+#: longest matching name (``tracks.stateful.x`` to ``tracks.stateful``, not ``tracks``).
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "version", "untrusted", "pyast"),
+    ("files", "data"),
+    ("specs", "tools"),
+    ("statemodel", "services"),
+    ("sandbox",),
+    ("constrain",),
+    ("models",),
+    ("mock",),
+    ("tracks.base", "tracks.templates", "tracks"),
+    ("tracks.stateful",),
+    ("tracks.nested", "tracks.webapi"),
+    ("runs",),
+    ("results", "report"),
+    ("api",),
+    ("",),
+    ("cli", "__main__"),
+    ("testing",),
+]
 
 
 def _module_name(src: Path, path: Path) -> str:
@@ -186,6 +236,36 @@ def find_cycles(src: Path = SRC) -> list[str]:
     return out
 
 
+def layer_of(module: str, layers: list[tuple[str, ...]], root: str) -> tuple[int, str] | None:
+    """``(index, name)`` of the layer ``module`` belongs to (its longest matching name), or None."""
+    best: tuple[int, str] | None = None
+    for i, names in enumerate(layers):
+        for name in names:
+            full = f"{root}.{name}" if name else root
+            inside = module == full or (name != "" and module.startswith(full + "."))  # "": the __init__ alone
+            if inside and (best is None or len(name) > len(best[1])):
+                best = (i, name)
+    return best
+
+
+def find_arrows_up(src: Path = SRC, layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
+    """Every import from a lower layer to a higher one, ``a -> b (file:line)`` with the two layers,
+    and every module that sits in no layer."""
+    root = src.name
+    out = []
+    for module in sorted(_modules(src)):
+        if layer_of(module, layers, root) is None:
+            out.append(f"{module}: in no layer (add it to LAYERS in tests/test_import_graph.py)")
+    for (a, b), (path, line) in sorted(import_graph(src).items()):
+        la, lb = layer_of(a, layers, root), layer_of(b, layers, root)
+        if la is not None and lb is not None and lb[0] > la[0]:
+            out.append(
+                f"{a} -> {b} ({path.relative_to(src.parent)}:{line}): layer {la[0] + 1} "
+                f"({la[1] or root}) imports layer {lb[0] + 1} ({lb[1] or root})"
+            )
+    return out
+
+
 def _package(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -236,3 +316,34 @@ def test_no_import_cycles():
     cycles = find_cycles()
     if cycles:
         pytest.fail(f"{len(cycles)} knot(s) of imports in callbench:\n" + "\n".join(cycles), pytrace=False)
+
+
+def test_layer_rule_on_a_small_package(tmp_path):
+    """An arrow up is found wherever the import is (here inside a function); the longest name
+    decides a module's layer; a module in no layer is named."""
+    src = _package(
+        tmp_path / "pkg",
+        {
+            "__init__.py": "",
+            "low.py": "import json\n",
+            "mid/__init__.py": "from pkg import low\n",
+            "mid/inner.py": "def f():\n    from pkg.top import g\n",  # mid.inner sits above mid
+            "top.py": "from pkg.mid import inner\n",
+        },
+    )
+    layers = [("low",), ("mid",), ("mid.inner", "top"), ("",)]
+    assert layer_of("pkg.mid.inner", layers, "pkg") == (2, "mid.inner")
+    assert layer_of("pkg.mid", layers, "pkg") == (1, "mid")
+    assert find_arrows_up(src, layers) == []  # down and sideways only
+    (src / "low.py").write_text("import json\n\n\ndef f():\n    import pkg.mid\n")
+    assert find_arrows_up(src, layers) == [
+        "pkg.low -> pkg.mid (pkg/low.py:5): layer 1 (low) imports layer 2 (mid)"
+    ]
+    (src / "stray.py").write_text("")
+    assert find_arrows_up(src, layers)[0] == "pkg.stray: in no layer (add it to LAYERS in tests/test_import_graph.py)"
+
+
+def test_imports_only_point_down():
+    problems = find_arrows_up()
+    if problems:
+        pytest.fail(f"{len(problems)} import(s) against the layer order in callbench:\n  " + "\n  ".join(problems), pytrace=False)
