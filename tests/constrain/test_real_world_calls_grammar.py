@@ -399,3 +399,39 @@ def test_tracker_shortcuts_and_sensitivity_hold_on_the_new_forms():
                 vetoed += not plain
             tr.feed(vocab.token_bytes[tok])
     assert checked > 10_000 and vetoed > 0
+
+
+def test_a_form_body_goes_with_a_form_content_type_only():
+    """``new URLSearchParams(...)`` with any other Content-Type sends text the operation cannot
+    read (the scorer's illegal body; found by the random decodings of
+    tests/constrain/test_no_underconstraint.py): on an operation whose body is only a form,
+    ``Content-Type`` takes the declared form type (as the synthesizer writes it)."""
+    ok = f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ headers: {{ 'Content-Type': 'application/x-www-form-urlencoded' }} }});"
+    assert allowed(ok)
+    for ct in ("'text/plain'", "'application/json'", "'application/x-www-form-urlencoded; x'"):
+        bad = f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ headers: {{ 'Content-Type': {ct} }} }});"
+        assert "value of 'Content-Type'" in reason(bad), ct
+    # a JSON body keeps any Content-Type string, as before
+    assert allowed(f"post('{BASE}/pets', {{ name: 'x' }}, {{ headers: {{ 'Content-Type': 'text/x-anything' }} }});")
+    assert allowed(f"post('{BASE}/pets', {{ name: 'x' }}, {{ headers: {{ 'Content-Type': 'text/plain' }} }});", options=PAPER)
+
+
+def test_accepted_forms_run_and_score_legal():
+    """Every accepted call of this file runs in the JS sandbox and the strict scorer finds no
+    illegal argument, URL or method (the grammar admits only legal calls)."""
+    from callbench.sandbox import JsSandbox
+    from callbench.tracks.webapi.scoring import compare_requests
+
+    prelude = (
+        "const axios = require('axios');\nconst qs = require('querystring');\n"
+        "const token = 't', cfg = { method: 'get', url: 'u' }, id = '7', name = 'rex';\n"
+        "const user = { name: 'u' }, message = { to: 'b', photo: Array.from({ length: 13 }, () => ({ id: 'p', file_id: 'f' })) };\naxios."
+    )
+    with JsSandbox() as sb:
+        for text in [*REQUESTS, *VALUES]:
+            assert allowed(text), text
+            res = sb.run(prelude + text)
+            assert res.status == "ok", (text, res.error)
+            v = compare_requests({"method": res.request["method"], "url": res.request["url"]}, res.request, PETS, "strict")
+            bad = [a for a in v.arguments if a.verdict == "illegal"]
+            assert v.url != "illegal" and v.method != "illegal" and not bad, (text, res.request, v.as_dict())
