@@ -131,3 +131,14 @@ def test_transport_headers_on_a_get():
     assert not r.allowed and "'Content-Type' is not allowed" in (r.reason or ""), r.reason
     r = check_continuation(TRELLO, "get('https://trello.com/1/boards', { headers: { 'X-Other': '1' } })")
     assert not r.allowed and "'X-Other' is not allowed" in (r.reason or ""), r.reason
+
+
+def test_header_names_are_ascii_case_insensitive():
+    """Any ASCII case of a header name, but not a letter Unicode folds into one (``ſ`` is ``s``
+    under ``(?i)``): no HTTP header name has it, and the scorer would call it an unknown header."""
+    for name in ("user-agent", "USER-AGENT", "User-Agent"):
+        assert _allowed(TRELLO, f"get('https://trello.com/1/boards', {{ headers: {{ '{name}': 'bot/1' }} }})"), name
+    r = check_continuation(TRELLO, "get('https://trello.com/1/boards', { headers: { 'U\u017fer-Agent': 'bot/1' } })")
+    assert not r.allowed, r.reason
+    r = check_continuation(TRELLO, "get('https://trello.com/1/boards', { headers: { 'Uſer-Agent': 'bot/1' } })")
+    assert not r.allowed, r.reason
