@@ -402,7 +402,8 @@ def site_host_rx(scheme_host: str) -> str | None:
     site = registrable_domain(host)
     if site is None:
         return None
-    hosts = dict.fromkeys([host, site, *(f"{label}.{site}" for label in SITE_HOST_LABELS)])
+    # sorted: servers of one site give one regex (one lexeme, one word in the server trie)
+    hosts = sorted({host, site, *(f"{label}.{site}" for label in SITE_HOST_LABELS)})
     return _rx(scheme_host[: sep + 2]) + "(?:" + "|".join(_rx(h) for h in hosts) + ")"
 
 
