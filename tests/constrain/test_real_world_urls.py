@@ -1,5 +1,6 @@
 """How real code writes the URL (real-world profile, the default): a query string in the URL,
-URLs joined by ``+`` from strings and names in scope. Each accepted form has its rejected twin:
+URLs joined by ``+`` from strings and names in scope, names whose value the starter fixes
+(``js_values``), a leading base expression of unknown value. Each accepted form has its rejected twin:
 a path the spec lacks, a method the path does not allow, a query key the operation does not
 declare, a concatenation that would put an unknown segment into the path.
 """
@@ -166,3 +167,123 @@ def test_no_dead_end_after_a_concatenated_url(spec):
             full = (text + end).encode()
             assert all(m.consume_token(b) for b in full), (text + end)
             assert m.is_accepting(), text + end
+
+
+# -- (c) names whose value the starter fixes -----------------------------------------------------
+STARTER = """
+const url = "https://api.example.com/v1/apod?api_key=DEMO_KEY";
+const urlLink = 'https://api.example.com/v1/apod?api_key=';
+const BASEURL = "https://api.example.com/v1/search";
+const APIKEY = "?api_key=k";
+const HOSTNAME = 'https://api.example.com/v1';
+const USER = 'u1';
+const path = `/artists/${USER}/albums`;
+const ARTISTS = "https://api.example.com/v1/artists";
+const bad = "https://api.example.com/v1/apod?nope=1";
+const gone = "https://api.example.com/v1/nowhere";
+"""
+
+
+@pytest.fixture(scope="module")
+def known():
+    from callbench.tracks.webapi.constraints import url_values_in_scope
+
+    return url_values_in_scope(STARTER)
+
+
+KIDS = (*IDS, "url", "urlLink", "BASEURL", "APIKEY", "HOSTNAME", "USER", "path", "ARTISTS", "bad", "gone", "query")
+
+
+def test_static_values_of_the_starter():
+    from callbench.sandbox.js_values import HOLE, url_values
+
+    code = """
+    const a = 'https://x.io/v1';
+    let b = a + '/users/' + id + `?k=${KEY}`;
+    var c = `${a}/repos`;
+    d = "/top";
+    const e = process.env.E || 'https://y.io';
+    let f = 'https://z.io'; f = 'https://w.io';
+    let g = 'https://z.io'; g += '/x';
+    const h = 3;
+    function inner() { const i = "https://i.io/" + a; }
+    """
+    v = url_values(code)
+    assert v["a"] == "https://x.io/v1"
+    assert v["b"] == f"https://x.io/v1/users/{HOLE}?k={HOLE}"
+    assert v["c"] == "https://x.io/v1/repos"
+    assert v["d"] == "/top"  # a plain assignment (sloppy code's global)
+    assert v["i"] == "https://i.io/https://x.io/v1"
+    for name in ("e", "f", "g", "h", "id", "KEY"):  # unknown, bound twice, changed, not a string
+        assert name not in v, name
+
+
+def test_a_name_holding_a_whole_url(spec, known):
+    kw = {"ids": KIDS, "url_values": known}
+    ok(spec, "get(url)", **kw)
+    ok(spec, "get(url).then(r => r.data)", **kw)
+    rejected(spec, "post(url)", "", **kw)  # the path does not allow POST
+    rejected(spec, "get(gone)", "", at="gone", **kw)  # a path the spec lacks: not offered
+    rejected(spec, "get(bad)", "", at="bad", **kw)  # a query key GET /apod does not declare
+    # the key tracker reads the operation from the value
+    g = build_webapi_grammar(spec, setup="full", identifiers=KIDS, url_values=known)
+    t = make_key_tracker(g, spec)
+    t.feed(b"get(url, ")
+    assert t.operation_label == "GET /apod"
+
+
+def test_a_name_going_on_into_the_query(spec, known):
+    kw = {"ids": KIDS, "url_values": known}
+    ok(spec, "get(urlLink + apiKey)", **kw)
+    ok(spec, "get(BASEURL + APIKEY + '&q=' + query)", **kw)
+    ok(spec, 'get(BASEURL + "?q=jazz&api_key=" + apiKey)', **kw)
+    rejected(spec, "get(BASEURL + query)", "", at="query", **kw)  # nothing may extend the path
+    rejected(spec, "get(BASEURL + '/x')", "", at="/x", **kw)
+    rejected(spec, "get(BASEURL + APIKEY)", "q", at=")", **kw)  # the required q is missing
+    rejected(spec, "get(urlLink + apiKey + '&nope=1')", "query parameter 'nope'", at=")", **kw)
+
+
+def test_a_name_holding_a_path_or_a_path_prefix(spec, known):
+    kw = {"ids": KIDS, "url_values": known}
+    ok(spec, "get(`${HOSTNAME}${path}`, { params: { api_key: apiKey } })", **kw)
+    ok(spec, "get(`${ARTISTS}/${id}/albums?api_key=k`)", **kw)
+    ok(spec, "get(`${ARTISTS}/abc`, { params: { api_key: apiKey } })", **kw)
+    rejected(spec, "get(`${ARTISTS}/abc/nope`)", "matches no path", at="nope", **kw)
+    rejected(spec, "get(`${ARTISTS}/artists/abc`)", "", **kw)  # its value already holds /artists
+    rejected(spec, "post(`${HOSTNAME}${path}`)", "", **kw)
+    g = build_webapi_grammar(spec, setup="full", identifiers=KIDS, url_values=known)
+    t = make_key_tracker(g, spec)
+    t.feed(b"get(`${ARTISTS}/x/albums`, ")
+    assert t.operation_label == "GET /artists/{id}/albums"
+
+
+# -- (d) a leading expression of unknown value -----------------------------------------------------
+def test_an_unknown_base_holds_the_server_and_maybe_part_of_its_path(spec):
+    ok(spec, "get(`${cfg}/artists/${id}?api_key=k`)")  # the whole server
+    ok(spec, "get(`${cfg}/v1/artists/${id}?api_key=k`)")  # the host only: the server's /v1 follows
+    ok(spec, "get(`${cfg}${d}/artists/x?api_key=k`)")  # two in a row: one base
+    rejected(spec, "get(`${cfg}/nope`)", "matches no path", at="nope")  # the rest must be a path of the spec
+    rejected(spec, "get(`${cfg}/v2/artists/x`)", "matches no path", at="2/")
+    g = build_webapi_grammar(spec, setup="full", identifiers=IDS)
+    for text in (b"get(`${cfg}/v1/artists/x/albums`, ", b"get(`${cfg}/artists/x/albums`, "):
+        t = make_key_tracker(g, spec)
+        t.feed(text)
+        assert t.operation_label == "GET /artists/{id}/albums", text
+
+
+def test_the_factory_passes_the_starters_url_values(spec):
+    """ConstraintFactory (setup full) builds the grammar with the values the starter fixes for
+    names in scope; the paper profile gets none."""
+    from callbench.tracks.webapi.constraints import ConstraintFactory
+    from callbench.tracks.webapi.dataset import WebApiTask
+
+    task = WebApiTask(index=0, api="x", task="Get it.", config={"method": "get", "url": f"{BASE}/apod"})
+    starter = f"const url = '{BASE}/apod?api_key=k';\nconst n = 3;\nfunction f() {{ return axios."
+    factory = ConstraintFactory("full")
+    factory.for_task(task, spec, starter)
+    (key,) = factory._shared
+    assert key[-1] == (("url", f"{BASE}/apod?api_key=k"),), key  # not `n` (no URL)
+    paper = ConstraintFactory("full", GrammarOptions(profile="paper"))
+    paper.for_task(task, spec, starter)
+    (key,) = paper._shared
+    assert key[-1] == ()

@@ -246,9 +246,11 @@ def check_continuation(
     url: str | None = None,
     identifiers: Iterable[str] = (),
     options: GrammarOptions = GrammarOptions(),  # noqa: B008
+    url_values: Mapping[str, str] | None = None,
 ) -> CheckResult:
     """Check the text a model wrote after the starter (``get('…', {…})`` for setup full; the
-    arguments after ``axios.<method>('<url>',`` for setup args)."""
+    arguments after ``axios.<method>('<url>',`` for setup args). ``url_values``: what names in
+    scope hold (``build_webapi_grammar``'s)."""
     grammar = build_webapi_grammar(
         spec,
         setup=setup,  # type: ignore[arg-type]
@@ -256,6 +258,7 @@ def check_continuation(
         url=url if setup == "args" else None,
         identifiers=identifiers,
         options=options,
+        url_values=url_values,
     )
     matcher = matcher_for(grammar)
     tracker = make_key_tracker(grammar, spec)

@@ -480,6 +480,7 @@ class KeyTracker:
         "_cap",
         "_req_url",
         "_cat",
+        "_values",
     )
 
     def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
@@ -508,6 +509,8 @@ class KeyTracker:
         self._req_url: str | None = None
         # the URL read so far while it may go on by concatenation ('...' + name + '...')
         self._cat: bytearray | None = None
+        # names whose value the starter fixes (WebApiGrammar.url_values), read in their place
+        self._values: dict[str, str] = dict(grammar.url_values)
         self.violation: str | None = None
         # allows() verdicts for the current state: "feeding exactly these bytes now is fine",
         # keyed on whole tokens and on the normalised forms that share a verdict (see allows).
@@ -673,6 +676,7 @@ class KeyTracker:
         t._cred = self._cred
         t._req, t._cap, t._req_url = self._req, self._cap, self._req_url
         t._cat = bytearray(self._cat) if self._cat is not None else None
+        t._values = self._values
         t._memo = {}
         t._sens = None
         return t
@@ -985,9 +989,14 @@ class KeyTracker:
             self._value_done()
         elif mode == M_URLEXPR:
             if b in _IDENT or b == _DOT:
+                self._buf.append(b)
                 return
             self._mode = M_CODE
             self._frames[-1].state = C_URLEND
+            value = self._values.get(bytes(self._buf).decode("utf-8", "replace"))  # a known name: its text
+            if self._cat is not None:
+                self._cat += value.encode("utf-8", "surrogatepass") if value is not None else bytes((_HOLE,))
+            self._buf.clear()
         elif mode == M_METHOD:
             if b in _IDENT:
                 self._buf.append(b)
@@ -1009,6 +1018,13 @@ class KeyTracker:
         if self._hole:
             if b == _RBRACE:
                 self._hole = False
+                if url is not None and self._values:  # a name whose value the starter fixes: its text
+                    value = self._values.get(bytes(self._buf).strip().decode("utf-8", "replace"))
+                    if value is not None:
+                        url[-1:] = value.encode("utf-8", "surrogatepass")
+                    self._buf.clear()
+            elif url is not None and self._values:
+                self._buf.append(b)
             return
         if self._q == _BQ and self._dollar and b == _LBRACE:
             self._dollar = False
@@ -1016,6 +1032,7 @@ class KeyTracker:
             if url is not None:  # "1" stands for the identifier's value when matching the URL;
                 # at its start the hole holds the server (`${BASE}/gifs`): \0 marks it
                 url[-1:] = b"\0" if len(url) == 1 else bytes((_HOLE,))
+                self._buf.clear()
             return
         self._dollar = b == _DOLLAR
         if b == _BSL:
@@ -1151,6 +1168,11 @@ class KeyTracker:
             elif b in _QUOTES:
                 self._mode, self._q, self._esc, self._hole, self._dollar = M_STR, b, False, False, False
                 self._url = bytearray()
+            elif b in _IDENT and self._values:  # a name whose value the starter fixes (url_values)
+                self._cat = bytearray()
+                self._mode = M_URLEXPR
+                self._buf.clear()
+                self._buf.append(b)
             else:
                 self._lost()  # e.g. a URL built from an identifier: nothing to check against
         elif st == C_URLEND:  # a URL piece was read: `+` goes on, `,` or `)` ends the URL
@@ -1169,9 +1191,10 @@ class KeyTracker:
                 self._url, self._cat = cat, None
                 top.state = C_URL
             elif b in _IDENT:  # an expression: a hole (the grammar allows one where a hole may be)
-                cat.append(_HOLE)
                 self._cat = cat
                 self._mode = M_URLEXPR
+                self._buf.clear()
+                self._buf.append(b)
             else:
                 self._lost()
         elif st == C_AFTER:
@@ -1363,8 +1386,9 @@ class KeyTracker:
         raw, url = url, url.replace(chr(_HOLE), "1")
         method = self._method or ""
         if url.startswith("\0"):  # the server as a variable: whichever of the spec's servers
-            urls = [srv + url[1:] for srv in self._spec.servers]
-            url = next((u for u in urls if self._spec.match(method, u) is not None), url[1:])
+            rest = raw[1:].lstrip(chr(_HOLE)).replace(chr(_HOLE), "1")  # `${API}${TOKEN}/...`: one
+            urls = [srv + rest for srv in _server_prefixes(self._spec.servers)]
+            url = next((u for u in urls if self._spec.match(method, u) is not None), rest)
         real = self.grammar.options.real_world  # hosts of the server's registrable domain, a trailing /
         match = self._spec.match(method, url, real_world=real)
         if match is None:  # a path key fixing a query name the params will carry (#ResourceArn)
@@ -1443,6 +1467,21 @@ class KeyTracker:
             self._fail(
                 f"key '{shown}…' can only become keys already given ({given}) in {self._label(top.path)}"
             )
+
+
+def _server_prefixes(servers: tuple[str, ...]) -> list[str]:
+    """What a leading ``${BASE}`` may hold (see ``url_lexemes.server_words``): each server, then
+    each with fewer of its path's segments, down to its scheme and host (the full server first)."""
+    out: list[str] = []
+    for srv in servers:
+        srv = srv.rstrip("/")
+        start = srv.find("/", srv.find("//") + 2) if "//" in srv else 0
+        if start < 0:
+            out.append(srv)
+            continue
+        segs = srv[start:].split("/")[1:]
+        out += [srv[:start] + "".join("/" + x for x in segs[:i]) for i in range(len(segs), -1, -1)]
+    return list(dict.fromkeys(out))
 
 
 def _query_keys(raw: str, args: OpArgs, fixed: frozenset[str]) -> tuple[str | None, bool]:

@@ -413,6 +413,7 @@ def server_words(
     either_scheme: bool = False,
     server_var: str | None = None,
     sibling_hosts: bool | None = None,
+    more_var: str | None = None,
 ) -> list[tuple[str, ...]]:
     """Every server prefix (root, path item and operation servers, as :meth:`ApiSpec.match`
     accepts them) as lexeme regexes: the opening quote, the scheme and host (when absolute),
@@ -422,8 +423,24 @@ def server_words(
     same server). ``server_var`` (the regex of a variable in scope): in backticks the server may be
     that variable, `` `${BASE}`` `` (the key tracker reads the spec's servers in its place).
     ``sibling_hosts`` (None: as ``either_scheme``; both are ``GrammarOptions.real_world``): a host
-    may be any of the server's registrable domain (:func:`site_host_rx`)."""
+    may be any of the server's registrable domain (:func:`site_host_rx`).
+
+    With ``server_var`` in backticks, also: a server variable's value may hold ``${name}``
+    (`` `https://api.telegram.org/bot${TOKEN}` ``), and the leading expression (one or more
+    ``${...}`` in a row: `` `${API}${TOKEN}/sendMessage` ``) may hold the scheme, the host and any
+    first segments of the server's path, the rest of that path then following segment by segment
+    (`` `${TELEGRAM_API_URL}/bot${TOKEN}/getUpdates` `` for ``https://api.telegram.org/bot{token}``).
+    What the expression holds is not checked (it cannot be seen); the text after it must be the
+    server's remaining segments and then a path of the spec, from a segment boundary on.
+    ``more_var``: what the second and later ``${...}`` of that run may hold (None: as the first;
+    "": no second one)."""
     free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
+    lead = None
+    if server_var is not None and quote == "`":
+        hole = rf"\$\{{[ ]*(?:{server_var})[ ]*\}}"
+        free = rf"(?:[^\x2f?#\x27\x22\x60\x5c\s$]|{hole})+"
+        more = hole if more_var is None else rf"\$\{{[ ]*(?:{more_var})[ ]*\}}" if more_var else ""
+        lead = f"{hole}(?:{more})*" if more else hole
 
     def rx(text: str, variables: Any) -> str:
         return server_var_rx(text, variables, free)
@@ -445,10 +462,12 @@ def server_words(
             if either_scheme:
                 host = re.sub(r"^https?(?=\\x3a)", "https?", host)
             word.append(host)
-        word += [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
-        words.append(tuple(word))
-    if server_var is not None and quote == "`":
-        words.append((_rx(quote), rf"\$\{{[ ]*(?:{server_var})[ ]*\}}"))
+        segs = [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
+        words.append((*word, *segs))
+        if lead is not None:  # `${BASE}` holding the host and the first i segments of the path
+            words += [(word[0], lead, *segs[i:]) for i in range(len(segs))]
+    if lead is not None:
+        words.append((_rx(quote), lead))
     return list(dict.fromkeys(words))
 
 

@@ -61,6 +61,37 @@ identifiers or URL templates), so the grammar is generated here. Structure:
 * Whitespace between tokens is bounded (``space_max``/``indent_max``): a few spaces or tabs, or
   one line break followed by indentation, so a model cannot spend its tokens padding.
 
+URLs in real code (``GrammarOptions.real_world`` and ``allow_url_query``, the defaults; the
+paper profile writes none of these):
+
+* A query string in the URL, of the operation's declared query parameters and credentials only
+  (``?api_key=DEMO_KEY&date=${day}``); a hole may stand for whole pairs (``?${params}``, whose
+  keys, as a ``params`` identifier's, cannot be seen). Values there are untyped text and holes.
+* Concatenation: a '...'/"..." URL joined by ``+`` with names and member chains in scope where a
+  template's ``${...}`` may be: a path parameter (``'.../artists/' + id + '/albums'``), a query
+  value or pair (``'...?api_key=' + key + '&q=' + q``), the path's last parameter or a query value
+  at the URL's end (``'.../artists/' + id``). Two names in a row, or a name after a path's text
+  (``'.../apod' + x``), are refused: the expression could add segments the spec lacks. Within a
+  hole an expression comes before text, never after it (the lexer does not backtrack: a hole that
+  could go on with a quote would swallow the quote closing the URL), and no blank may separate the
+  closing quote from the ``,``/``)`` after it (``'...' )``: the lexeme could be a ``' + name``).
+  The key tracker follows the pieces and names the operation at the ``,`` or ``)`` after them.
+* Names whose value the starter fixes (``build_webapi_grammar``'s ``url_values``, read by
+  :func:`callbench.sandbox.js_values.url_values`: string, template and ``+`` initialisers):
+  ``get(url)`` where ``url`` is an operation's URL (then optionally ``+`` into its query:
+  ``urlLink + key``, ``BASEURL + APIKEY + '&q=' + q``; a value without ``?`` must go on with
+  ``'?...'`` or a name holding ``?...``), `` `${HOSTNAME}${path}` `` where ``path`` holds a path,
+  `` `${API_BASE_URL}/search` `` where the value is a server and a path's first segments. The
+  tracker reads the value in the name's place, so it knows the operation; a name of known value
+  that is no server is not taken as one. Staged grammars (the largest specs) offer none of these.
+* A leading ``${BASE}`` of unknown value (one or more ``${...}`` in a row) holds a server: the
+  whole of it, or its scheme and host and first path segments, the rest of the server's path
+  then written out (`` `${TELEGRAM_API_URL}/bot${TOKEN}/getUpdates` `` for the server
+  ``https://api.telegram.org/bot{token}``). What it holds is not checked; after it the text must
+  be the server's remaining segments and a path of the spec, from a segment boundary on (the
+  model cannot invent a path). Not taken: a base holding part of a *path* (`` `${base}/search` ``
+  for ``/gifs/search`` when ``base`` is unknown): which operation it names could not be known.
+
 Specs in the wild: a path key that fixes a query (``/?module=account&action=balance``, or
 APIs.guru's ``/#Action=X``; a bare fixed name such as S3's ``/{Bucket}#cors`` is written
 ``cors=<value>``, typed by its parameter) is written with that query in the URL string
@@ -213,7 +244,13 @@ class GrammarOptions:
 
     max_depth: nesting of free-form values (a recursive schema has no bound) before only ``null`` is
         left. max_array_items / max_string_len: None = unbounded. allow_url_query: accept a
-        ``?query`` in the URL string (off: query parameters belong in ``params``).
+        ``?query`` in the URL string (None: the profile's; on in ``callbench``, off in ``paper``,
+        where query parameters belong in ``params``). Its keys are the operation's declared query
+        parameters and query credentials only (per path in the grammar, per operation in the key
+        tracker); a required parameter or credential given there counts as given; a hole standing
+        for whole pairs (``?${params}``, ``'?' + params``) is taken as a ``params`` identifier is:
+        its keys cannot be seen, so it may hold the required ones and the credential. Values in
+        the URL are free text and holes (not typed by their schema).
     space_max / indent_max: whitespace between two tokens of the call is at most ``space_max``
         spaces/tabs, or that many, one line break (``\n`` or ``\r\n``) and at most ``indent_max``
         spaces/tabs. Code needs no more: 4 covers one indentation step written inline, and 32 is
@@ -268,7 +305,11 @@ class GrammarOptions:
         property throws when the call runs (bare identifiers, as before, always run). The call may
         also be ``request({ method, url, ...config })``, a string value a concatenation, a member
         chain index an array, a form body be ``new URLSearchParams({...})``/``qs.stringify({...})``
-        (the module docstring's "Call forms"). Credentials
+        (the module docstring's "Call forms"). URLs (the module docstring's "URLs in real code"):
+        a '...'/"..." URL may be joined by ``+`` from strings and names in scope wherever a
+        template hole may be; a name whose value the starter fixes (``url_values``) may be the
+        URL, a path after the server or a prefix of one; a leading ``${...}`` of unknown value
+        may hold the server without some of its last path segments. Credentials
         have their own switch (``credential_rule``): under ``"callbench"`` a declared credential
         parameter (:data:`CREDENTIAL_PARAMS`) is one more security alternative, and under
         every rule but ``"paper"`` a spec declaring no security scheme allows an
@@ -1166,7 +1207,10 @@ def build_webapi_grammar(
     if setup == "full" and options.staged is None:
         big = sum(1 for o in spec.operations if o.method in AXIOS_METHODS) > STAGED_MIN_OPERATIONS
         options = replace(options, staged=big)
-    key = (id(spec), setup, m, url, idents, options)
+    vals: tuple[tuple[str, str], ...] = ()
+    if setup == "full" and options.real_world and url_values:
+        vals = tuple(sorted((k, v) for k, v in url_values.items() if k in idents and _url_like(v)))
+    key = (id(spec), setup, m, url, idents, options, vals)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is not None and hit.spec is spec:
@@ -1184,9 +1228,43 @@ def build_webapi_grammar(
             _remember(by_op, base)
         g = base if base.url == url else replace(base, method=m, url=url)
     else:
-        g = _build(spec, setup, m, url, idents, options, None)
+        g = _build(spec, setup, m, url, idents, options, None, vals)
     _remember(key, g)
     return g
+
+
+def _extra_segments(value: str, servers: tuple[str, ...]) -> list[str]:
+    """The path segments a URL value (``url_values``) holds past one of the spec's servers (the
+    scheme aside), [] when it is no server followed by literal segments."""
+    if "\x01" in value or "?" in value or "#" in value or "://" not in value:
+        return []
+    bare = value.split("://", 1)[1].rstrip("/")
+    for srv in servers:
+        if "{" in srv or "://" not in srv:
+            continue
+        base = srv.split("://", 1)[1].rstrip("/")
+        if bare.startswith(base + "/"):
+            return bare[len(base) + 1 :].split("/")
+    return []
+
+
+def _is_server(value: str, spec: ApiSpec) -> bool:
+    """Is this URL value (``url_values``) one of the spec's servers (the scheme aside; a server
+    variable any value)?"""
+    if "://" not in value:
+        return False
+    bare = value.split("://", 1)[1].rstrip("/").replace("\x01", "1")
+    for srv, _ in spec.server_templates:
+        pieces = PARAM_RX.split(srv.split("://", 1)[-1].rstrip("/"))
+        rx = "".join(re.escape(x) if i % 2 == 0 else "[^/?#]+" for i, x in enumerate(pieces))
+        if re.fullmatch(rx, bare):
+            return True
+    return False
+
+
+def _url_like(value: str) -> bool:
+    """Could this value (a URL pattern) be a whole URL, or the query part of one?"""
+    return "://" in value or value.startswith(("?", "&")) or (value.startswith("/") and "{" not in value)
 
 
 def _fixed_operation(spec: ApiSpec, method: str, url: str, real_world: bool = False) -> Operation:
@@ -1233,10 +1311,11 @@ def _build(
     idents: tuple[str, ...],
     options: GrammarOptions,
     op: Operation | None,
+    vals: tuple[tuple[str, str], ...] = (),
 ) -> WebApiGrammar:
     t0 = time.perf_counter()
     with _deep_recursion():
-        return _build_deep(spec, setup, m, url, idents, options, op, t0)
+        return _build_deep(spec, setup, m, url, idents, options, op, t0, vals)
 
 
 _DEEP_LOCK = threading.Lock()
@@ -1285,9 +1364,11 @@ def _build_deep(
     options: GrammarOptions,
     op: Operation | None,
     t0: float,
+    vals: tuple[tuple[str, str], ...] = (),
 ) -> WebApiGrammar:
     model = spec_model(spec)
     b = _Builder(spec, model, idents, options)
+    b.values = dict(vals)
     args = None
     if op is not None:
         args = model.op_args(op, options.credentials, options.allow_url_query, transport=options.real_world)
@@ -1313,6 +1394,7 @@ def _build_deep(
         n_rules=len(b.rules),
         n_terminals=len(b.terms),
         staged=setup == "full" and bool(options.staged),
+        url_values=vals,
     )
 
 
@@ -1350,6 +1432,7 @@ class _Builder:
         self.terms: dict[str, str] = {}  # name -> definition
         self.term_by_def: dict[str, str] = {}
         self.memo: dict[Any, Any] = {}
+        self.values: dict[str, str] = {}  # names in scope whose value is a URL pattern (url_values)
         self.key_memo: dict[tuple[str, bool], str] = {}
         self.pending: dict[str, bool] = {}  # schema rules being built -> referred to from inside
         self.key_bytes: set[int] = set()
@@ -2002,11 +2085,16 @@ class _Builder:
                 for q, ws_q in by_q.items():
                     for w in ws_q:
                         per_quote[q].append((tuple((self.segment_term(x),) for x in w), after))
+            whole, paths_of = self.known_urls(method)
+            for words_q, more in paths_of.items():
+                per_quote[words_q].extend(more)
+            whole += self.known_prefixes(ops, found)
             alts = []
             for q in QUOTES:
                 if per_quote[q]:
                     (paths,) = self.trie_symbols(per_quote[q], "t")
                     alts.append(f"{self.server_rule(q)} {paths}")
+            alts += whole
             if alts:
                 calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {self.alt("urls", alts)}'))
         if not calls:
@@ -2132,7 +2220,13 @@ class _Builder:
         if hit is not None:
             return hit
         server_var = self.var_rx if self.opt.real_world and self.has_vars else None
-        found = server_words(self.spec, quote, self.opt.real_world, server_var)
+        if server_var is not None and self.values:  # a name whose known value is no server is not one
+            names = [i for i in self.idents if i not in self.values or _is_server(self.values[i], self.spec)]
+            server_var = rf"(?:{'|'.join(map(_rx, names))})(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*" if names else None
+        # with a name holding a path (known_urls: `${HOSTNAME}${path}`) the leading ${...} is one:
+        # a run of them would go on into `${path}` (the lexer does not backtrack)
+        more = "" if any(v.startswith("/") for v in self.values.values()) else None
+        found = server_words(self.spec, quote, self.opt.real_world, server_var, more_var=more)
         words = [(tuple((self.segment_term((x, (), None)),) for x in w), "") for w in found]
         name = self.memo[key] = self.rule("sv", self.trie_symbols(words, "sv")[0])
         return name
@@ -2262,6 +2356,99 @@ class _Builder:
             if end is not None:
                 forms.append(f"{_rx(q)}(?:{pre}){''.join(end[0])}")
         return "/" + "|".join(forms) + "/"
+
+    def known_urls(self, method: str) -> tuple[list[str], dict[str, list[tuple[tuple[tuple[str], ...], str]]]]:
+        """Names in scope whose value the starter fixes (``url_values``) that name an operation
+        with ``method``: (alternatives of the URL argument, words to add after the server per
+        quote).
+
+        * A whole URL (``const url = "https://api.openai.com/v1/chat/completions"``; ``get(url)``):
+          the name alone, then optionally ``+`` and strings or names going on into the query
+          (``urlLink + key`` after ``"...apod?api_key="``, ``BASEURL + APIKEY + "&q=" + query``);
+          a value without ``?`` must go on with a ``'?...'`` string or a name whose value starts
+          with ``?`` (nothing may extend its path). The key tracker reads the value in the
+          name's place (so it knows the operation) and checks the query's keys at the URL's end.
+        * A path (``const path = `/users/${USERNAME}/repos```): `` `${path}` `` after a server
+          in backticks (`` `${HOSTNAME}${path}` ``), where server + path is an operation's URL.
+
+        The value's query keys must be the operation's. Staged grammars (the largest specs) do
+        not take these forms."""
+        whole: list[str] = []
+        paths: dict[str, list[tuple[tuple[tuple[str], ...], str]]] = {}
+        if not self.values:
+            return whole, paths
+        ws = self.ws()
+        hole = "\x01"
+        starts_q = [n for n, v in self.values.items() if v.startswith("?")]
+        for name, value in sorted(self.values.items()):
+            probe = value.replace(hole, "1")
+            if value.startswith("/"):
+                urls = [srv.rstrip("/") + probe for srv in self.spec.servers if "{" not in srv]
+            elif "://" in value:
+                urls = [probe]
+            else:
+                continue
+            match = next((mm for u in urls if (mm := self.spec.match(method, u, real_world=True))), None)
+            if match is None or not self._query_ok(match.operation, value):
+                continue
+            after = f"{ws} {self.after_url_rule(self._args(match.operation))}"
+            if value.startswith("/"):  # `${path}` right after the server, then the closing backtick
+                t = self.term("KS", rf"/\$\{{[ ]*{_rx(name)}[ ]*\}}\x60/")
+                paths.setdefault("`", []).append(((( t,),), after))
+                continue
+            text = r"\x27[^\x27\x5c\s#]*\x27|\x22[^\x22\x5c\s#]*\x22"
+            piece = rf"[ ]*\+[ ]*(?:{self.var_rx}|{text})"
+            if "?" in value:
+                cont = f"(?:{piece})+"
+            else:
+                first = r"\x27\?[^\x27\x5c\s#]*\x27|\x22\?[^\x22\x5c\s#]*\x22"
+                if starts_q:
+                    first += "|" + "|".join(_rx(n) for n in starts_q)
+                cont = rf"[ ]*\+[ ]*(?:{first})(?:{piece})*"
+            n = self.term("KN", f"/{_rx(name)}/")
+            c = self.term("KC", f"/{cont}/")
+            whole.append(self.rule("kn", f"{n} {c}? {after}"))
+        return whole, paths
+
+    def known_prefixes(self, ops: list[Operation], found: list[Any]) -> list[str]:
+        """Names whose value (``url_values``) is a server and the first segments of paths
+        (``const API_BASE_URL = "http://api.giphy.com/v1/gifs"``): `` `${API_BASE_URL}/search` ``
+        takes the rest of each path of ``ops`` that starts with those segments (its backtick
+        words from the segment on, shadowing cut as in the whole URL)."""
+        if not self.values:
+            return []
+        ws = self.ws()
+        words: list[tuple[tuple[tuple[str], ...], str]] = []
+        for name, value in sorted(self.values.items()):
+            extra = _extra_segments(value, self.spec.servers)
+            if not extra:
+                continue
+            lead = (self.segment_term((_rx("`"), (), None)), self.term("KP", rf"/\$\{{[ ]*{_rx(name)}[ ]*\}}/"))
+            for op, by_q in zip(ops, found, strict=True):
+                segs = (op.path.split("?", 1)[0].split("#", 1)[0].rstrip("/") or "/").split("/")[1:]
+                k = len(extra)
+                if len(segs) <= k or any(s != e and "{" not in s for s, e in zip(segs, extra, strict=False)):
+                    continue
+                after = f"{ws} {self.after_url_rule(self._args(op))}"
+                for w in (by_q or {}).get("`", []):
+                    if len(w) > k + 1:
+                        words.append(((*((t,) for t in lead), *((self.segment_term(x),) for x in w[k:])), after))
+        if not words:
+            return []
+        (paths,) = self.trie_symbols(words, "t")
+        return [paths]
+
+    def _query_ok(self, op: Operation, value: str) -> bool:
+        """The keys of a known URL's query (``value``, holes ``\x01``) are ``op``'s."""
+        if "?" not in value:
+            return True
+        params = self._args(op).config.props["params"]
+        fixed = url_plan(self.spec, op).in_url
+        for pair in value.split("#", 1)[0].partition("?")[2].split("&"):
+            key = pair.partition("=")[0]
+            if key and "\x01" not in key and key not in fixed and params.child(key) is NO:
+                return False
+        return True
 
     def query_keys_rx(self, path: str) -> str:
         """The keys a URL's query may hold (``allow_url_query``), a regex: the query parameters

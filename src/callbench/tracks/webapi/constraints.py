@@ -31,6 +31,22 @@ def in_scope(starter: str, *, real_world: bool = True) -> set[str]:
     return names
 
 
+def url_values_in_scope(starter: str) -> dict[str, str]:
+    """What the starter's names hold where the code fixes it, as URL patterns
+    (:func:`callbench.sandbox.js_values.url_values`: text, ``\x01`` for each unknown part): the
+    grammar takes a name whose value is an operation's URL as the URL (``axios.get(url)``,
+    ``axios.get(urlLink + key)``; ``build_webapi_grammar``'s ``url_values``). Only names also in
+    scope (:func:`in_scope`) are used there."""
+    if not starter:
+        return {}
+    from callbench.sandbox.js_values import url_values
+
+    try:
+        return url_values(starter)
+    except Exception:  # noqa: BLE001 - a starter we cannot read just fixes no value
+        return {}
+
+
 class ConstraintFactory:
     """Builds (and caches) the constraint for a task."""
 
@@ -45,15 +61,21 @@ class ConstraintFactory:
 
         options = self.options or GrammarOptions()
         idents = tuple(sorted(set(task.definitions or {}) | in_scope(starter, real_world=options.real_world)))
+        values: dict[str, str] = {}
         if self.setup == "args":
-            key = (id(spec), "args", task.config.method, task.config.url, idents)
+            key: tuple[Any, ...] = (id(spec), "args", task.config.method, task.config.url, idents)
             method, url = task.config.method, task.config.url
         else:
-            key = (id(spec), "full", None, None, idents)
+            if options.real_world:
+                values = {k: v for k, v in url_values_in_scope(starter).items() if k in idents}
+            key = (id(spec), "full", None, None, idents, tuple(sorted(values.items())))
             method = url = None
         shared = self._shared.get(key)
         if shared is None:
-            grammar = build_webapi_grammar(spec, setup=self.setup, method=method, url=url, identifiers=idents, options=options)
+            extra = {"url_values": values} if values else {}  # names whose value the starter fixes
+            grammar = build_webapi_grammar(
+                spec, setup=self.setup, method=method, url=url, identifiers=idents, options=options, **extra
+            )
             shared = webapi_constraint(grammar, spec, name=f"{task.api}/{self.setup}")
             self._shared[key] = shared
         return SampleConstraint(shared)

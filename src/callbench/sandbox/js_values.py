@@ -1,0 +1,128 @@
+"""What the starter's string variables hold, read without running it: URL patterns for the grammar.
+
+Real code names its URL in a variable (``const url = "https://api.openai.com/v1/chat/completions"``,
+``const urlLink = "https://api.nasa.gov/planetary/apod?api_key="``, ``const path =
+`/users/${USERNAME}/repos```) and calls ``axios.get(url)``, ``axios.get(urlLink + key)``. The
+web API grammar (:mod:`callbench.constrain.webapi_grammar`) can take such a name where its value
+fits the spec, and the key tracker reads the operation from it, if the value is known when the
+grammar is built. :func:`url_values` gives, for each name the starter binds to a string literal,
+a template literal or a ``+`` concatenation of those and of other names, its value as a pattern:
+the text the code fixes, with :data:`HOLE` for every part it does not (a ``${expr}``, a name
+of unknown value, ``process.env.X``, a call).
+
+Static on purpose (the starter is not run): a value is taken only where the code states it.
+A name bound more than once to different patterns, or bound to anything else as well
+(``let url; if (a) url = ...``), is left out, as is a pattern that is only holes: what it holds
+at the call cannot be read off the code. Scopes are not told apart (a name declared in two
+functions with different values is left out by the same rule). Hand-written on the tree-sitter
+parse of :mod:`callbench.sandbox.js_extract`: no library evaluates JavaScript constants
+statically in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from callbench.sandbox.js_extract import _parser, _walk
+
+__all__ = ["HOLE", "url_values"]
+
+#: A part of a value the code does not fix (one character, never in a URL the grammar writes).
+HOLE = "\x01"
+#: Stand-in for "not a string pattern" while evaluating.
+_NOT = None
+_MAX_CHARS = 4096  # a value longer than this is no URL a call names
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
+
+
+def _text(node: Any, data: bytes) -> str:
+    return data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
+
+
+def _escape(seq: str) -> str:
+    """A string escape sequence's character (the common ones; anything else stands for itself)."""
+    body = seq[1:]
+    if body[:1] in ("u", "x") and len(body) > 1:
+        digits = body[1:].strip("{}")
+        try:
+            return chr(int(digits, 16))
+        except ValueError:
+            return body
+    return _ESCAPES.get(body, body)
+
+
+class _Eval:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.values: dict[str, str | None] = {}  # name -> pattern, None: bound to differing values
+
+    def value(self, node: Any) -> str | None:
+        """The pattern of an expression, or None when it is not a string-valued one."""
+        t = node.type
+        if t == "string":
+            out = []
+            for c in node.named_children:
+                if c.type == "string_fragment":
+                    out.append(_text(c, self.data))
+                elif c.type == "escape_sequence":
+                    out.append(_escape(_text(c, self.data)))
+            return "".join(out)
+        if t == "template_string":
+            out = []
+            for c in node.named_children:
+                if c.type == "string_fragment":
+                    out.append(_text(c, self.data))
+                elif c.type == "escape_sequence":
+                    out.append(_escape(_text(c, self.data)))
+                elif c.type == "template_substitution":
+                    inner = c.named_children[0] if c.named_children else None
+                    known = self.value(inner) if inner is not None and inner.type == "identifier" else None
+                    out.append(known if known is not None else HOLE)
+            return "".join(out)
+        if t == "parenthesized_expression" and node.named_child_count == 1:
+            return self.value(node.named_children[0])
+        if t == "identifier":
+            return self.values.get(_text(node, self.data)) or None
+        if t == "binary_expression":
+            op = node.child_by_field_name("operator")
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if op is None or _text(op, self.data) != "+" or left is None or right is None:
+                return None
+            a, b = self.value(left), self.value(right)
+            if a is None and b is None:
+                return None  # no string in sight: perhaps a number
+            return (HOLE if a is None else a) + (HOLE if b is None else b)
+        return None
+
+    def bind(self, name: str, node: Any | None) -> None:
+        v = self.value(node) if node is not None else None
+        if v is not None and (len(v) > _MAX_CHARS or not v.replace(HOLE, "")):
+            v = None
+        if name in self.values and self.values[name] != v:
+            v = None  # bound twice to different values (or once to something else)
+        self.values[name] = v
+
+
+def url_values(code: str) -> dict[str, str]:
+    """Each name the code binds (``const``/``let``/``var`` declarators and plain ``name = ...``
+    assignments, anywhere in the code, in source order) to a string pattern: the text the code
+    fixes, :data:`HOLE` for each part it does not. Names of unknown or differing value are left
+    out; code that does not parse gives what its parsed part says."""
+    if not code:
+        return {}
+    data = code.encode("utf-8", "surrogatepass")
+    ev = _Eval(data)
+    for node in _walk(_parser().parse(data).root_node):
+        if node.type == "variable_declarator":
+            name = node.child_by_field_name("name")
+            if name is not None and name.type == "identifier":
+                ev.bind(_text(name, data), node.child_by_field_name("value"))
+        elif node.type == "assignment_expression":
+            left = node.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                ev.bind(_text(left, data), node.child_by_field_name("right"))
+        elif node.type == "augmented_assignment_expression":
+            left = node.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                ev.values[_text(left, data)] = None  # url += ...: changed after its declaration
+    return {k: v for k, v in ev.values.items() if v is not None}
