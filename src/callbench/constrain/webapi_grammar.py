@@ -1141,6 +1141,9 @@ class WebApiGrammar:
     #: ``lark`` is the head of a staged grammar (URLs, then any text); :meth:`tail_lark` gives
     #: each operation's own grammar (see ``GrammarOptions.staged``).
     staged: bool = False
+    #: names in scope whose value the starter fixes, as URL patterns (``build_webapi_grammar``'s
+    #: ``url_values``), which the key tracker reads in their place
+    url_values: tuple[tuple[str, str], ...] = ()
     _tails: dict[int, tuple[str, frozenset[int]]] = field(default_factory=dict, repr=False, compare=False)
 
     def op_args(self, op: Operation) -> OpArgs:
@@ -1188,6 +1191,7 @@ def build_webapi_grammar(
     url: str | None = None,
     identifiers: Iterable[str] = (),
     options: GrammarOptions = GrammarOptions(),  # noqa: B008 - frozen, hashable default
+    url_values: Mapping[str, str] | None = None,
 ) -> WebApiGrammar:
     """Build (or fetch from the cache) the grammar of the text the model writes after the starter.
 
@@ -1195,6 +1199,10 @@ def build_webapi_grammar(
     ``setup="args"``: the text after ``axios.<method>('<url>',``; ``method`` and ``url`` are
     required and must name an operation of the spec. ``identifiers``: JavaScript names in scope
     (the task's definitions), accepted in any value position and as ``${name}`` in backticks.
+    ``url_values`` (setup ``full``, real-world profile): what some of those names hold, as
+    :func:`callbench.sandbox.js_values.url_values` reads the starter (text, ``\x01`` for unknown
+    parts): a name whose value is a URL of the spec may be the URL (``axios.get(url)``), then
+    go on with ``+`` into its query (:meth:`_Builder.known_urls`).
     """
     idents = tuple(sorted(dict.fromkeys(i for i in identifiers if _JS_IDENT.match(i))))
     if setup not in ("full", "args"):
