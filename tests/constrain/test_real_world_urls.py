@@ -287,3 +287,16 @@ def test_the_factory_passes_the_starters_url_values(spec):
     paper.for_task(task, spec, starter)
     (key,) = paper._shared
     assert key[-1] == ()
+
+
+def test_an_unknown_base_joined_by_plus(spec):
+    """BASE + '/path' reads as `${BASE}/path`: the name holds a server (or its host and first
+    segments), the rest must be a path of the spec."""
+    ok(spec, "get(cfg.root + '/artists/' + id + '/albums?api_key=k')")
+    ok(spec, "get(cfg + '/v1/artists/' + id, { params: { api_key: apiKey } })")
+    rejected(spec, "get(cfg.root + '/nope/' + id)", "its base cfg.root holding a server", at="nope")
+    rejected(spec, "get(nope + '/artists/x')", "", at="nope")
+    g = build_webapi_grammar(spec, setup="full", identifiers=IDS)
+    t = make_key_tracker(g, spec)
+    t.feed(b"get(cfg.root + '/artists/' + id + '/albums', ")
+    assert t.operation_label == "GET /artists/{id}/albums"

@@ -491,6 +491,17 @@ def _ws_reason(opt: GrammarOptions, before: str, ch: str) -> str | None:
 def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str, pos: int | None = None) -> str:
     m = re.match(r"\s*[A-Za-z_$][\w$]*\s*\(\s*", text)
     start = m.end() if m else 0
+    base = re.match(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\s*\+\s*(['\"])", text[start:])
+    if base is not None and g.options.real_world:  # BASE + '/path...': the name holds a server
+        q = base.group(2)
+        j = start + base.end()
+        while j < len(text) and text[j] != q:
+            j += 2 if text[j] == "\\" else 1
+        cat = _concatenated(text, j + 1, q)
+        shown = "${" + base.group(1) + "}" + (cat[0] if cat else text[start + base.end() : j])
+        if base.group(1).split(".")[0] not in g.identifiers:
+            return f"'{base.group(1)}' in URL '{shown}' is not a known identifier"
+        return f"URL '{shown}' (its base {base.group(1)} holding a server) matches no path with method {method}"
     if start >= len(text) or text[start] not in "'\"`":
         return "the URL must be a string literal"
     q = text[start]

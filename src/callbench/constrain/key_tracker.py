@@ -994,7 +994,9 @@ class KeyTracker:
             self._mode = M_CODE
             self._frames[-1].state = C_URLEND
             value = self._values.get(bytes(self._buf).decode("utf-8", "replace"))  # a known name: its text
-            if self._cat is not None:
+            if self._cat is not None and value is None and not self._cat:
+                self._cat += b"\0"  # at the URL's start a name of unknown value holds the server
+            elif self._cat is not None:
                 self._cat += value.encode("utf-8", "surrogatepass") if value is not None else bytes((_HOLE,))
             self._buf.clear()
         elif mode == M_METHOD:
@@ -1168,7 +1170,7 @@ class KeyTracker:
             elif b in _QUOTES:
                 self._mode, self._q, self._esc, self._hole, self._dollar = M_STR, b, False, False, False
                 self._url = bytearray()
-            elif b in _IDENT and self._values:  # a name whose value the starter fixes (url_values)
+            elif b in _IDENT and (self._values or self.grammar.options.real_world):  # a name: its value or a server
                 self._cat = bytearray()
                 self._mode = M_URLEXPR
                 self._buf.clear()
