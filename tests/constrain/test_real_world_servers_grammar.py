@@ -1,9 +1,10 @@
 """The grammar's side of the real-world server rules (issue 29): in the ``callbench`` profile a
 URL may name the server by its registrable domain's own hosts (``api.trello.com`` for
-``https://trello.com/1``, ``www.googleapis.com`` for ``https://youtube.googleapis.com``), end a
-path with one trailing ``/`` more or less, and a call may send the transport headers any client
-sends (``Content-Type`` on a GET, ``User-Agent``); the key tracker then still knows the operation
-(an undeclared argument is refused). The paper profile keeps WAPIIBench's exact rules."""
+``https://trello.com/1``, ``www.googleapis.com`` for ``https://youtube.googleapis.com``), and a
+call may send the transport headers any client sends (``Content-Type`` on a GET,
+``User-Agent``); the key tracker then still knows the operation (an undeclared argument is
+refused). A trailing ``/`` is exactly the path key's (issue 26), except in setup ``args``' fixed
+URL, the task's own. The paper profile keeps WAPIIBench's exact rules."""
 
 from __future__ import annotations
 
@@ -57,13 +58,12 @@ def _allowed(spec, text: str, **kw) -> bool:
         "https://api.trello.com/1/boards",
         "https://www.trello.com/1/boards",
         "http://api.trello.com/1/boards",
-        "https://trello.com/1/boards/",
-        "https://api.trello.com/1/boards/b1/cards/",
+        "https://api.trello.com/1/boards/b1/cards",
     ],
 )
-def test_hosts_of_the_servers_domain_and_a_trailing_slash(url):
+def test_hosts_of_the_servers_domain(url):
     assert _allowed(TRELLO, f"get('{url}', {{ params: {{ key: 'k' }} }})")
-    exact = url.startswith("https://trello.com/") and not url.endswith("/")
+    exact = url.startswith("https://trello.com/")
     assert _allowed(TRELLO, f"get('{url}', {{ params: {{ key: 'k' }} }})", options=PAPER) == exact
 
 
@@ -75,7 +75,10 @@ def test_hosts_of_the_servers_domain_and_a_trailing_slash(url):
         "https://eviltrello.com/1/boards",
         "https://api.trello.org/1/boards",
         "https://api.trello.com/boards",  # the server's base path is still needed
-        "https://trello.com/1/boards//",  # one slash, not two
+        "https://trello.com/1/boards//",
+        # a trailing slash the path key lacks stays refused (issue 26), on any host
+        "https://trello.com/1/boards/",
+        "https://api.trello.com/1/boards/b1/cards/",
         "https://uploads.trello.com/1/boards",  # the grammar writes the domain, api. and www. only
     ],
 )
@@ -105,23 +108,26 @@ def test_youtube_at_www_googleapis():
 
 
 def test_the_tracker_still_knows_the_operation():
-    """A sibling host with a trailing slash names GET /boards/{idBoard}/cards: its own query
-    parameter and enum hold, an undeclared one is refused."""
-    url = "https://api.trello.com/1/boards/b1/cards/"
+    """A sibling host names GET /boards/{idBoard}/cards: its own query parameter and enum hold,
+    an undeclared one is refused."""
+    url = "https://api.trello.com/1/boards/b1/cards"
     assert _allowed(TRELLO, f"get('{url}', {{ params: {{ key: 'k', filter: 'open' }} }})")
     r = check_continuation(TRELLO, f"get('{url}', {{ params: {{ key: 'k', type: 'x' }} }})")
     assert not r.allowed and "'type' is not allowed" in (r.reason or ""), r.reason
     r = check_continuation(TRELLO, f"get('{url}', {{ params: {{ filter: 'all' }} }})")
     assert not r.allowed, r.reason
     # GET /boards does not take filter
-    r = check_continuation(TRELLO, "get('https://api.trello.com/1/boards/', { params: { filter: 'open' } })")
+    r = check_continuation(TRELLO, "get('https://api.trello.com/1/boards', { params: { filter: 'open' } })")
     assert not r.allowed and "'filter' is not allowed" in (r.reason or ""), r.reason
 
 
 def test_setup_args_fixes_a_real_world_url():
+    """The fixed URL is the task's own: a sibling host and a trailing slash name the operation."""
     url = "https://api.trello.com/1/boards/b1/cards/"
     r = check_continuation(TRELLO, " { params: { key: 'k', filter: 'open' } })", setup="args", method="get", url=url)
     assert r.allowed, r.reason
+    r = check_continuation(TRELLO, " { params: { key: 'k', type: 'x' } })", setup="args", method="get", url=url)
+    assert not r.allowed and "'type' is not allowed" in (r.reason or ""), r.reason
 
 
 def test_transport_headers_on_a_get():

@@ -425,8 +425,7 @@ def server_words(
     ``sibling_hosts`` (None: as ``either_scheme``; both are ``GrammarOptions.real_world``): a host
     may be any of the server's registrable domain (:func:`site_host_rx`).
 
-    With ``server_var`` in '...'/"...", also the name joined by ``+`` (``this.root + '/api/...'``,
-    the same reading as `` `${this.root}/api/...` ``); in backticks, also: a server variable's value may hold ``${name}``
+    With ``server_var`` in backticks, also: a server variable's value may hold ``${name}``
     (`` `https://api.telegram.org/bot${TOKEN}` ``), and the leading expression (one or more
     ``${...}`` in a row: `` `${API}${TOKEN}/sendMessage` ``) may hold the scheme, the host and any
     first segments of the server's path, the rest of that path then following segment by segment
@@ -437,8 +436,6 @@ def server_words(
     "": no second one)."""
     free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
     lead = None
-    if server_var is not None and quote != "`":  # BASE + '/path': the server as a name, joined by +
-        lead = rf"(?:{server_var})[ ]*\+[ ]*{_rx(quote)}"
     if server_var is not None and quote == "`":
         hole = rf"\$\{{[ ]*(?:{server_var})[ ]*\}}"
         free = rf"(?:[^\x2f?#\x27\x22\x60\x5c\s$]|{hole})+"
@@ -467,12 +464,10 @@ def server_words(
             word.append(host)
         segs = [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
         words.append((*word, *segs))
-        if lead is not None and quote == "`":  # `${BASE}` holding the host and the first i segments
+        if lead is not None:  # `${BASE}` holding the host and the first i segments of the path
             words += [(word[0], lead, *segs[i:]) for i in range(len(segs))]
-        elif lead is not None:  # BASE + '/...' likewise (one lexeme: the name, + and the quote)
-            words += [(lead, *segs[i:]) for i in range(len(segs))]
     if lead is not None:
-        words.append((_rx(quote), lead) if quote == "`" else (lead,))
+        words.append((_rx(quote), lead))
     return list(dict.fromkeys(words))
 
 
@@ -572,9 +567,7 @@ class UrlWords:
         (:func:`query_forms`; ``path`` None: any keys, a staged head's) may follow the path or the
         fixed pairs; in a '...'/"..." URL with identifiers in scope the URL may then end with an
         expression joined by ``+`` in a value or where a pair starts (``'...?api_key=' + key``)."""
-        tail = r"\x2f" if ends_in_slash(plan.path) else ""
-        if self.real and b.spec.either_slash(plan.path):  # real world: /boards/ is /boards
-            tail = r"\x2f?"
+        tail = r"\x2f" if ends_in_slash(plan.path) else ""  # exactly the key's (issue 26)
         fixed = b.fixed_query_rx(plan, qholes, q)
         label = _rx("#" + plan.label) if plan.label is not None else ""
         if not self.allow:
@@ -678,7 +671,7 @@ class UrlWords:
             sq.append(trio[0])
             dq.append(trio[1])
             bt.append(trio[2])
-        tails = self._head_tails(b, None if self.real and b.spec.either_slash(path) else ends_in_slash(path), path)
+        tails = self._head_tails(b, ends_in_slash(path), path)
         return {"'": (*sq, tails[0]), '"': (*dq, tails[1]), "`": (*bt, tails[2])}
 
     def _head_piece(self, b: GrammarWriter, seg: str, holes: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -691,16 +684,14 @@ class UrlWords:
             out.append(f"/\\x2f{body}/")
         return b.term("S", out[0]), b.term("S", _dq(out[0])), b.term("S", out[1])
 
-    def _head_tails(self, b: GrammarWriter, slash: bool | None, path: str | None = None) -> tuple[str, str, str]:
+    def _head_tails(self, b: GrammarWriter, slash: bool, path: str | None = None) -> tuple[str, str, str]:
         """The tail terminals ('...', "...", `...`) of a path key without query or fragment, with
-        or without a trailing slash (None: either, :meth:`ApiSpec.either_slash`), and under
-        ``allow_url_query`` the query keys of ``path``."""
+        or without a trailing slash, and under ``allow_url_query`` the query keys of ``path``."""
         key = ("head tails", slash, b.query_keys_rx(path) if self.allow and path is not None else None)
         hit = b.memo.get(key)
         if hit is None:
             plain = UrlPlan("/x/" if slash else "/")  # no query, no label: one tail per slash
-            opt = r"\x2f?" if slash is None else ""
-            hit = b.memo[key] = tuple(b.term("S", f"/{opt}{self._tail(b, plain, {}, q, path)}/") for q in QUOTES)
+            hit = b.memo[key] = tuple(b.term("S", f"/{self._tail(b, plain, {}, q, path)}/") for q in QUOTES)
         return hit
 
     def of(

@@ -39,9 +39,8 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   and shorthand properties of identifiers in scope, ``http``/``https`` are one server, and an
   ``Authorization`` header is allowed on a spec declaring no security scheme. A server's host may
   also be its registrable domain or that domain's ``api.``/``www.`` host (``api.trello.com`` for
-  ``https://trello.com/1``: :func:`~callbench.constrain.url_lexemes.site_host_rx`), a path may end
-  with one ``/`` more or less where that names the same operation (:meth:`ApiSpec.either_slash`),
-  and ``headers`` may carry the transport headers any client sends (``Content-Type`` on a GET,
+  ``https://trello.com/1``: :func:`~callbench.constrain.url_lexemes.site_host_rx`; a trailing
+  ``/`` stays exactly the path key's, issue 26), and ``headers`` may carry the transport headers any client sends (``Content-Type`` on a GET,
   ``User-Agent``: :data:`~callbench.specs.openapi.TRANSPORT_HEADERS`).
 * Call forms (``real_world`` only): ``request({ method: 'post', url: '<URL>', ...config })``,
   axios' config-object call (:meth:`_Builder.request_form`). Its object starts with ``method`` and
@@ -298,9 +297,8 @@ class GrammarOptions:
         declared key that is an identifier in scope may be a shorthand property (``{ limit }``,
         ``{ params }``); a backtick URL may start with ``${BASE}`` (a variable in scope holding
         the server); a server's ``http://`` may be written ``https://`` and the reverse (the
-        same server), its host as its registrable domain or that domain's ``api.``/``www.`` host,
-        a path with one trailing ``/`` more or less where that names the same operation
-        (:meth:`ApiSpec.either_slash`), and ``headers`` may carry the transport headers
+        same server), its host as its registrable domain or that domain's ``api.``/``www.`` host
+        (a trailing ``/`` stays exactly the path key's), and ``headers`` may carry the transport headers
         (:data:`~callbench.specs.openapi.TRANSPORT_HEADERS`) on any operation. What a member expression holds cannot be known: a chain through a missing
         property throws when the call runs (bare identifiers, as before, always run). The call may
         also be ``request({ method, url, ...config })``, a string value a concatenation, a member
@@ -1277,17 +1275,18 @@ def _url_like(value: str) -> bool:
 
 def _fixed_operation(spec: ApiSpec, method: str, url: str, real_world: bool = False) -> Operation:
     """The operation the fixed URL of setup ``args`` names (``real_world``: as
-    :meth:`ApiSpec.match` reads real-world hosts and trailing slashes)."""
-    match = spec.match(method, url, real_world=real_world)
+    :meth:`ApiSpec.match` reads real-world hosts and, the URL being the task's own, trailing
+    slashes)."""
+    match = spec.match(method, url, real_world=real_world, either_slash=real_world)
     if match is None and "#" in url:
         # the path key written as the URL (``/#Action=X``): its fragment pairs are the query
         head, _, frag = url.partition("#")
-        match = spec.match(method, head + ("&" if "?" in head else "?") + frag, real_world=real_world)
+        match = spec.match(method, head + ("&" if "?" in head else "?") + frag, real_world=real_world, either_slash=real_world)
     if match is None:
-        match = spec.match(method, url, names_later=True, real_world=real_world)
+        match = spec.match(method, url, names_later=True, real_world=real_world, either_slash=real_world)
     if match is not None:
         return match.operation
-    found = spec.match_paths(url, real_world=real_world)
+    found = spec.match_paths(url, real_world=real_world, either_slash=real_world)
     if found:
         allowed = sorted({mm for pm in found for mm in pm.operations})
         raise GrammarError(

@@ -643,8 +643,6 @@ class ApiSpec:
     _labels: dict[str, str | None] = field(default_factory=dict, repr=False)
     # (url template, its variables) of every server (root, path item, operation), in that order
     server_templates: tuple[tuple[str, Mapping[str, Any]], ...] = field(default=(), repr=False)
-    # path key -> :meth:`either_slash`, filled on first use
-    _slash_forms: dict[str, bool] = field(default_factory=dict, repr=False, compare=False)
     # url -> matches (template, params): scoring matches the same expected URL for every
     # sample of a task and in every scoring mode
     _match_cache: dict[Any, tuple[tuple[_Template, dict[str, str]], ...]] = field(
@@ -727,6 +725,7 @@ class ApiSpec:
         names_later: bool = False,
         headers: Mapping[str, Any] | None = None,
         real_world: bool = False,
+        either_slash: bool = False,
     ) -> list[PathMatch]:
         """Every path template matching ``url`` (any method), best first.
 
@@ -751,22 +750,26 @@ class ApiSpec:
 
         ``real_world`` (how real code addresses a server: the strict scorer, the data check, the
         ``callbench`` grammar profile; off for WAPIIBench's own rules): when the rules above match
-        no template, two more readings are tried, in this order, and the first that matches any
-        template is taken: (1) a host of the server host's registrable domain is that server
+        no template, a host of the server host's registrable domain is that server
         (``https://api.trello.com/1/boards`` on a spec whose server is ``https://trello.com/1``;
-        :mod:`callbench.specs.hosts`); (2) a path with one trailing ``/`` names the template
-        without it, and the reverse (``/boards/`` is ``/boards``: servers such as Express route
-        both alike by default, and real code writes either). Both are fallbacks: a URL the exact
-        rules match keeps its template, so a spec declaring ``/x`` and ``/x/`` apart keeps them
-        apart.
+        :mod:`callbench.specs.hosts`). ``either_slash`` (with ``real_world``; only for a *task's
+        own* URL -- the data check of its expected request, the scorer finding the expected
+        template, the fixed URL of setup ``args``): then a path with one trailing ``/`` more or
+        less names the template (``/boards/`` is ``/boards``; real code writes either and servers
+        such as Express route both alike). What a model writes keeps issue 26's rule: a trailing
+        slash the spec does not have is no path of it (the strict scorer and the grammar).
+        Both are fallbacks: a URL the exact rules match keeps its template, so a spec declaring
+        ``/x`` and ``/x/`` apart keeps them apart.
         """
-        key: Any = (url, True) if real_world else url
+        key: Any = (url, real_world, real_world and either_slash) if real_world else url
         ranked = self._match_cache.get(key)
         if ranked is None:
             ranked = self._match_uncached(url)
             if not ranked and real_world:
                 near = self._api_paths(url, same_site=True)
-                ranked = self._match_api_paths(near) or self._match_api_paths(near, toggle_slash=True)
+                ranked = self._match_api_paths(near)
+                if not ranked and either_slash:
+                    ranked = self._match_api_paths(near, toggle_slash=True)
             if len(self._match_cache) >= _MATCH_CACHE_SIZE:
                 self._match_cache.clear()
             self._match_cache[key] = ranked
@@ -831,31 +834,6 @@ class ApiSpec:
 
         return tuple(sorted(found.values(), key=key))
 
-    def either_slash(self, path: str) -> bool:
-        """Does a URL of path key ``path`` with its trailing slash toggled (``/boards/`` for
-        ``/boards``, ``/users`` for ``/users/``) name it under the real-world rules whatever else
-        the URL's segments are? True when no path key that may share a URL with it (as many
-        segments, the same literal first segment -- or any first segment where a key of as many
-        segments starts with a parameter) ends the other way: the toggled URL then matches no
-        template exactly, :meth:`match_paths`' fallback reads it as this one, and every key it may
-        share URLs with is written alike. False for the root and for an unknown key. The
-        ``callbench`` grammar writes the trailing slash as optional exactly there, so that what it
-        accepts names the operation it was written for."""
-        forms = self._slash_forms
-        if not forms:
-            group: dict[tuple[int, str | None], set[bool]] = {}
-            for n, ts in self._templates.items():
-                for t in ts:
-                    first = t.segments[0] if isinstance(t.segments[0], str) else None
-                    group.setdefault((n, first), set()).add(t.slash)
-                    group.setdefault((n, "\0all"), set()).add(t.slash)
-            for n, ts in self._templates.items():
-                wild = (n, None) in group  # a key starting with a parameter may share URLs with all
-                for t in ts:
-                    first = t.segments[0] if isinstance(t.segments[0], str) and not wild else "\0all"
-                    forms[t.template] = len(group[(n, first)]) == 1 and split_path_key(t.template)[0] not in ("", "/")
-        return forms.get(path, False)
-
     def template_ranks(self) -> dict[str, tuple[Any, ...]]:
         """Each path key's rank in :meth:`match_paths` (lower is tried first), for readers that
         must agree with it (the grammar cuts a URL out of a template a better one takes)."""
@@ -870,14 +848,19 @@ class ApiSpec:
         names_later: bool = False,
         headers: Mapping[str, Any] | None = None,
         real_world: bool = False,
+        either_slash: bool = False,
     ) -> OperationMatch | None:
         """The best-ranked template matching ``url`` that declares ``method``, or None.
 
         Use :meth:`match_paths` to tell "wrong method" (templates found) from "no such URL";
-        ``real_world``: its real-world readings of hosts and trailing slashes.
+        ``real_world``/``either_slash``: its real-world readings of hosts and (a task's own URL)
+        trailing slashes.
         """
         m = method.lower()
-        for pm in self.match_paths(url, params, names_later=names_later, headers=headers, real_world=real_world):
+        found = self.match_paths(
+            url, params, names_later=names_later, headers=headers, real_world=real_world, either_slash=either_slash
+        )
+        for pm in found:
             op = pm.operations.get(m)
             if op is not None:
                 return OperationMatch(op, dict(pm.path_params))

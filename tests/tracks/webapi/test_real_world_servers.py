@@ -76,15 +76,21 @@ def _verdicts(v) -> dict[str, str]:
 
 
 def test_the_scorer_reads_hosts_and_slashes_as_the_data_check():
+    """The task's own URL (a sibling host and a trailing slash) is read as the data check reads
+    it, so its gold scores correct; another URL with a trailing slash the spec lacks stays
+    illegal (issue 26), a sibling host without one is the server."""
     expected = {"method": "get", "url": "https://api.trello.com/1/boards/", "params": {"key": "k"}}
-    for url in ("https://api.trello.com/1/boards/", "https://trello.com/1/boards", "https://www.trello.com/1/boards/"):
+    for url in ("https://api.trello.com/1/boards/", "https://trello.com/1/boards", "https://www.trello.com/1/boards"):
         v = compare_requests(expected, {**expected, "url": url}, TRELLO, "strict")
         assert (v.url, v.sample) == ("correct", "correct"), url
-    v = compare_requests(expected, {**expected, "url": "https://trello.org/1/boards"}, TRELLO, "strict")
-    assert (v.url, v.sample) == ("illegal", "illegal")
-    # compat keeps the published matching for the request (the expected URL is still read, or
-    # there would be nothing to score against): the sibling host is no template there
+    for url in ("https://trello.org/1/boards", "https://www.trello.com/1/boards/", "https://trello.com/1/boards/"):
+        v = compare_requests(expected, {**expected, "url": url}, TRELLO, "strict")
+        assert (v.url, v.sample) == ("illegal", "illegal"), url
+    # compat keeps the published matching for any other request; the task's own URL is read as
+    # the expected one (WAPIIBench's URLs all match exactly, so its compat figures are unchanged)
     v = compare_requests(expected, expected, TRELLO, "compat")
+    assert (v.url, v.sample) == ("correct", "correct")
+    v = compare_requests(expected, {**expected, "url": "https://www.trello.com/1/boards"}, TRELLO, "compat")
     assert v.url == "illegal"
     v = compare_requests(expected, {**expected, "url": "https://trello.com/1/boards"}, TRELLO, "compat")
     assert (v.url, v.sample) == ("correct", "correct")

@@ -23,9 +23,11 @@ of :data:`SPEC_CLASSES`:
   text and are read as the parameter's type first).
 
 Both checks read URLs by the real-world rules (``ApiSpec.match(..., real_world=True)``, as the
-strict scorer does): a host of the server host's registrable domain is that server
-(``https://api.trello.com/1/boards`` on a spec whose server is ``https://trello.com/1``), and one
-trailing ``/`` more or less names the same path; both only where the exact rules match nothing.
+strict scorer reads a task's expected URL): a host of the server host's registrable domain is
+that server (``https://api.trello.com/1/boards`` on a spec whose server is
+``https://trello.com/1``), and one trailing ``/`` more or less names the same path
+(``either_slash``: the task's own URL; a model's trailing slash the spec lacks stays illegal);
+both only where the exact rules match nothing.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _match(spec: ApiSpec, cfg: Mapping[str, Any]) -> Any:
     params = cfg.get("params") if isinstance(cfg.get("params"), Mapping) else None
     headers = cfg.get("headers") if isinstance(cfg.get("headers"), Mapping) else {}
     try:
-        return spec.match(cfg["method"], cfg["url"], params, headers=headers, real_world=True)
+        return spec.match(cfg["method"], cfg["url"], params, headers=headers, real_world=True, either_slash=True)
     except TypeError:  # a loader without header-aware matching
         return spec.match(cfg["method"], cfg["url"], params)
 
@@ -77,7 +79,7 @@ def _match_paths(spec: ApiSpec, cfg: Mapping[str, Any]) -> list[Any]:
     params = cfg.get("params") if isinstance(cfg.get("params"), Mapping) else None
     headers = cfg.get("headers") if isinstance(cfg.get("headers"), Mapping) else {}
     try:
-        return spec.match_paths(cfg["url"], params, headers=headers, real_world=True)
+        return spec.match_paths(cfg["url"], params, headers=headers, real_world=True, either_slash=True)
     except TypeError:
         return spec.match_paths(cfg["url"], params)
 
@@ -232,7 +234,7 @@ def _only_fixed_pairs(spec: ApiSpec, config: Mapping[str, Any], query: str) -> b
     params = config.get("params") if isinstance(config.get("params"), Mapping) else None
     headers = config.get("headers") if isinstance(config.get("headers"), Mapping) else {}
     try:
-        m = spec.match(method, str(config.get("url")), params, headers=headers, real_world=True)
+        m = spec.match(method, str(config.get("url")), params, headers=headers, real_world=True, either_slash=True)
     except TypeError:  # a loader without query-aware matching
         return False
     if m is None:

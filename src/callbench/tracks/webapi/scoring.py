@@ -32,8 +32,9 @@ without exactly one server). The definitions:
     a ``User-Agent`` its spec does not declare); a declared one is an argument like any other;
   * URLs are read by the real-world rules (:meth:`ApiSpec.match_paths`' ``real_world``): a host
     of the server host's registrable domain is that server (``api.trello.com`` for a spec whose
-    server is ``trello.com``), and one trailing ``/`` more or less names the same path, where the
-    exact rules match nothing;
+    server is ``trello.com``), where the exact rules match nothing; the task's own URL (and a
+    request to exactly that URL) also with one trailing ``/`` more or less -- any other trailing
+    slash the spec does not have stays an illegal URL, as issue 26 decided;
   * extra arguments are judged legal or illegal against the spec of the **generated** endpoint
     (falling back to the expected one when the generated endpoint does not exist);
   * an extra query parameter or header written as ``key: null`` is ignored (axios sends nothing);
@@ -222,9 +223,10 @@ def _with_path_params(
     those of the published scorer.)
 
     Strict reads URLs by the real-world rules (``ApiSpec.match_paths(..., real_world=True)``: a
-    host of the server's registrable domain, one trailing ``/`` more or less). Compat keeps the
-    published matching, except for an ``expected`` URL only those rules match (a real-world row's
-    gold: without them there is no expected template to score against)."""
+    host of the server's registrable domain). ``expected`` (the task's own URL, or a URL equal to
+    it): also one trailing ``/`` more or less (``either_slash``), in both modes where nothing else
+    matches (a real-world row's gold: without it there is no expected template to score against).
+    A trailing slash the spec lacks in any other URL stays illegal (issue 26)."""
     out = dict(config)
     url = config.get("url")
     params = config.get("params") if isinstance(config.get("params"), dict) else None
@@ -233,8 +235,8 @@ def _with_path_params(
     if isinstance(url, str) and url:
         real = mode == "strict"
         matches = spec.match_paths(url, params, headers=headers, real_world=real)
-        if not matches and expected and not real:
-            matches = spec.match_paths(url, params, headers=headers, real_world=True)
+        if not matches and expected:
+            matches = spec.match_paths(url, params, headers=headers, real_world=True, either_slash=True)
     if matches and matches[0].path_params:
         out["path_params"] = dict(matches[0].path_params)
     if isinstance(url, str) and "?" in url:
@@ -250,6 +252,19 @@ def _with_path_params(
         if pairs and (params is not None or config.get("params") is None):
             out["params"] = {**pairs, **(params or {})}
     return out, matches
+
+
+def _same_url(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """Does the request go to the task's own URL (scheme, host, path; the query aside)? Then it
+    is read as the expected URL is (:func:`_with_path_params`' ``expected``)."""
+    a, e = actual.get("url"), expected.get("url")
+    if not isinstance(a, str) or not isinstance(e, str):
+        return False
+    try:
+        pa, pe = urlsplit(a.strip()), urlsplit(e.strip())
+    except ValueError:
+        return False
+    return (pa.scheme.lower(), pa.netloc.lower(), pa.path) == (pe.scheme.lower(), pe.netloc.lower(), pe.path)
 
 
 def expected_argument_counts(expected: dict[str, Any], spec: ApiSpec, mode: Scoring) -> dict[str, int]:
@@ -515,7 +530,7 @@ def compare_requests(
 ) -> SampleVerdict:
     """Verdicts for an executed sample whose code produced the request ``actual``."""
     exp, exp_matches = _with_path_params(expected, spec, mode, expected=True)
-    act, act_matches = _with_path_params(actual, spec, mode)
+    act, act_matches = _with_path_params(actual, spec, mode, expected=_same_url(actual, expected))
     if not exp_matches:
         raise ValueError(f"expected URL {expected.get('url')!r} matches no path of the spec {spec.source}")
     exp_path = exp_matches[0]

@@ -217,11 +217,12 @@ class WebApiTrack(Track):
         # operations (``/#Action=X``, ``/#X-Amz-Target=Svc.Op``)
         params = cfg.get("params") if isinstance(cfg.get("params"), dict) else None
         headers = cfg.get("headers") if isinstance(cfg.get("headers"), dict) else {}
-        # the real-world readings of hosts and trailing slashes (as the strict scorer reads URLs)
-        found = spec.match_paths(url, params, headers=headers, real_world=True)
+        # the real-world readings of hosts and trailing slashes (as the strict scorer reads a
+        # task's expected URL)
+        found = spec.match_paths(url, params, headers=headers, real_world=True, either_slash=True)
         if not found:
             return [f"config.url '{url}' matches no path of {Path(spec.source).name}"]
-        if spec.match(method, url, params, headers=headers, real_world=True) is None:
+        if spec.match(method, url, params, headers=headers, real_world=True, either_slash=True) is None:
             allowed = ", ".join(sorted({m.upper() for pm in found for m in pm.operations}))
             return [f"config.method {method.upper()} is not defined for '{url}' (it allows {allowed})"]
         out = []
