@@ -240,6 +240,12 @@ _REQUEST_LITERAL_END = {
     for q in (_SQ, _DQ, _BQ)
     for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
 }
+# after a Content-Type that is no form type: code danger, or the `(` of a form body
+_CALL_DANGER = TokenClass(
+    "key tracker: code danger or (",
+    lambda data: _code_danger(data) or _LPAR in data,
+    prefilter=b",{}(",
+)
 # after axios.request's URL literal: code danger, or a `+` (refused: see KeyTracker._code_byte)
 _REQUEST_URL_AFTER = TokenClass(
     "key tracker: code danger or + after axios.request's URL",
@@ -479,6 +485,8 @@ class KeyTracker:
         "_req",
         "_cap",
         "_req_url",
+        "_wrapped",
+        "_ct",
         "_cat",
         "_values",
     )
@@ -507,6 +515,10 @@ class KeyTracker:
         self._req = R_NONE
         self._cap: str | None = None
         self._req_url: str | None = None
+        # a form body written as new URLSearchParams(...)/qs.stringify(...), and the config's
+        # Content-Type (None: not given; "form", "other", or "opaque": not a plain literal)
+        self._wrapped = False
+        self._ct: str | None = None
         # the URL read so far while it may go on by concatenation ('...' + name + '...')
         self._cat: bytearray | None = None
         # names whose value the starter fixes (WebApiGrammar.url_values), read in their place
@@ -561,6 +573,7 @@ class KeyTracker:
             _KEYU_END,
             *_REQUEST_LITERAL_END.values(),
             _REQUEST_URL_AFTER,
+            _CALL_DANGER,
             *(_key_first(c) for c in self._key_firsts),
         )
 
@@ -601,6 +614,10 @@ class KeyTracker:
             return self._key_start_sensitive(top)
         if self._after_request_url(top):
             return _REQUEST_URL_AFTER
+        if self._ct == "other" and not self._wrapped:  # a form body's `(` would break the rule
+            return _CALL_DANGER
+        if self._cap == "ct" and self._wrapped:  # beside a form body: its Content-Type literal
+            return self._keyset
         # Elsewhere, also at an object's first key: no key is given yet, so no partial or
         # complete key can repeat one until a `,` or `{` has started another key.
         return _CODE_DANGER
@@ -675,6 +692,7 @@ class KeyTracker:
         t._method, t._args, t.violation = self._method, self._args, self.violation
         t._cred = self._cred
         t._req, t._cap, t._req_url = self._req, self._cap, self._req_url
+        t._wrapped, t._ct = self._wrapped, self._ct
         t._cat = bytearray(self._cat) if self._cat is not None else None
         t._values = self._values
         t._memo = {}
@@ -752,7 +770,7 @@ class KeyTracker:
         if mode == M_SCALAR:
             # A number/identifier's bytes change no state (but for `new`, which a blank does not
             # end, see _step); the first other byte ends it.
-            if b"new".startswith(self._buf):
+            if b"new".startswith(self._buf) or self._ct == "other":
                 return self._scan(data)
             for i, b in enumerate(data):
                 if b not in _SCALAR:
@@ -1133,6 +1151,9 @@ class KeyTracker:
         ``qs.stringify({...})`` carry a form body's object), ``.`` reads a member of the result
         (``.toString()``). The grammar admits these only where it says so."""
         if b == _LPAR:
+            if path in ("data", "config.data") and (self._buf == b"newURLSearchParams" or self._buf.endswith(b".stringify")):
+                self._wrapped = True
+                self._form_content_type()
             self._frames.append(_Frame("paren", A_ITEM, path, item=desc))
             return True
         if b == ord("."):
@@ -1243,6 +1264,8 @@ class KeyTracker:
         self._mode = M_DONE
 
     def _start_value(self, b: int, desc: Any, path: str) -> None:
+        if self._cap == "ct" and b not in _QUOTES:  # a Content-Type that is no literal: unseen
+            self._cap, self._ct = None, "opaque"
         if b != _LBRACE and path in _CRED_PLACES and self._args is not None and self._args.cred_any:
             atoms, given, opaque = self._cred
             self._cred = (atoms, given, opaque | {_CRED_PLACES[path]})  # an identifier: unseen
@@ -1350,12 +1373,30 @@ class KeyTracker:
         both are (at the closing quote of the second)."""
         text = bytes(self._url or b"").decode("utf-8", "replace")
         cap, self._cap, self._url = self._cap, None, None
+        if cap == "ct":
+            bare = text.split(";", 1)[0].strip().lower()
+            if any(c in text for c in "\0\x01") or "${" in text:
+                self._ct = "opaque"
+            else:
+                self._ct = "form" if bare == "application/x-www-form-urlencoded" else "other"
+            self._form_content_type()
+            return
         if cap == "method":
             self._method = text.lower()
         else:
             self._req_url = text
         if self._method is not None and self._req_url is not None:
             self._request_resolve(self._frames[-1], self._method)
+
+    def _form_content_type(self) -> None:
+        """A form body (``new URLSearchParams(...)``, ``qs.stringify(...)``) travels as a form
+        only under a form ``Content-Type`` (or axios' own): any other literal sends text the
+        operation cannot read."""
+        if self._wrapped and self._ct == "other":
+            self._fail(
+                "a form body (new URLSearchParams(...), qs.stringify(...)) needs a form Content-Type "
+                "(application/x-www-form-urlencoded) or none"
+            )
 
     def _after_request_url(self, top: _Frame) -> bool:
         """Is ``top`` axios.request's object right after its URL literal?"""
@@ -1421,6 +1462,8 @@ class KeyTracker:
 
     def _key_done(self, key: str) -> None:
         top = self._frames[-1]
+        if top.path == "config.headers" and key.lower() == "content-type":
+            self._cap = "ct"  # its literal is read (a form body needs a form type)
         if self._req == R_HEAD and len(self._frames) == 2:
             if key not in ("method", "url"):
                 self._lost()  # the grammar starts the object with the method and the URL

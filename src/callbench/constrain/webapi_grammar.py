@@ -816,14 +816,6 @@ class SpecModel:
             if name.lower() not in lower:
                 headers[name] = free if name.lower() in cred_headers else _STRING
                 lower.add(name.lower())
-        form_types = form_only_types(op) if transport else ()
-        if form_types and not any(p.name.lower() == "content-type" for p in op.params_in("header")):
-            # a form body written as new URLSearchParams(...)/qs.stringify(...) (_Builder.form_body)
-            # travels as a form only under a form Content-Type: any other value, which the
-            # header took before, sends text the operation cannot read
-            ct = next(k for k in headers if k.lower() == "content-type")
-            headers[ct] = MappingProxyType({"type": "string", "enum": list(form_types)})
-            self._keep.append(headers[ct])
         pshape = ObjShape("params", params, frozenset(params_req), patterns=tuple(dict.fromkeys(patterns)))
         hshape = ObjShape("headers", headers, frozenset(headers_req), ci=True)
         data = self.body(op)
@@ -953,8 +945,8 @@ class SpecModel:
 def form_only_types(op: Operation) -> tuple[str, ...]:
     """The media types of ``op``'s request body when every one is a form
     (``application/x-www-form-urlencoded``, parameters allowed), else ``()``: such a body may be
-    written ``new URLSearchParams({...})`` under ``real_world``, and its ``Content-Type`` is then
-    one of them (:meth:`SpecModel.op_args`)."""
+    written ``new URLSearchParams({...})`` under ``real_world`` (a ``Content-Type`` header beside
+    such a body must then be a form type: the key tracker checks it)."""
     content = op.request_body.content if op.request_body is not None else {}
     types = tuple(str(mt) for mt in content)
     if types and all(mt.split(";", 1)[0].strip().lower() == "application/x-www-form-urlencoded" for mt in types):
