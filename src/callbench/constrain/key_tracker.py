@@ -67,6 +67,7 @@ from callbench.constrain.engine import TokenFilter  # noqa: E402, F401 - re-expo
 _LBRACE, _RBRACE, _LBRACK, _RBRACK = ord("{"), ord("}"), ord("["), ord("]")
 _LPAR, _RPAR, _COMMA, _COLON = ord("("), ord(")"), ord(","), ord(":")
 _PLUS, _DOT = ord("+"), ord(".")
+_QMARK, _EQ, _AMP = ord("?"), ord("="), ord("&")
 _SQ, _DQ, _BQ, _BSL, _DOLLAR = ord("'"), ord('"'), ord("`"), ord("\\"), ord("$")
 _PLAIN_ESCAPES = frozenset(b"'\"\\/`$")  # escapes that stand for the character itself
 _WS = frozenset(b" \t\r\n")
@@ -187,6 +188,16 @@ def _string_danger(q: int, *, escapes: bool = False, pending: int = _P_NONE) -> 
 _CODE_DANGER = TokenClass("key tracker: code danger", _code_danger, prefilter=b",{}")
 
 
+def _url_query_danger(q: int, pending: int) -> TokenClass:
+    """Inside a URL string's query: closing it, or a ``=``/``&`` that ends a key (judged then)."""
+
+    def predicate(data: bytes) -> bool:
+        return _EQ in data or _AMP in data or _string_end(data, q, pending) >= 0
+
+    state = ("", " after an escape", " in a ${ hole", " after $")[pending]
+    return TokenClass(f"key tracker: URL query {chr(q)}{state}: a key's end", predicate, prefilter=bytes((q, _EQ, _AMP)))
+
+
 def _url_string_end(q: int, pending: int) -> TokenClass:
     """Inside a URL string: closing it (the operation and its query keys are judged at the
     closing quote, or at the ``,``/``)`` after it when ``+`` may go on)."""
@@ -202,6 +213,11 @@ def _url_string_end(q: int, pending: int) -> TokenClass:
 # profile: `+` may go on), and after the URL: code danger or the `,`/`)` that ends the URL or call.
 _URL_STRING_END = {
     (q, p): _url_string_end(q, p)
+    for q in (_SQ, _DQ, _BQ)
+    for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
+}
+_URL_QUERY_DANGER = {
+    (q, p): _url_query_danger(q, p)
     for q in (_SQ, _DQ, _BQ)
     for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
 }
@@ -566,6 +582,7 @@ class KeyTracker:
             _CODE_DANGER,
             *_STRING_DANGER.values(),
             *_URL_STRING_END.values(),
+            *_URL_QUERY_DANGER.values(),
             _URL_END,
             self._keyset,
             *_KEYQ_SAFE.values(),
@@ -591,6 +608,8 @@ class KeyTracker:
         if mode == M_STR:
             q = self._q
             table = _URL_STRING_END if self._url is not None else _STRING_DANGER
+            if self._url is not None and _QMARK in self._url and self.grammar.options.allow_url_query and self._cap is None:
+                table = _URL_QUERY_DANGER
             if self._esc:
                 return table[q, _P_ESC]
             if q == _BQ and self._hole:
@@ -1059,11 +1078,43 @@ class KeyTracker:
             self._esc = True
             return
         if b == self._q:
+            if url is not None and _QMARK in url and self.grammar.options.allow_url_query and self._cap is None:
+                self._query_key(url, end=True)
+                if self.violation is not None:
+                    return
             self._mode = M_CODE
             self._value_done()
             return
         if url is not None:
+            if (b == _EQ or b == _AMP) and _QMARK in url and self.grammar.options.allow_url_query and self._cap is None:
+                self._query_key(url, end=b == _AMP)
+                if self.violation is not None:
+                    return
             url.append(b)
+
+    def _query_key(self, url: bytearray, end: bool) -> None:
+        """A key of the URL's query was just written (``=`` follows; ``end``: ``&`` or the closing
+        quote follows, the key then the whole pair unless it had a ``=``): it must be one of the
+        operation's query parameters (the grammar allows any key of the spec: one set for every
+        path). The operation is the one the URL's path names; where that is not known yet (a
+        path key's fixed query, a base of unknown value) the key is judged at the URL's end."""
+        pair = bytes(url[max(url.rfind(b"&"), url.find(b"?")) + 1 :])
+        if end and b"=" in pair:
+            return  # judged at its '='
+        key = unquote_plus(pair.decode("utf-8", "replace"))
+        if not key or chr(_HOLE) in key or "\0" in key:
+            return
+        raw = bytes(url[: url.find(b"?")]).decode("utf-8", "replace")
+        if raw.startswith("\0"):
+            return
+        match = self._spec.match(self._method or "", raw.replace(chr(_HOLE), "1"), real_world=self.grammar.options.real_world)
+        if match is None:
+            return
+        op = match.operation
+        args = self._model.op_args(op, self.grammar.options.credentials, True)
+        bad, _ = _query_keys("?" + key, args, url_plan(self._spec, op).in_url)
+        if bad is not None:
+            self._fail(f"query parameter '{bad}' in the URL is not an argument of {args.label}")
 
     def _code_byte(self, b: int) -> None:
         top = self._frames[-1]

@@ -64,7 +64,8 @@ URLs in real code (``GrammarOptions.real_world`` and ``allow_url_query``, the de
 paper profile writes none of these):
 
 * A query string in the URL, of the operation's declared query parameters and credentials only
-  (``?api_key=DEMO_KEY&date=${day}``); a hole may stand for whole pairs (``?${params}``, whose
+  (``?api_key=DEMO_KEY&date=${day}``; the grammar's lexemes take the spec's query keys, one set
+  for every path, and the key tracker refuses another operation's key at its ``=``, ``&`` or end); a hole may stand for whole pairs (``?${params}``, whose
   keys, as a ``params`` identifier's, cannot be seen). Values there are untyped text and holes.
 * Concatenation: a '...'/"..." URL joined by ``+`` with names and member chains in scope where a
   template's ``${...}`` may be: a path parameter (``'.../artists/' + id + '/albums'``), a query
@@ -159,6 +160,7 @@ from callbench.constrain.schema_scalars import is_map, schema_keyword, schema_sc
 from callbench.constrain.url_lexemes import (
     FREE_HOLE,
     FREE_QUERY_HOLE,
+    FREE_QUERY_KEY,
     PARAM_RX,
     QUOTES,
     Piece,
@@ -245,8 +247,8 @@ class GrammarOptions:
         left. max_array_items / max_string_len: None = unbounded. allow_url_query: accept a
         ``?query`` in the URL string (None: the profile's; on in ``callbench``, off in ``paper``,
         where query parameters belong in ``params``). Its keys are the operation's declared query
-        parameters and query credentials only (per path in the grammar, per operation in the key
-        tracker); a required parameter or credential given there counts as given; a hole standing
+        parameters and query credentials only (the grammar takes the spec's query keys, the key
+        tracker the operation's, vetoing another at its ``=``, ``&`` or end); a required parameter or credential given there counts as given; a hole standing
         for whole pairs (``?${params}``, ``'?' + params``) is taken as a ``params`` identifier is:
         its keys cannot be seen, so it may hold the required ones and the credential. Values in
         the URL are free text and holes (not typed by their schema).
@@ -1258,6 +1260,10 @@ def _is_server(value: str, spec: ApiSpec) -> bool:
         if re.fullmatch(rx, bare):
             return True
     return False
+
+
+#: The most characters of query-key regex a grammar's URL tails carry (see _Builder.query_keys_rx).
+_QUERY_KEYS_MAX = 4000
 
 
 def _url_like(value: str) -> bool:
@@ -2451,21 +2457,31 @@ class _Builder:
 
     def query_keys_rx(self, path: str) -> str:
         """The keys a URL's query may hold (``allow_url_query``), a regex: the query parameters
-        and query credentials of ``path``'s operations (as their ``params`` take them, the members
-        ``name[...]`` of a deepObject parameter that allows any), "" when there are none."""
-        key = ("qkeys", path)
+        and query credentials of the spec's operations (as their ``params`` take them, the members
+        ``name[...]`` of a deepObject parameter that allows any), "" when there are none.
+
+        One set for every path: per-path sets made every path's tail its own lexeme, and where
+        many paths can follow one prefix (Google's ``/v1/{+name}...``) llguidance ran out of fuel
+        checking which lexemes are relevant. The key tracker holds the URL to the operation's
+        own keys (``key_tracker._query_keys``: at the ``=``, ``&`` or end of each key). Above
+        :data:`_QUERY_KEYS_MAX` characters of keys (EC2's thousands of ``Filter.N.Name`` members
+        made its lexer too big for llguidance) any key: the tracker alone holds them."""
+        key = ("qkeys",)
         hit = self.memo.get(key)
         if hit is None:
             names: dict[str, None] = {}
             prefixes: dict[str, None] = {}
-            for op in self.model.templates().ops.get(path, {}).values():
+            for op in self.spec.operations:
                 if op.method in AXIOS_METHODS:
                     params = self.model.op_args(op, "any", True).config.props["params"]
                     names.update(dict.fromkeys(params.props))
                     prefixes.update(dict.fromkeys(p for p, _ in params.patterns))
             alts = [_rx(n) for n in sorted(names, key=lambda n: (-len(n), n))]
-            alts += [_rx(p) + r"[^\x5b\x5d&=#\x27\x22\x60\x5c\s$]*\x5d" for p in prefixes]
-            hit = self.memo[key] = "|".join(alts)
+            alts += [_rx(p) + r"[^\x5b\x5d&=#\x27\x22\x60\x5c\s$]*\x5d" for p in sorted(prefixes)]
+            hit = "|".join(alts)
+            if len(hit) > _QUERY_KEYS_MAX:
+                hit = FREE_QUERY_KEY
+            self.memo[key] = hit
         return hit
 
     def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
