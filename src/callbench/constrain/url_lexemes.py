@@ -425,7 +425,8 @@ def server_words(
     ``sibling_hosts`` (None: as ``either_scheme``; both are ``GrammarOptions.real_world``): a host
     may be any of the server's registrable domain (:func:`site_host_rx`).
 
-    With ``server_var`` in backticks, also: a server variable's value may hold ``${name}``
+    With ``server_var`` in '...'/"...", also the name joined by ``+`` (``this.root + '/api/...'``,
+    the same reading as `` `${this.root}/api/...` ``); in backticks, also: a server variable's value may hold ``${name}``
     (`` `https://api.telegram.org/bot${TOKEN}` ``), and the leading expression (one or more
     ``${...}`` in a row: `` `${API}${TOKEN}/sendMessage` ``) may hold the scheme, the host and any
     first segments of the server's path, the rest of that path then following segment by segment
@@ -436,6 +437,8 @@ def server_words(
     "": no second one)."""
     free = r"[^\x2f?#\x27\x22\x60\x5c\s]+" if quote != "`" else r"[^\x2f?#\x27\x22\x60\x5c\s$]+"
     lead = None
+    if server_var is not None and quote != "`":  # BASE + '/path': the server as a name, joined by +
+        lead = rf"(?:{server_var})[ ]*\+[ ]*{_rx(quote)}"
     if server_var is not None and quote == "`":
         hole = rf"\$\{{[ ]*(?:{server_var})[ ]*\}}"
         free = rf"(?:[^\x2f?#\x27\x22\x60\x5c\s$]|{hole})+"
@@ -464,10 +467,12 @@ def server_words(
             word.append(host)
         segs = [r"\x2f" + rx(seg, variables) for seg in url[cut:].split("/")[1:]]
         words.append((*word, *segs))
-        if lead is not None:  # `${BASE}` holding the host and the first i segments of the path
+        if lead is not None and quote == "`":  # `${BASE}` holding the host and the first i segments
             words += [(word[0], lead, *segs[i:]) for i in range(len(segs))]
+        elif lead is not None:  # BASE + '/...' likewise (one lexeme: the name, + and the quote)
+            words += [(lead, *segs[i:]) for i in range(len(segs))]
     if lead is not None:
-        words.append((_rx(quote), lead))
+        words.append((_rx(quote), lead) if quote == "`" else (lead,))
     return list(dict.fromkeys(words))
 
 
