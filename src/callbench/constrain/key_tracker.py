@@ -1113,6 +1113,8 @@ class KeyTracker:
         op = match.operation
         args = self._model.op_args(op, self.grammar.options.credentials, True)
         bad, _ = _query_keys("?" + key, args, url_plan(self._spec, op).in_url)
+        if bad is not None and bad in _fixed_names(self._spec):
+            return  # a name a path key fixes (S3's `/{Bucket}#cors`: `?cors=true`): judged at the end
         if bad is not None:
             self._fail(f"query parameter '{bad}' in the URL is not an argument of {args.label}")
 
@@ -1563,6 +1565,20 @@ class KeyTracker:
             self._fail(
                 f"key '{shown}…' can only become keys already given ({given}) in {self._label(top.path)}"
             )
+
+
+_FIXED_NAMES: dict[int, tuple[ApiSpec, frozenset[str]]] = {}
+
+
+def _fixed_names(spec: ApiSpec) -> frozenset[str]:
+    """The query names any path key of ``spec`` fixes (``UrlPlan.in_url``), cached per spec."""
+    hit = _FIXED_NAMES.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_FIXED_NAMES) > 64:
+            _FIXED_NAMES.clear()
+        names = frozenset(n for op in spec.operations for n in url_plan(spec, op).in_url)
+        hit = _FIXED_NAMES[id(spec)] = (spec, names)
+    return hit[1]
 
 
 def _server_prefixes(servers: tuple[str, ...]) -> list[str]:

@@ -2476,7 +2476,9 @@ class _Builder:
                     params = self.model.op_args(op, "any", True).config.props["params"]
                     names.update(dict.fromkeys(params.props))
                     prefixes.update(dict.fromkeys(p for p, _ in params.patterns))
-            alts = [_rx(n) for n in sorted(names, key=lambda n: (-len(n), n))]
+            # a name a path key fixes (S3's `/{Bucket}#cors`) is written in that key's typed form only
+            fixed = {n for op in self.spec.operations for n in url_plan(self.spec, op).in_url}
+            alts = [_rx(n) for n in sorted(names.keys() - fixed, key=lambda n: (-len(n), n))]
             alts += [_rx(p) + r"[^\x5b\x5d&=#\x27\x22\x60\x5c\s$]*\x5d" for p in sorted(prefixes)]
             hit = "|".join(alts)
             if len(hit) > _QUERY_KEYS_MAX:
