@@ -2151,7 +2151,8 @@ class _Builder:
         ws = self.ws()
         mkey, ukey = self.key_term("method", False), self.key_term("url", False)
         lits = {
-            m: self.term("MT", "/(?i:" + "|".join(_rx(q + m + q) for q in QUOTES) + ")/")
+            # ASCII case only: (?i) would also fold 'ſ' to 's' ('poſt' is no method axios knows)
+            m: self.term("MT", "/(?:" + "|".join(_rx(q) + "".join(f"[{c.lower()}{c.upper()}]" for c in m) + _rx(q) for q in QUOTES) + ")/")
             for m in AXIOS_METHODS
             if by_method.get(m)
         }
