@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from callbench.constrain.key_tracker import KeyTracker, make_key_tracker
+from callbench.constrain.key_tracker import KeyTracker, config_needs, make_key_tracker
 from callbench.constrain.webapi_grammar import (
     AXIOS_METHODS,
     BODY_METHODS,
@@ -618,15 +618,7 @@ def _args_reason(tr: KeyTracker, ctx: dict[str, Any], ch: str) -> str:
         if body and argi <= 1 and args.data_mandatory:
             req = sorted(args.data.required) if isinstance(args.data, ObjShape) else []
             return f"{op} needs data (required: {', '.join(req)})"
-        need = [
-            f"{k}: {', '.join(sorted(s.declared(n) or n for n in s.required))}"
-            for k, s in args.config.props.items()
-            if isinstance(s, ObjShape) and s.required
-        ]
-        if args.cred_any:
-            alts = " or ".join(" + ".join(f"{loc}.{n}" for loc, n in sorted(a)) for a in args.cred_any)
-            need.append(f"a credential ({alts})")
-        return f"{op} needs a config with {'; '.join(need)}"
+        return f"{op} needs a config with {config_needs(args)}"
     if argi > (2 if body else 1):
         return f"axios.{args.operation.method}{sig} takes no argument {argi + 1} here"
     if body and argi == 1:

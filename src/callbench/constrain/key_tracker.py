@@ -57,7 +57,7 @@ from callbench.constrain.webapi_grammar import (
 from callbench.specs import ApiSpec
 from callbench.specs.openapi import request_query
 
-__all__ = ["KeyTracker", "TokenFilter", "make_key_tracker"]
+__all__ = ["KeyTracker", "TokenFilter", "config_needs", "make_key_tracker"]
 
 
 # One protocol for every filter the engine accepts; defined next to the engine that relies on it.
@@ -466,6 +466,21 @@ def _decode_key(raw: bytes) -> str:
         out.append(c)
         i += 1
     return out.decode("utf-8", "replace")
+
+
+def config_needs(args: OpArgs) -> str:
+    """What a call must put in its config (for messages): each object's required keys and, where
+    credentials have alternatives, one of them (``params: q; a credential (headers.authorization
+    or params.api_key)``)."""
+    need = [
+        f"{k}: {', '.join(sorted(s.declared(n) or n for n in s.required))}"
+        for k, s in args.config.props.items()
+        if isinstance(s, ObjShape) and s.required
+    ]
+    if args.cred_any:
+        alts = " or ".join(" + ".join(f"{loc}.{n}" for loc, n in sorted(a)) for a in args.cred_any)
+        need.append(f"a credential ({alts})")
+    return "; ".join(need) or "its required arguments"
 
 
 class KeyTracker:
@@ -1311,8 +1326,7 @@ class KeyTracker:
             at = 2 if args.operation.method in BODY_METHODS else 1
             given = top.argi >= at if top.state == C_AFTER else top.argi > at  # C_ARG: after a trailing ','
             if not given:
-                need = ", ".join(sorted(args.config.props["params"].required)) or "its required arguments"
-                self._fail(f"{args.label} needs a config with params: {need}")
+                self._fail(f"{args.label} needs a config with {config_needs(args)}")
                 return
         self._mode = M_DONE
 
