@@ -417,9 +417,11 @@ def test_a_form_body_goes_with_a_form_content_type_only():
     assert allowed(f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ headers: {{ {form_ct} }} }});")
     assert allowed(f"{MSG_URL}qs.stringify({{ To: 'a' }}), {{ headers: {{ 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }} }});")
     assert allowed(f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ headers: {{ 'Content-Type': name }} }});")
-    for ct in ("'text/plain'", "'application/json'", "`x/${name}`"):
+    # "${" in a '...'/"..." literal is two characters, not a template's hole (a random decoding of
+    # Slack's reminders.add wrote " Family ... ${': cro" and passed as unseen)
+    for ct in ("'text/plain'", "'application/json'", "`x/${name}`", '" x ${y"', "'a${b}'"):
         bad = f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ headers: {{ 'Content-Type': {ct} }} }});"
-        if "${" in ct:
+        if ct.startswith("`"):
             assert allowed(bad), ct  # a template's value cannot be seen
             continue
         assert "needs a form Content-Type" in reason(bad), ct

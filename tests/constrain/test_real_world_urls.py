@@ -221,6 +221,29 @@ def test_static_values_of_the_starter():
         assert name not in v, name
 
 
+def test_static_values_of_a_class_s_own_properties():
+    """A class field and a ``this.x = ...`` assignment are the names ``this.x``; a static field
+    is not; two classes giving one property different values leave it out."""
+    from callbench.sandbox.js_values import url_values
+
+    code = """
+    class Comments {
+      baseUrl = 'https://youtube.googleapis.com/youtube/v3';
+      static version = 'https://static.io';
+      constructor() { this.root = 'https://www.dnd5eapi.co'; this.api = `${this.root}/api`; this.n = 3; }
+      load = async (videoId) => { const u = `${this.baseUrl}/commentThreads`; axios.get(u); };
+    }
+    class Other { constructor() { this.host = 'https://a.io'; } }
+    class Third { constructor() { this.host = 'https://b.io'; } bump() { this.root += '/x'; } }
+    """
+    v = url_values(code)
+    assert v["this.baseUrl"] == "https://youtube.googleapis.com/youtube/v3"
+    assert v["u"] == "https://youtube.googleapis.com/youtube/v3/commentThreads"
+    assert v["this.api"] == "https://www.dnd5eapi.co/api"
+    for name in ("this.version", "version", "this.n", "this.host", "this.root"):  # static, number, differing, changed
+        assert name not in v, name
+
+
 def test_a_name_holding_a_whole_url(spec, known):
     kw = {"ids": KIDS, "url_values": known}
     ok(spec, "get(url)", **kw)

@@ -1442,7 +1442,8 @@ class KeyTracker:
         cap, self._cap, self._url = self._cap, None, None
         if cap == "ct":
             bare = text.split(";", 1)[0].strip().lower()
-            if any(c in text for c in "\0\x01") or "${" in text:
+            # a template's ${...} hides what it holds; in '...'/"..." it is two characters
+            if any(c in text for c in "\0\x01") or (self._q == _BQ and "${" in text):
                 self._ct = "opaque"
             else:
                 self._ct = "form" if bare == "application/x-www-form-urlencoded" else "other"

@@ -21,7 +21,7 @@ from callbench.constrain.schema_scalars import scalar_key, scalars_memoized
 from callbench.specs import ApiSpec, Operation
 from callbench.specs.openapi import segment_pattern, split_path_key
 
-__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "GrammarWriter", "concat_holes", "query_forms", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
+__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "FREE_SEGMENT_HOLE", "FREE_SEGMENT_START", "GrammarWriter", "concat_holes", "query_forms", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
            "server_var_rx", "server_words", "url_plan"]
 
 PARAM_RX = re.compile(r"\{([^{}]*)\}")  # a ``{name}`` hole of a path template
@@ -229,6 +229,16 @@ QUOTES = ("'", '"', "`")
 # A free (untyped) path hole's regex in a '...'/"..." URL and in a backtick one, and a fixed
 # query's (which stops at ``&``), without and with backticks.
 FREE_HOLE = {"'": r"[^\x2f?#\x27\x22\x60\x5c\s]+", "`": r"[^\x2f?#\x27\x22\x60\x5c\s$]+"}
+# The same holes, never starting with a dot segment's first character (``.`` or ``%2e``, which the
+# URL parser reads as ``.``): a path parameter whose value is ``.`` or ``..`` is removed or climbs
+# one segment when axios sends the request (``/calendarList/.`` goes to ``/calendarList/``), so the
+# call would reach another path than the one its arguments were checked for. The real-world
+# profile's path holes (a value starting with a dot is rare; the paper profile keeps WAPIIBench's).
+FREE_SEGMENT_START = {
+    q: rf"(?:[^.%{x}]|%(?:[^2{x}]|2[^eE{x}]))"
+    for q, x in (("'", r"\x2f?#\x27\x22\x60\x5c\s"), ("`", r"\x2f?#\x27\x22\x60\x5c\s$"))
+}
+FREE_SEGMENT_HOLE = {q: FREE_SEGMENT_START[q] + FREE_HOLE[q][:-1] + "*" for q in FREE_HOLE}
 FREE_QUERY_HOLE = (r"[^&#\x27\x22\x60\x5c\s]+", r"[^&#\x27\x22\x60\x5c\s$]+")
 
 
@@ -536,7 +546,10 @@ class UrlWords:
                 single = self.base(b, templates, path, "'")
                 if single is not None:
                     pieces_sq, literal_sq, _, shapes_sq = single
-                    body = tuple(x.replace(FREE_HOLE["'"], FREE_HOLE["`"]) for x in pieces_sq[:-1])
+                    body = tuple(
+                        x.replace(FREE_HOLE["'"], FREE_HOLE["`"]).replace(FREE_SEGMENT_HOLE["'"], FREE_SEGMENT_HOLE["`"])
+                        for x in pieces_sq[:-1]
+                    )
                     out = ((*body, self._tail(b, plan, qholes, q, path)), literal_sq, plan, shapes_sq)
                     self._base[key] = out
                     return out

@@ -161,6 +161,7 @@ from callbench.constrain.url_lexemes import (
     FREE_HOLE,
     FREE_QUERY_HOLE,
     FREE_QUERY_KEY,
+    FREE_SEGMENT_START,
     PARAM_RX,
     QUOTES,
     Piece,
@@ -1209,7 +1210,8 @@ def build_webapi_grammar(
         options = replace(options, staged=big)
     vals: tuple[tuple[str, str], ...] = ()
     if setup == "full" and options.real_world and url_values:
-        vals = tuple(sorted((k, v) for k, v in url_values.items() if k in idents and _url_like(v)))
+        # a name in scope, or a property of ``this`` where ``this`` is (``this.baseUrl``)
+        vals = tuple(sorted((k, v) for k, v in url_values.items() if k.split(".")[0] in idents and _url_like(v)))
     key = (id(spec), setup, m, url, idents, options, vals)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
@@ -2542,7 +2544,10 @@ class _Builder:
         real-world profile), then text: never text then an expression (``'/users/a' + b``): the
         lexer does not backtrack, so a hole whose text could go on with ``'`` would swallow the
         quote that closes the URL (``'/users/abc'``), in any template's piece at that place."""
-        rx = FREE_QUERY_HOLE[quote == "`"] if query else FREE_HOLE["`" if quote == "`" else "'"]
+        q = "`" if quote == "`" else "'"
+        rx = FREE_QUERY_HOLE[quote == "`"] if query else FREE_HOLE[q]
+        # a path hole of the real-world profile never starts a dot segment (FREE_SEGMENT_HOLE)
+        first = FREE_SEGMENT_START[q] if self.opt.real_world and not query else rx[:-1]
         free = True
         scal = self.model.scalars(schema) if is_map(schema) else None
         if scal is not None:
@@ -2557,14 +2562,18 @@ class _Builder:
                 rx, free = r"-?[0-9]+(?:\.[0-9]+)?", False
             elif types and types <= {"boolean", "null"}:
                 rx, free = "true|false", False
+        real = self.opt.real_world and not query
+        seg = f"{first}{rx[:-1]}*" if free and real else rx  # a free hole: its first character, then any
         if quote == "`" and self.has_vars:
             hole = rf"\$\{{[ ]*(?:{self.var_rx})[ ]*\}}"
             # a free-text hole may mix literal characters and ${name}; a typed one is either
+            if free and real:
+                return rf"(?:{first}|{hole})(?:{rx[:-1]}|{hole})*"
             return rf"(?:{rx[:-1]}|{hole})+" if free else rf"(?:{rx}|{hole})"
         if self.has_vars and self.opt.real_world:  # '.../users/' + name + '/repos' (as ${name})
             hole = concat_holes(quote, self.var_rx)[0]
-            return rf"(?:(?:{hole})+{rx[:-1]}*|{rx})" if free else rf"(?:{rx}|{hole})"
-        return f"(?:{rx})"
+            return rf"(?:(?:{hole})+{rx[:-1]}*|{seg})" if free else rf"(?:{rx}|{hole})"
+        return f"(?:{seg})"
 
 
 def _int_bound(bound: Any, exclusive: Any, *, up: bool) -> int | None:

@@ -76,13 +76,17 @@ class _Eval:
                     out.append(_escape(_text(c, self.data)))
                 elif c.type == "template_substitution":
                     inner = c.named_children[0] if c.named_children else None
-                    known = self.value(inner) if inner is not None and inner.type == "identifier" else None
+                    named = inner is not None and (inner.type == "identifier" or _this_name(inner, self.data))
+                    known = self.value(inner) if named else None
                     out.append(known if known is not None else HOLE)
             return "".join(out)
         if t == "parenthesized_expression" and node.named_child_count == 1:
             return self.value(node.named_children[0])
         if t == "identifier":
             return self.values.get(_text(node, self.data)) or None
+        if t == "member_expression":
+            this = _this_name(node, self.data)
+            return (self.values.get(this) or None) if this else None
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -103,11 +107,25 @@ class _Eval:
         self.values[name] = v
 
 
+def _this_name(node: Any, data: bytes) -> str | None:
+    """``this.name`` for a member expression ``this.name`` (a class's own property), else None."""
+    if node.type != "member_expression":
+        return None
+    obj, prop = node.child_by_field_name("object"), node.child_by_field_name("property")
+    if obj is None or prop is None or obj.type != "this" or prop.type != "property_identifier":
+        return None
+    return "this." + _text(prop, data)
+
+
 def url_values(code: str) -> dict[str, str]:
     """Each name the code binds (``const``/``let``/``var`` declarators and plain ``name = ...``
     assignments, anywhere in the code, in source order) to a string pattern: the text the code
-    fixes, :data:`HOLE` for each part it does not. Names of unknown or differing value are left
-    out; code that does not parse gives what its parsed part says."""
+    fixes, :data:`HOLE` for each part it does not. A class's own properties count as the names
+    ``this.<name>``: a field (``baseUrl = '...'``, not ``static``) and an assignment
+    ``this.root = '...'`` (in its constructor or any method; classes are not told apart, so two
+    classes giving one property different values leave it out by the rule above). Names of
+    unknown or differing value are left out; code that does not parse gives what its parsed part
+    says."""
     if not code:
         return {}
     data = code.encode("utf-8", "surrogatepass")
@@ -117,12 +135,23 @@ def url_values(code: str) -> dict[str, str]:
             name = node.child_by_field_name("name")
             if name is not None and name.type == "identifier":
                 ev.bind(_text(name, data), node.child_by_field_name("value"))
+        elif node.type == "field_definition":
+            prop = node.child_by_field_name("property")
+            static = any(c.type == "static" for c in node.children)
+            if prop is not None and prop.type == "property_identifier" and not static:
+                ev.bind("this." + _text(prop, data), node.child_by_field_name("value"))
         elif node.type == "assignment_expression":
             left = node.child_by_field_name("left")
-            if left is not None and left.type == "identifier":
-                ev.bind(_text(left, data), node.child_by_field_name("right"))
+            name = _text(left, data) if left is not None and left.type == "identifier" else None
+            if left is not None and name is None:
+                name = _this_name(left, data)
+            if name is not None:
+                ev.bind(name, node.child_by_field_name("right"))
         elif node.type == "augmented_assignment_expression":
             left = node.child_by_field_name("left")
-            if left is not None and left.type == "identifier":
-                ev.values[_text(left, data)] = None  # url += ...: changed after its declaration
+            name = _text(left, data) if left is not None and left.type == "identifier" else None
+            if left is not None and name is None:
+                name = _this_name(left, data)
+            if name is not None:
+                ev.values[name] = None  # url += ...: changed after its declaration
     return {k: v for k, v in ev.values.items() if v is not None}
