@@ -59,34 +59,23 @@ class _Eval:
     def value(self, node: Any) -> str | None:
         """The pattern of an expression, or None when it is not a string-valued one."""
         t = node.type
-        if t == "string":
+        if t in ("string", "template_string"):
             out = []
             for c in node.named_children:
                 if c.type == "string_fragment":
                     out.append(_text(c, self.data))
                 elif c.type == "escape_sequence":
                     out.append(_escape(_text(c, self.data)))
-            return "".join(out)
-        if t == "template_string":
-            out = []
-            for c in node.named_children:
-                if c.type == "string_fragment":
-                    out.append(_text(c, self.data))
-                elif c.type == "escape_sequence":
-                    out.append(_escape(_text(c, self.data)))
-                elif c.type == "template_substitution":
+                elif c.type == "template_substitution":  # only in a template
                     inner = c.named_children[0] if c.named_children else None
-                    named = inner is not None and (inner.type == "identifier" or _this_name(inner, self.data))
-                    known = self.value(inner) if named else None
+                    known = self.value(inner) if inner is not None and _bound_name(inner, self.data) else None
                     out.append(known if known is not None else HOLE)
             return "".join(out)
         if t == "parenthesized_expression" and node.named_child_count == 1:
             return self.value(node.named_children[0])
-        if t == "identifier":
-            return self.values.get(_text(node, self.data)) or None
-        if t == "member_expression":
-            this = _this_name(node, self.data)
-            return (self.values.get(this) or None) if this else None
+        name = _bound_name(node, self.data)
+        if name is not None:  # a name (or this.name) bound earlier
+            return self.values.get(name) or None
         if t == "binary_expression":
             op = node.child_by_field_name("operator")
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -107,8 +96,11 @@ class _Eval:
         self.values[name] = v
 
 
-def _this_name(node: Any, data: bytes) -> str | None:
-    """``this.name`` for a member expression ``this.name`` (a class's own property), else None."""
+def _bound_name(node: Any, data: bytes) -> str | None:
+    """The name ``node`` binds or reads: an identifier, or ``this.name`` for a member expression
+    ``this.name`` (a class's own property); else None."""
+    if node.type == "identifier":
+        return _text(node, data)
     if node.type != "member_expression":
         return None
     obj, prop = node.child_by_field_name("object"), node.child_by_field_name("property")
@@ -140,18 +132,13 @@ def url_values(code: str) -> dict[str, str]:
             static = any(c.type == "static" for c in node.children)
             if prop is not None and prop.type == "property_identifier" and not static:
                 ev.bind("this." + _text(prop, data), node.child_by_field_name("value"))
-        elif node.type == "assignment_expression":
+        elif node.type in ("assignment_expression", "augmented_assignment_expression"):
             left = node.child_by_field_name("left")
-            name = _text(left, data) if left is not None and left.type == "identifier" else None
-            if left is not None and name is None:
-                name = _this_name(left, data)
-            if name is not None:
+            name = _bound_name(left, data) if left is not None else None
+            if name is None:
+                continue
+            if node.type == "assignment_expression":
                 ev.bind(name, node.child_by_field_name("right"))
-        elif node.type == "augmented_assignment_expression":
-            left = node.child_by_field_name("left")
-            name = _text(left, data) if left is not None and left.type == "identifier" else None
-            if left is not None and name is None:
-                name = _this_name(left, data)
-            if name is not None:
+            else:
                 ev.values[name] = None  # url += ...: changed after its declaration
     return {k: v for k, v in ev.values.items() if v is not None}
