@@ -235,9 +235,8 @@ FREE_HOLE = {"'": r"[^\x2f?#\x27\x22\x60\x5c\s]+", "`": r"[^\x2f?#\x27\x22\x60\x
 # call would reach another path than the one its arguments were checked for. The real-world
 # profile's path holes (a value starting with a dot is rare; the paper profile keeps WAPIIBench's).
 FREE_SEGMENT_START = {
-    q: rf"(?:[^.%{x}]|%(?:[^2{x}]|2[^eE{x}]))"
-    for q, x in (("'", r"\x2f?#\x27\x22\x60\x5c\s"), ("`", r"\x2f?#\x27\x22\x60\x5c\s$"))
-}
+    q: rf"(?:[^.%{x}]|%(?:[^2{x}]|2[^eE{x}]))" for q, x in ((q, rx[2:-2]) for q, rx in FREE_HOLE.items())
+}  # x: what a free hole's character class leaves out
 FREE_SEGMENT_HOLE = {q: FREE_SEGMENT_START[q] + FREE_HOLE[q][:-1] + "*" for q in FREE_HOLE}
 FREE_QUERY_HOLE = (r"[^&#\x27\x22\x60\x5c\s]+", r"[^&#\x27\x22\x60\x5c\s$]+")
 
