@@ -761,7 +761,7 @@ class ApiSpec:
         Both are fallbacks: a URL the exact rules match keeps its template, so a spec declaring
         ``/x`` and ``/x/`` apart keeps them apart.
         """
-        key: Any = (url, real_world, real_world and either_slash) if real_world else url
+        key: Any = (url, True, either_slash) if real_world else url  # either_slash counts with real_world only
         ranked = self._match_cache.get(key)
         if ranked is None:
             ranked = self._match_uncached(url)
