@@ -165,6 +165,31 @@ def test_request_method_must_be_one_the_path_allows():
     assert allowed(f"request({{ url: '{BASE}/messages', method: 'post', data: {{ To: 'a' }} }})")
 
 
+def _at(text: str) -> int | None:
+    r = check(text)
+    assert not r.allowed, text
+    return r.offset
+
+
+def test_request_url_query_keys_are_judged_as_written():
+    """A query key in the request form's URL is refused at its first byte no key of the
+    operation starts with (never first at the closing quote: constrained decoding could not close
+    the string then). URL first, the key must start one some method of the path takes, and the
+    method literal one whose operation takes the keys."""
+    # method first: the operation is known
+    assert allowed(f"request({{ method: 'get', url: '{BASE}/pets?limit=3&kind=cat' }})")
+    bad = f"request({{ method: 'post', url: '{BASE}/pets?limit=2', data: {{ name: 'x' }} }})"
+    assert _at(bad) == bad.index("limit")
+    assert "query parameter 'l...' in the URL is no argument of POST /pets" in reason(bad)
+    # URL first: /pets's GET takes limit; POST takes no query, so its method is refused at 'p'
+    assert allowed(f"request({{ url: '{BASE}/pets?limit=3', method: 'get' }})")
+    assert allowed(f"request({{ url: '{BASE}/pets?limit=3', method: 'GET' }})")
+    post = f"request({{ url: '{BASE}/pets?limit=3', method: 'post', data: {{ name: 'x' }} }})"
+    assert _at(post) == post.index("post")
+    bad = f"request({{ url: '{BASE}/search?limit=2', method: 'get' }})"  # no method of /search takes it
+    assert _at(bad) == bad.index("limit")
+
+
 def test_request_refuses_what_the_spec_forbids():
     head = f"request({{ method: 'get', url: '{BASE}/pets'"
     # an undeclared config key, an undeclared params key, a wrong value type
@@ -419,7 +444,9 @@ def test_a_form_body_goes_with_a_form_content_type_only():
     assert allowed(f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ headers: {{ 'Content-Type': name }} }});")
     # "${" in a '...'/"..." literal is two characters, not a template's hole (a random decoding of
     # Slack's reminders.add wrote " Family ... ${': cro" and passed as unseen)
-    for ct in ("'text/plain'", "'application/json'", "`x/${name}`", '" x ${y"', "'a${b}'"):
+    # a literal \x00/\x01 byte is text too (the tracker marks holes with them; a random decoding of
+    # Slack's calls.end wrote one into its Content-Type and passed as unseen)
+    for ct in ("'text/plain'", "'application/json'", "`x/${name}`", '" x ${y"', "'a${b}'", "'a\x01b'", "'\x00'"):
         bad = f"{MSG_URL}new URLSearchParams({{ To: 'a' }}), {{ headers: {{ 'Content-Type': {ct} }} }});"
         if ct.startswith("`"):
             assert allowed(bad), ct  # a template's value cannot be seen

@@ -32,6 +32,8 @@ SPEC = {
                 "parameters": [
                     {"name": "date", "in": "query", "schema": {"type": "string"}},
                     {"name": "hd", "in": "query", "schema": {"type": "boolean"}},
+                    {"name": "$expand", "in": "query", "schema": {"type": "string"}},
+                    {"name": "sort", "in": "query", "schema": {"type": "string", "enum": ["asc", "desc"]}},
                     {"name": "range", "in": "query", "style": "deepObject",
                      "schema": {"type": "object", "properties": {"begin_at": {"type": "string"}}}},
                 ],
@@ -51,7 +53,10 @@ SPEC = {
         "/artists/{id}/albums": {
             "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
             "get": {
-                "parameters": [{"name": "market", "in": "query", "schema": {"type": "string"}}],
+                "parameters": [
+                    {"name": "market", "in": "query", "schema": {"type": "string"}},
+                    {"name": "sort", "in": "query", "schema": {"type": "string", "enum": ["new", "newest", "de"]}},
+                ],
                 "responses": {"200": {"description": "ok"}},
             },
         },
@@ -93,12 +98,65 @@ def test_query_in_the_url_is_the_default(spec):
     rejected(spec, f"get('{BASE}/apod?api_key=k')", "has a query string", at="?", options=GrammarOptions(profile="paper"))
 
 
+def test_query_keys_may_be_percent_encoded(spec):
+    """A key as the server decodes it: `%24expand` is `$expand`, `range%5Bbegin_at%5D` is
+    `range[begin_at]` (APIs.guru's Azure and Google specs; wild_specs writes keys encoded)."""
+    for key in ("$expand", "%24expand", "range%5Bbegin_at%5D", "range%5bbegin_at%5d", "range[begin_at%5D"):
+        ok(spec, f"get('{BASE}/apod?api_key=k&{key}=x')")
+        ok(spec, f"get(`{BASE}/apod?{key}=${{d}}&api_key=k`)")
+    rejected(spec, f"get('{BASE}/apod?api_key=k&%2524expand=x')", "", at="524")  # %25 is no key's character
+    rejected(spec, f"get('{BASE}/apod?api_key=k&%24expan=x')", "", at="=x")  # no such key
+
+
+def test_spaces_after_a_url_that_could_go_on_with_plus(spec):
+    """Where ``+`` could extend the URL (a query, a concatenated name at its end), spaces before
+    the ``)``, ``,`` or ``}`` that follows are still code as usual (llguidance's lexer does not
+    backtrack: the lexeme that ends the URL takes them)."""
+    ok(spec, f"get('{BASE}/apod?api_key=k' )")
+    ok(spec, f"get('{BASE}/apod?api_key=k'  , {{ params: {{ hd: true }} }})")
+    ok(spec, f"get('{BASE}/apod?api_key=' + apiKey )")
+    ok(spec, f"get('{BASE}/artists/' + id , {{ params: {{ api_key: apiKey }} }})")
+    ok(spec, f"request({{ method: 'get', url: '{BASE}/apod?api_key=k' }})")
+    ok(spec, f"request({{ url: '{BASE}/apod?api_key=k' , method: 'get' }})")
+
+
+def test_query_values_are_typed_by_their_parameter(spec):
+    """A query value in the URL is judged against its parameter's schema by the scorer, as in
+    params: an enum, integer, number or boolean parameter takes only such a value there (found by
+    test_no_underconstraint's random decodings: `responseDateTimeRenderOption=()?` on Sheets)."""
+    ok(spec, f"get('{BASE}/apod?api_key=k&hd=true')")
+    ok(spec, f"get('{BASE}/apod?hd=false&api_key=k&date')")
+    ok(spec, f"get(`{BASE}/apod?api_key=k&hd=${{d}}`)")  # a name: its value cannot be seen
+    ok(spec, f"get('{BASE}/apod?api_key=k&hd=' + d)")  # an expression ending the URL
+    rejected(spec, f"get('{BASE}/apod?api_key=k&hd=maybe')", "", at="maybe")
+    rejected(spec, f"get('{BASE}/apod?hd=true1&api_key=k')", "", at="1&")
+    ok(spec, f"get('{BASE}/apod?api_key=k&date=any%20text:-)')")  # a string parameter: free text
+
+
+def test_a_query_value_takes_its_own_operations_enum(spec):
+    """One name, two operations, two enums: the grammar's key set is the spec's, so its value
+    regex is their union; the key tracker holds the value to the operation's own, byte by byte
+    (refused where no value of its enum starts so; at the end, where the value is not whole)."""
+    ok(spec, f"get('{BASE}/apod?api_key=k&sort=desc')")
+    ok(spec, f"get('{BASE}/artists/1/albums?sort=newest&api_key=k')")
+    ok(spec, f"get('{BASE}/artists/1/albums?sort=new&api_key=k')")
+    rejected(spec, f"get('{BASE}/apod?api_key=k&sort=newest')", "'n' in the URL is not one of the allowed values [asc, desc]", at="newest")
+    rejected(spec, f"get('{BASE}/artists/1/albums?api_key=k&sort=asc')", "", at="asc")
+    rejected(spec, f"get('{BASE}/apod?sort=de&api_key=k')", "'de' in the URL is not one", at="&api")
+    ok(spec, f"get(`{BASE}/apod?api_key=k&sort=${{d}}`)")  # a name: unseen
+    # a bare key is sent as `true`: an enum's key takes a value
+    rejected(spec, f"get('{BASE}/apod?sort&api_key=k')", "", at="&api")
+    rejected(spec, f"get('{BASE}/apod?api_key=k&hd')", "", at="')")
+
+
 def test_query_keys_are_the_operations_own(spec):
     rejected(spec, f"get('{BASE}/apod?api_key=k&foo=1')", "query parameter 'foo' in the URL is not an argument of GET /apod", at="foo")
     # another path's key: the grammar takes the spec's query keys (one set for every path), the key
-    # tracker the operation's, at the key's end
-    rejected(spec, f"get('{BASE}/apod?market=ES&api_key=k')", "query parameter 'market'", at="=ES")
-    rejected(spec, f"get('{BASE}/apod?api_key=k&market')", "query parameter 'market'", at="')")
+    # tracker the operation's, byte by byte (at the key's end no '=', '&' or quote could follow)
+    rejected(spec, f"get('{BASE}/apod?market=ES&api_key=k')", "query parameter 'm...' in the URL is no argument of GET /apod", at="market")
+    rejected(spec, f"get('{BASE}/apod?api_key=k&market')", "query parameter 'm...'", at="market")
+    rejected(spec, f"get('{BASE}/apod?api_key=k&d%61te=1')", "", at="%61")  # 'a' encoded: still 'date'
+    ok(spec, f"get('{BASE}/apod?api_key=k&%64ate=1')".replace("%64ate", "date"))
     rejected(spec, f"get(`{BASE}/apod?api_key=${{apiKey}}&${{d}}x=1`)", "", at="x=1")  # a key half a hole
 
 
@@ -266,7 +324,7 @@ def test_a_name_going_on_into_the_query(spec, known):
     rejected(spec, "get(BASEURL + query)", "", at="query", **kw)  # nothing may extend the path
     rejected(spec, "get(BASEURL + '/x')", "", at="/x", **kw)
     rejected(spec, "get(BASEURL + APIKEY)", "q", at=")", **kw)  # the required q is missing
-    rejected(spec, "get(urlLink + apiKey + '&nope=1')", "query parameter 'nope'", at="=1", **kw)
+    rejected(spec, "get(urlLink + apiKey + '&nope=1')", "query parameter 'n...'", at="nope", **kw)
 
 
 def test_a_name_holding_a_path_or_a_path_prefix(spec, known):

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote_plus
 
 from callbench.constrain.key_tracker import KeyTracker, config_needs, make_key_tracker
 from callbench.constrain.webapi_grammar import (
@@ -535,7 +536,7 @@ def _url_reason(spec: ApiSpec, g: WebApiGrammar, method: str, text: str, pos: in
         op = m_ops[0].operations[method]
         params = g.model.op_args(op, g.options.credentials, True).config.props["params"]
         for pair in probe.split("#", 1)[0].partition("?")[2].split("&"):
-            key = pair.partition("=")[0]
+            key = unquote_plus(pair.partition("=")[0])
             if key and key != "1" and params.child(key) is NO and not spec.fixed_query(op):
                 return f"query parameter '{key}' in the URL is not an argument of {op.method.upper()} {op.path}"
     if not m_ops:

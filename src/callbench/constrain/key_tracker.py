@@ -35,9 +35,10 @@ Every shortcut is checked against the plain simulation (``_scan``) in
 
 from __future__ import annotations
 
+import json
 import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote_plus
@@ -47,12 +48,14 @@ import numpy as np
 from callbench.constrain.engine import TokenClass
 from callbench.constrain.url_lexemes import url_plan
 from callbench.constrain.webapi_grammar import (
+    AXIOS_METHODS,
     BODY_METHODS,
     NO,
     CredentialValue,
     ObjShape,
     OpArgs,
     WebApiGrammar,
+    query_values_held,
 )
 from callbench.specs import ApiSpec
 from callbench.specs.openapi import request_query
@@ -216,11 +219,27 @@ _URL_STRING_END = {
     for q in (_SQ, _DQ, _BQ)
     for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
 }
+def _url_query_open(q: int, pending: int) -> TokenClass:
+    """Inside a URL string before its query: closing it, or a ``?`` (its keys are judged byte by byte)."""
+
+    def predicate(data: bytes) -> bool:
+        return _QMARK in data or _string_end(data, q, pending) >= 0
+
+    state = ("", " after an escape", " in a ${ hole", " after $")[pending]
+    return TokenClass(f"key tracker: URL {chr(q)}{state}: its end or its query", predicate, prefilter=bytes((q, _QMARK)))
+
+
+_URL_QUERY_OPEN = {
+    (q, p): _url_query_open(q, p)
+    for q in (_SQ, _DQ, _BQ)
+    for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
+}
 _URL_QUERY_DANGER = {
     (q, p): _url_query_danger(q, p)
     for q in (_SQ, _DQ, _BQ)
     for p in ((_P_NONE, _P_ESC, _P_HOLE, _P_DOLLAR) if q == _BQ else (_P_NONE, _P_ESC))
 }
+_ANY_TOKEN = TokenClass("key tracker: every token (the request form's method, judged byte by byte)", lambda data: True)
 _URL_END = TokenClass(
     "key tracker: code danger, or the , or ) that ends a URL or the call",
     lambda data: _code_danger(data) or _COMMA in data or _RPAR in data,
@@ -520,6 +539,7 @@ class KeyTracker:
         "_ct",
         "_cat",
         "_values",
+        "_qenum",
     )
 
     def __init__(self, grammar: WebApiGrammar, spec: ApiSpec):
@@ -554,6 +574,9 @@ class KeyTracker:
         self._cat: bytearray | None = None
         # names whose value the starter fixes (WebApiGrammar.url_values), read in their place
         self._values: dict[str, str] = dict(grammar.url_values)
+        # the values the current URL query value may take (its operation's enum, where the
+        # grammar's regex for the key is wider: several operations declare the name), else None
+        self._qenum: tuple[str, ...] | None = None
         self.violation: str | None = None
         # allows() verdicts for the current state: "feeding exactly these bytes now is fine",
         # keyed on whole tokens and on the normalised forms that share a verdict (see allows).
@@ -598,6 +621,8 @@ class KeyTracker:
             *_STRING_DANGER.values(),
             *_URL_STRING_END.values(),
             *_URL_QUERY_DANGER.values(),
+            *_URL_QUERY_OPEN.values(),
+            _ANY_TOKEN,
             _URL_END,
             self._keyset,
             *_KEYQ_SAFE.values(),
@@ -611,7 +636,14 @@ class KeyTracker:
 
     def _sensitive_now(self) -> frozenset[int] | TokenClass:
         mode = self._mode
-        if mode == M_STR and self._cap is not None:  # axios.request's method or URL literal
+        if mode == M_STR and (self._qenum is not None or self._in_query_key()):
+            # a query key (or a value held to its operation's enum): judged byte by byte; the
+            # engine checks only the grammar's tokens, the few that go on with the spec's keys
+            return _ANY_TOKEN
+        if mode == M_STR and self._cap == "method" and self._method_keys_pending():
+            return _ANY_TOKEN  # a method whose operation lacks the URL's query keys: refused at once
+        if mode == M_STR and self._cap is not None and not (self._cap == "url" and self.grammar.options.allow_url_query):
+            # axios.request's method or URL literal (a URL's query keys: below)
             q, p = self._q, _P_NONE
             if self._esc:
                 p = _P_ESC
@@ -623,8 +655,10 @@ class KeyTracker:
         if mode == M_STR:
             q = self._q
             table = _URL_STRING_END if self._url is not None else _STRING_DANGER
-            if self._url is not None and _QMARK in self._url and self.grammar.options.allow_url_query and self._cap is None:
+            if self._reads_query(self._url):
                 table = _URL_QUERY_DANGER
+            elif self._url is not None and self.grammar.options.allow_url_query and self._cap in (None, "url"):
+                table = _URL_QUERY_OPEN
             if self._esc:
                 return table[q, _P_ESC]
             if q == _BQ and self._hole:
@@ -729,6 +763,7 @@ class KeyTracker:
         t._wrapped, t._ct = self._wrapped, self._ct
         t._cat = bytearray(self._cat) if self._cat is not None else None
         t._values = self._values
+        t._qenum = self._qenum
         t._memo = {}
         t._sens = None
         return t
@@ -1067,7 +1102,10 @@ class KeyTracker:
             if url is not None:  # the URL as JavaScript reads it: \' is ' (azure's /indexers('{x}'))
                 if b not in _PLAIN_ESCAPES:
                     url.append(_BSL)
-                url.append(b)
+                if b > 1:
+                    url.append(b)
+                else:
+                    url += b"%%%02X" % b
             return
         if self._hole:
             if b == _RBRACE:
@@ -1093,7 +1131,13 @@ class KeyTracker:
             self._esc = True
             return
         if b == self._q:
-            if url is not None and _QMARK in url and self.grammar.options.allow_url_query and self._cap is None:
+            if self._qenum is not None:
+                assert url is not None
+                self._query_value(url, end=True)
+                self._qenum = None
+                if self.violation is not None:
+                    return
+            if self._reads_query(url):
                 self._query_key(url, end=True)
                 if self.violation is not None:
                     return
@@ -1101,11 +1145,108 @@ class KeyTracker:
             self._value_done()
             return
         if url is not None:
-            if (b == _EQ or b == _AMP) and _QMARK in url and self.grammar.options.allow_url_query and self._cap is None:
+            if (b == _EQ or b == _AMP) and self._reads_query(url):
+                if self._qenum is not None and b == _AMP:
+                    self._query_value(url, end=True)
+                self._qenum = None
                 self._query_key(url, end=b == _AMP)
                 if self.violation is not None:
                     return
-            url.append(b)
+            if b > 1:
+                url.append(b)
+            else:  # \0 and \x01 mark a server variable and a hole here: a literal one is text
+                url += b"%%%02X" % b  # (as axios sends it)
+            if self._qenum is not None:
+                self._query_value(url, end=False)
+            elif b != _QMARK and self._in_query_key():
+                self._query_key_prefix(url)
+            if self._cap == "method" and self._method_keys_pending():
+                self._method_prefix(bytes(url).decode("utf-8", "replace").lower())
+
+    def _reads_query(self, url: bytearray | None) -> bool:
+        """Is ``url`` a URL literal (the call's, or the request form's) into its query, whose keys
+        are judged as they are written (``allow_url_query``)?"""
+        return (
+            url is not None
+            and _QMARK in url
+            and self.grammar.options.allow_url_query
+            and (self._cap is None or self._cap == "url")
+        )
+
+    def _in_query_key(self) -> bool:
+        """Is the URL literal being read inside a key of its query (after ``?`` or ``&``, before
+        ``=``), with the operation (or, URL first, the path) known enough to judge it?"""
+        url = self._url
+        if not self._reads_query(url) or (self._method is None and self._cap != "url"):
+            return False
+        assert url is not None
+        return _EQ not in url[max(url.rfind(b"&"), url.find(b"?")) :]
+
+    def _query_key_prefix(self, url: bytearray) -> None:
+        """A query key written so far must start a key some operation of the URL takes (else no
+        ``=``, ``&`` or closing quote could follow it: the grammar's keys are the spec's)."""
+        text = bytes(url[max(url.rfind(b"&"), url.find(b"?")) + 1 :]).decode("utf-8", "replace")
+        if not text or re.search(r"%[0-9A-Fa-f]?$", text) or chr(_HOLE) in text or "\0" in text:
+            return
+        if self._q == _BQ and text.endswith("$"):
+            return
+        prefix = unquote_plus(text)
+        raw = bytes(url[: url.find(b"?")]).decode("utf-8", "replace")
+        if raw.startswith("\0"):
+            return
+        methods = (self._method,) if self._method is not None else AXIOS_METHODS
+        fixed = _fixed_names(self._spec)
+        if any(n.startswith(prefix) for n in fixed):
+            return  # judged at the URL's end
+        matched = None
+        for m in methods:
+            match = self._spec.match(m, raw.replace(chr(_HOLE), "1"), real_world=self.grammar.options.real_world)
+            if match is None:
+                continue
+            args = self._model.op_args(match.operation, self.grammar.options.credentials, True)
+            params = args.config.props["params"]
+            if params.extra is not NO or any(n.startswith(prefix) for n in params.props):
+                return
+            if any(p.startswith(prefix) or prefix.startswith(p) for p, _ in params.patterns):
+                return
+            matched = matched or args
+        if matched is not None:
+            self._fail(f"query parameter '{prefix}...' in the URL is no argument of {matched.label}")
+
+    def _method_keys_pending(self) -> bool:
+        """Does the request form's method follow a URL with a query (URL first: the method's
+        operation must take its keys)?"""
+        return self._req_url is not None and "?" in self._req_url and self.grammar.options.allow_url_query
+
+    def _query_methods(self, url: str, methods: Iterable[str]) -> tuple[list[str], str | None]:
+        """Of ``methods``, those whose operation for ``url``'s path takes every key its query has
+        so far (a name a path key fixes, S3's ``?cors``, is left to the URL's end), and the refusal
+        of the first that does not ("" when no method names an operation: judged at the end)."""
+        raw, _, query = url.partition("?")
+        if raw.startswith("\0"):
+            return [], None
+        ok: list[str] = []
+        refusal: str | None = None
+        for m in methods:
+            match = self._spec.match(m, raw.replace(chr(_HOLE), "1"), real_world=self.grammar.options.real_world)
+            if match is None:
+                continue
+            op = match.operation
+            args = self._model.op_args(op, self.grammar.options.credentials, True)
+            bad, _ = _query_keys("?" + query, args, url_plan(self._spec, op).in_url)
+            if bad is None or bad in _fixed_names(self._spec):
+                ok.append(m)
+            elif refusal is None:
+                refusal = f"query parameter '{bad}' in the URL is not an argument of {args.label}"
+        return ok, refusal
+
+    def _method_prefix(self, prefix: str) -> None:
+        """The request form's method literal so far (URL first): it must start a method whose
+        operation takes the URL's query keys."""
+        assert self._req_url is not None
+        ok, refusal = self._query_methods(self._req_url, AXIOS_METHODS)
+        if refusal is not None and not any(m.startswith(prefix) for m in ok):
+            self._fail(refusal.replace("query parameter", f"method '{prefix}...': query parameter", 1))
 
     def _query_key(self, url: bytearray, end: bool) -> None:
         """A key of the URL's query was just written (``=`` follows; ``end``: ``&`` or the closing
@@ -1119,19 +1260,55 @@ class KeyTracker:
         key = unquote_plus(pair.decode("utf-8", "replace"))
         if not key or chr(_HOLE) in key or "\0" in key:
             return
-        raw = bytes(url[: url.find(b"?")]).decode("utf-8", "replace")
-        if raw.startswith("\0"):
+        # the request form's URL written before its method: some method of the path must take the keys
+        methods = (self._method,) if self._method is not None else AXIOS_METHODS if self._cap == "url" else ()
+        ok, refusal = self._query_methods(bytes(url).decode("utf-8", "replace"), methods)
+        if not ok and refusal is not None:
+            self._fail(refusal)
             return
-        match = self._spec.match(self._method or "", raw.replace(chr(_HOLE), "1"), real_world=self.grammar.options.real_world)
-        if match is None:
+        if key in query_values_held(self._spec, self._model):
+            enum = self._enum_of(bytes(url).decode("utf-8", "replace"), ok, key)
+            if end and enum is not None:  # a bare key: axios sends `true`
+                self._fail(f"query parameter '{key}' in the URL needs a value (one of {', '.join(enum[:8])})")
+            elif not end:
+                self._qenum = enum
+
+    def _enum_of(self, url: str, methods: list[str], key: str) -> tuple[str, ...] | None:
+        """The values ``key``'s parameter allows in the operations of ``methods`` for ``url``'s
+        path (their union; None where any of them leaves the value free)."""
+        raw = url.partition("?")[0].replace(chr(_HOLE), "1")
+        out: dict[str, None] = {}
+        for m in methods:
+            match = self._spec.match(m, raw, real_world=self.grammar.options.real_world)
+            if match is None:
+                return None
+            args = self._model.op_args(match.operation, self.grammar.options.credentials, True)
+            desc = args.config.props["params"].child(key)
+            scal = self._model.scalars(desc) if isinstance(desc, Mapping) else None
+            enums = scal[0] if scal is not None else None
+            vals = [v if isinstance(v, str) else json.dumps(v) for v in enums or () if v is not None]
+            if not vals:
+                return None
+            out.update(dict.fromkeys(vals))
+        return tuple(out) or None
+
+    def _query_value(self, url: bytearray, end: bool) -> None:
+        """The value of a query key held to its operation's enum (:attr:`_qenum`; :func:`~callbench.constrain.webapi_grammar.query_values_held`): written so far,
+        a prefix of one of its values (decoded; an escape half written is judged when complete,
+        a hole leaves it unseen); at its end (``&``, the closing quote), one of them."""
+        assert self._qenum is not None
+        text = bytes(url[url.rfind(b"=") + 1 :]).decode("utf-8", "replace")
+        if chr(_HOLE) in text or "\0" in text:
+            self._qenum = None
             return
-        op = match.operation
-        args = self._model.op_args(op, self.grammar.options.credentials, True)
-        bad, _ = _query_keys("?" + key, args, url_plan(self._spec, op).in_url)
-        if bad is not None and bad in _fixed_names(self._spec):
-            return  # a name a path key fixes (S3's `/{Bucket}#cors`: `?cors=true`): judged at the end
-        if bad is not None:
-            self._fail(f"query parameter '{bad}' in the URL is not an argument of {args.label}")
+        if not end and (re.search(r"%[0-9A-Fa-f]?$", text) or (self._q == _BQ and text.endswith("$"))):
+            return  # an escape half written, a `$` that may start `${`
+        if end and not text:
+            return  # `key=' + name`: the grammar lets an empty value end only where + follows
+        value = unquote_plus(text)
+        if end and value not in self._qenum or not any(v.startswith(value) for v in self._qenum):
+            shown = ", ".join(self._qenum[:8])
+            self._fail(f"query value {value!r} in the URL is not one of the allowed values [{shown}]")
 
     def _code_byte(self, b: int) -> None:
         top = self._frames[-1]

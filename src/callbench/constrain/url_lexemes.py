@@ -21,7 +21,7 @@ from callbench.constrain.schema_scalars import scalar_key, scalars_memoized
 from callbench.specs import ApiSpec, Operation
 from callbench.specs.openapi import segment_pattern, split_path_key
 
-__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "FREE_SEGMENT_HOLE", "FREE_SEGMENT_START", "GrammarWriter", "concat_holes", "query_forms", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
+__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "FREE_SEGMENT_HOLE", "FREE_SEGMENT_START", "GrammarWriter", "query_key_rx", "concat_holes", "query_forms", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
            "server_var_rx", "server_words", "url_plan"]
 
 PARAM_RX = re.compile(r"\{([^{}]*)\}")  # a ``{name}`` hole of a path template
@@ -42,6 +42,8 @@ class GrammarWriter(Protocol):
     def hole_rx(self, schema: Any, quote: str, query: bool = False) -> str: ...
 
     def query_keys_rx(self, path: str) -> str: ...
+
+    def query_value_groups(self, quote: str) -> tuple[str, tuple[tuple[str, str], ...]]: ...
 
     def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str: ...
 
@@ -255,6 +257,27 @@ SQ_CAT, DQ_CAT = r"(?:\x27)", r"(?:\x22)"
 # backticks (where ``$`` may start ``${``).
 _QUERY_CH = (r"[^&#\x27\x22\x60\x5c\s]", r"[^&#\x27\x22\x60\x5c\s$]")
 FREE_QUERY_KEY = r"[^&=#\x27\x22\x60\x5c\s$]+"
+_UNRESERVED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+_NEVER_RAW_IN_KEY = frozenset("&=#%+'\"`\\")  # end the key, escape, mean a space, or close the string
+
+
+def query_key_rx(name: str) -> str:
+    """Regex of a query key as a URL may spell ``name``: each character but the unreserved ones
+    as itself (where it cannot end the key or the string) or percent-encoded in either hex case
+    (``$filter`` or ``%24filter``, ``filter[id]`` or ``filter%5Bid%5D``; a space also ``+``), as
+    the server decodes them to the same name (the key tracker reads keys with ``unquote_plus``)."""
+    out = []
+    for ch in name:
+        if ch in _UNRESERVED:
+            out.append(_rx(ch))
+            continue
+        alts = ["".join("%" + "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in f"{b:02X}") for b in ch.encode("utf-8"))]
+        if ch == " ":
+            alts.append(r"\+")
+        elif ch not in _NEVER_RAW_IN_KEY and not ch.isspace():
+            alts.append(_rx(ch))
+        out.append(f"(?:{'|'.join(alts)})")
+    return "".join(out)
 
 
 def _dq(rx: str, tail: bool = False) -> str:
@@ -278,30 +301,47 @@ def _dq_tail(tail: str) -> str:
 
 def concat_holes(q: str, var: str) -> tuple[str, str]:
     """The regexes of an expression joined by ``+`` into a '...' or "..." URL: in its middle
-    (``' + name + '``) and at its end (``' + name``)."""
+    (``' + name + '``) and at its end (``' + name``, with the spaces after it: llguidance's lexer
+    does not backtrack, so where ``' + name `` could still go on with ``+ '`` the lexeme that
+    ends the URL must also take the spaces, or ``' + name )`` would fail at the ``)``)."""
     c = SQ_CAT if q == "'" else DQ_CAT
-    return rf"{c}[ ]*\+[ ]*(?:{var})[ ]*\+[ ]*{c}", rf"{c}[ ]*\+[ ]*(?:{var})"
+    return rf"{c}[ ]*\+[ ]*(?:{var})[ ]*\+[ ]*{c}", rf"{c}[ ]*\+[ ]*(?:{var})[ ]*"
 
 
-def query_forms(keys: str, q: str, var: str | None) -> tuple[str, str]:
+def query_forms(keys: str, q: str, var: str | None, typed: tuple[str, tuple[tuple[str, str], ...]] | None = None) -> tuple[str, str]:
     """A URL's query after ``?`` (``GrammarOptions.allow_url_query``), and the query text after
     which an expression may end the URL by concatenation (after ``?``, ``&`` or in a value).
 
     Pairs ``key=value`` (or ``key`` alone, or nothing between two ``&``) whose keys are ``keys``
     (the operation's declared query parameters and credentials, a regex), values free text with
     holes; with ``var`` (identifiers in scope) a hole (``${name}``, or ``' + name + '``) may also
-    stand for whole pairs (``?${params}``: their keys cannot be seen, as a ``params`` identifier's)."""
+    stand for whole pairs (``?${params}``: their keys cannot be seen, as a ``params`` identifier's).
+
+    ``typed``: (the keys whose values are free text, ((keys, their value's regex), ...)) -- a key
+    whose parameter is an enum, integer, number or boolean takes only such a value (the scorer
+    judges a query value against its schema wherever it is written); None: every value free.
+    Before an expression ending the URL (``'?limit=' + n``) a typed key's value is empty."""
     ch = _QUERY_CH[q == "`"]
     hole = None
     if var:
         hole = rf"\$\{{[ ]*(?:{var})[ ]*\}}" if q == "`" else concat_holes(q, var)[0]
     val = f"(?:{ch}|{hole})*" if hole else f"{ch}*"
-    pair = f"(?:(?:{keys})(?:={val})?" + (f"|{hole}" if hole else "") + ")"
+    if typed is None:
+        free, groups = keys, ()
+    else:
+        free, groups = typed
+    alts = [f"(?:{free})(?:={val})?"] if free else []
+    alts += [f"(?:{k})=(?:{v})" for k, v in groups]  # a bare key is sent as `true`
+    if hole:
+        alts.append(hole)
+    pair = f"(?:{'|'.join(alts)})"
     if not keys:  # no declared query key: only a hole may stand for pairs
         if hole is None:
             return "", ""
         return f"(?:{hole})?(?:&(?:{hole})?)*", f"(?:(?:{hole})?&)*"
-    return f"{pair}?(?:&{pair}?)*", f"(?:{pair}?&)*(?:(?:{keys})={val})?"
+    last = [f"(?:{free})={val}"] if free else []
+    last += [f"(?:{'|'.join(k for k, _ in groups)})="] if groups else []
+    return f"{pair}?(?:&{pair}?)*", f"(?:{pair}?&)*(?:{'|'.join(last)})?"
 
 
 # One lexeme of a URL word: (regex, regexes of better-ranked templates' pieces cut out of it,
@@ -591,15 +631,15 @@ class UrlWords:
             return tail + (r"\?" if plan.query else "") + fixed + label + _rx(q)
         var = self.var(b)
         keys = b.query_keys_rx(path) if path is not None else FREE_QUERY_KEY
-        pairs, open_ = query_forms(keys, q, var)
+        pairs, open_ = query_forms(keys, q, var, b.query_value_groups(q) if path is not None else None)
         if plan.query:
             body, opened = rf"{tail}\?{fixed}(?:&{pairs})?", rf"{tail}\?{fixed}&{open_}"
         else:
             body, opened = rf"{tail}(?:\?{pairs})?", rf"{tail}\?{open_}"
         if var is None or q == "`":
             return body + label + _rx(q)
-        close = SQ_CAT if q == "'" else DQ_CAT
-        return f"(?:{body}{label}{close}|{opened}{concat_holes(q, var)[1]})"
+        close = SQ_CAT if q == "'" else DQ_CAT  # with the spaces after it (see concat_holes)
+        return f"(?:{body}{label}{close}[ ]*|{opened}{concat_holes(q, var)[1]})"
 
     def end_hole(
         self, b: GrammarWriter, templates: Templates, path: str, q: str

@@ -169,6 +169,7 @@ from callbench.constrain.url_lexemes import (
     UrlPlan,
     UrlWords,
     concat_holes,
+    query_key_rx,
     server_var_rx,
     server_words,
     site_host_rx,
@@ -1266,6 +1267,92 @@ def _is_server(value: str, spec: ApiSpec) -> bool:
 
 #: The most characters of query-key regex a grammar's URL tails carry (see _Builder.query_keys_rx).
 _QUERY_KEYS_MAX = 4000
+
+
+#: The most characters of enum values one query name takes in a grammar's URL tails (the union
+#: over the operations that declare it): above, its value is free text there and the key tracker
+#: holds it to the operation's own enum (Microsoft Graph's ``$orderby`` made a 300 KB lexeme).
+_QUERY_ENUM_MAX = 1000
+_VALUE_SOURCES: dict[int, tuple[Any, dict[str, list[Any] | None]]] = {}
+_HELD: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def query_value_sources(spec: ApiSpec, model: SpecModel) -> dict[str, list[Any] | None]:
+    """Per query name of the spec, the schemas that type its value in a URL (enum, integer,
+    number, boolean; one per distinct kind, as the operations declare them), or None where the
+    value is free text: in some operation a free string (or other), or enums whose values run
+    past :data:`_QUERY_ENUM_MAX` characters. Cached per spec model."""
+    hit = _VALUE_SOURCES.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    out: dict[str, list[Any] | None] = {}
+    sizes: dict[str, set[str]] = {}
+    for op in spec.operations:
+        if op.method not in AXIOS_METHODS:
+            continue
+        for name, desc in model.op_args(op, "any", True).config.props["params"].props.items():
+            kind = _value_kind(model, desc)
+            if kind is None:
+                out[name] = None
+                continue
+            if name in out and out[name] is None:
+                continue
+            known = out.setdefault(name, [])
+            assert known is not None
+            if all(_value_kind(model, d) != kind for d in known):
+                known.append(desc)
+            if kind[0] == "enum":
+                sizes.setdefault(name, set()).update(kind[1])
+    for name, vals in sizes.items():
+        if sum(len(v) for v in vals) > _QUERY_ENUM_MAX:
+            out[name] = None
+    if len(_VALUE_SOURCES) > 64:
+        _VALUE_SOURCES.clear()
+    _VALUE_SOURCES[id(model)] = (model, out)
+    return out
+
+
+def query_values_held(spec: ApiSpec, model: SpecModel) -> frozenset[str]:
+    """Query names whose URL value the grammar takes wider than some operation's enum (several
+    operations' enums joined, an enum beside free text, or past :data:`_QUERY_ENUM_MAX`): the key
+    tracker holds each such value to its own operation's enum, byte by byte."""
+    hit = _HELD.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    sources = query_value_sources(spec, model)
+    held = set()
+    for op in spec.operations:
+        if op.method not in AXIOS_METHODS:
+            continue
+        for name, desc in model.op_args(op, "any", True).config.props["params"].props.items():
+            kind = _value_kind(model, desc)
+            if kind is not None and kind[0] == "enum":
+                descs = sources.get(name)
+                if descs is None or len(descs) > 1:
+                    held.add(name)
+    if len(_HELD) > 64:
+        _HELD.clear()
+    _HELD[id(model)] = (model, frozenset(held))
+    return _HELD[id(model)][1]
+
+
+def _value_kind(model: SpecModel, desc: Any) -> tuple[str, frozenset[str]] | None:
+    """How a schema types a query value in a URL: ("enum", its values), ("integer"|"number"|
+    "boolean", {}) or None (free text), as :meth:`_Builder.typed_value_rx` writes it."""
+    scal = model.scalars(desc) if is_map(desc) else None
+    if scal is None:
+        return None
+    enums, types = scal
+    if enums is not None:
+        vals = frozenset(v if isinstance(v, str) else json.dumps(v) for v in enums if v is not None)
+        return ("enum", vals) if vals else None
+    if types and types <= {"integer", "null"}:
+        return ("integer", frozenset())
+    if types and types <= {"integer", "number", "null"}:
+        return ("number", frozenset())
+    if types and types <= {"boolean", "null"}:
+        return ("boolean", frozenset())
+    return None
 
 
 def _url_like(value: str) -> bool:
@@ -2472,6 +2559,20 @@ class _Builder:
         key = ("qkeys",)
         hit = self.memo.get(key)
         if hit is None:
+            names, members = self._query_key_names()
+            hit = "|".join([query_key_rx(n) for n in names] + members)
+            if len(hit) > _QUERY_KEYS_MAX:
+                hit = FREE_QUERY_KEY
+            self.memo[key] = hit
+        return hit
+
+    def _query_key_names(self) -> tuple[list[str], list[str]]:
+        """The spec's query parameter and credential names (longest first) and the regexes of the
+        members ``name[...]`` of its deepObject parameters that allow any; a name a path key fixes
+        (S3's ``/{Bucket}#cors``) is left out: it is written in that key's typed form only."""
+        key = ("qnames",)
+        hit = self.memo.get(key)
+        if hit is None:
             names: dict[str, None] = {}
             prefixes: dict[str, None] = {}
             for op in self.spec.operations:
@@ -2479,15 +2580,47 @@ class _Builder:
                     params = self.model.op_args(op, "any", True).config.props["params"]
                     names.update(dict.fromkeys(params.props))
                     prefixes.update(dict.fromkeys(p for p, _ in params.patterns))
-            # a name a path key fixes (S3's `/{Bucket}#cors`) is written in that key's typed form only
             fixed = {n for op in self.spec.operations for n in url_plan(self.spec, op).in_url}
-            alts = [_rx(n) for n in sorted(names.keys() - fixed, key=lambda n: (-len(n), n))]
-            alts += [_rx(p) + r"[^\x5b\x5d&=#\x27\x22\x60\x5c\s$]*\x5d" for p in sorted(prefixes)]
-            hit = "|".join(alts)
-            if len(hit) > _QUERY_KEYS_MAX:
-                hit = FREE_QUERY_KEY
-            self.memo[key] = hit
+            members = [query_key_rx(p) + r"[^\x5b\x5d&=#\x27\x22\x60\x5c\s$]*" + query_key_rx("]") for p in sorted(prefixes)]
+            hit = self.memo[key] = (sorted(names.keys() - fixed, key=lambda n: (-len(n), n)), members)
+        return hit  # type: ignore[no-any-return]
+
+    def query_value_groups(self, quote: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """:meth:`query_keys_rx`'s keys split by their values in a URL's query (``quote``'s
+        string): the keys whose values are free text (a regex), and groups (keys, value regex)
+        of keys whose parameter types the value (enum, integer, number, boolean: as a path hole
+        of that schema, :meth:`hole_rx`). A name several operations declare with different
+        typed schemas takes any of their values (the key tracker holds the operation's own at the
+        value's end); free in any of them, it is free. Above :data:`_QUERY_KEYS_MAX` (any key):
+        all free."""
+        key = ("qgroups", quote)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        if self.query_keys_rx("") == FREE_QUERY_KEY:
+            hit = self.memo[key] = (FREE_QUERY_KEY, ())
+            return hit
+        values: dict[str, dict[str, None] | None] = {}  # name -> its typed value regexes, None: free
+        for name, descs in query_value_sources(self.spec, self.model).items():
+            rxs = None if descs is None else [self.typed_value_rx(d, quote) for d in descs]
+            values[name] = None if rxs is None or None in rxs else dict.fromkeys(rxs)  # type: ignore[arg-type]
+        names, members = self._query_key_names()
+        free: list[str] = []
+        groups: dict[str, list[str]] = {}
+        for name in names:
+            rxs = values.get(name)
+            if rxs is None:
+                free.append(query_key_rx(name))
+            else:
+                groups.setdefault("|".join(rxs), []).append(query_key_rx(name))
+        free += members  # deepObject members name[...]: free text
+        hit = self.memo[key] = ("|".join(free), tuple(("|".join(ks), v) for v, ks in groups.items()))
         return hit
+
+    def typed_value_rx(self, schema: Any, quote: str) -> str | None:
+        """The regex of a query value of ``schema`` when the schema types it (enum, integer,
+        number, boolean; :meth:`hole_rx`), else None (free text)."""
+        return self.hole_rx(schema, quote, query=True) if _value_kind(self.model, schema) is not None else None
 
     def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str:
         """Regex of a path key's fixed pairs in any order (the scorer reads the query as a set): up
