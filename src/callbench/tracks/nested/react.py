@@ -13,6 +13,8 @@ re-running that sequence plus the new call in the sandboxed :class:`NestedExecut
 deterministic, exactly what ``evaluate`` re-runs later) and taking the last call's outcome. A call
 that fails is reported back and *not* recorded, so a corrected retry leaves an executable sequence.
 Tasks whose tools cannot run offline are not executed: well-formed calls are recorded unexecuted.
+The loop itself (turns, execution, budgets) is :func:`~callbench.tracks.nested.agent_loop.run_episode`,
+shared with tool calling; :class:`ReActTurns` is the part that reads and answers ReAct turns.
 
 Bounds. A turn is read with a direct answer's bounds (:mod:`~callbench.tracks.nested.parsing`): a
 reply too long, nested too deep or holding a huge number is an invalid action with that reason. The
@@ -33,32 +35,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pydantic import ValidationError
-
 from callbench.models.base import ModelInput, ModelOutput
-from callbench.tracks.nested.executor import CallError, SequenceResult, final_call_problem, final_value
+from callbench.tracks.nested.agent_loop import EpisodeRun, Executor, Turn, outputs_by_label, run_episode
+from callbench.tracks.nested.executor import CallError, SequenceResult, final_value
 from callbench.tracks.nested.parsing import DEFAULT_LIMITS, JSONBoundError, decode_at, find_json, scrub
 from callbench.tracks.nested.prompting import PROMPT_VERSION, tools_json
-from callbench.tracks.nested.references import (
-    ReferenceResolutionError,
-    find_references,
-    parse_reference,
-    resolve,
-)
-from callbench.tracks.nested.schema import FINAL_CALL, NestedTask, ToolCall
+from callbench.tracks.nested.references import ReferenceResolutionError, parse_reference, resolve
+from callbench.tracks.nested.schema import NestedTask
 from callbench.tracks.templates import load_templates, templates_digest
 
 REACT_FILES = ("react_system.md", "react_user.md", "react_example.md")
 OBSERVATION_STOP = "\nObservation:"
-MAX_OBSERVATION_CHARS = 2000
-
-Executor = Callable[[list[ToolCall]], SequenceResult]
 
 _MARKER = re.compile(r"(?im)^[ \t>*`]*(action|finish)[ \t]*:[ \t]*")
 _OBSERVATION = re.compile(r"\n[ \t]*observation[ \t]*:", re.IGNORECASE)
@@ -181,90 +172,73 @@ def _parse_step(text: str) -> Step:
 # -- the loop
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, CallError):
-        value = value.to_json()
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    text = text if len(text) <= MAX_OBSERVATION_CHARS else text[:MAX_OBSERVATION_CHARS] + " ...(truncated)"
-    return scrub(text)
-
-
-class Episode:
-    """State of one multi-turn episode (ReAct or native tool calls): the recorded calls, the last
-    execution result, and the count of calls refused. :meth:`call` returns the observation text."""
-
-    def __init__(self, task: NestedTask, execute: Executor | None):
-        self.task = task
-        self.execute = execute
-        self.calls: list[dict[str, Any]] = []
-        self.tool_calls: list[ToolCall] = []
-        self.result: SequenceResult | None = None
-        self.errors = 0
-
-    def _labels(self) -> set[str]:
-        return {c.label for c in self.tool_calls if c.label}
-
-    def call(self, call: dict[str, Any]) -> str:
-        label = call["label"] or f"$var_{len(self.calls) + 1}"
-        try:
-            tc = ToolCall.model_validate({"name": call["name"], "label": label, "arguments": call["arguments"]})
-        except ValidationError as exc:
-            return self._refuse(f"invalid call ({exc.errors()[0]['msg']})")
-        known = {t.name for t in self.task.tools}
-        if known and tc.name not in known and tc.name != FINAL_CALL:
-            return self._refuse(f"unknown function '{tc.name}' (available: {', '.join(sorted(known))})")
-        if tc.name == FINAL_CALL and (problem := final_call_problem(tc.arguments)) is not None:
-            return self._refuse(problem)
-        if self.execute is None:
-            missing = sorted({r.label for r in find_references(tc.arguments)} - self._labels())
-            if missing:
-                return self._refuse(f"unknown label(s) {', '.join(missing)}")
-            self._record(call, label, tc)
-            return scrub(f"{label} recorded (this function cannot be executed here; use its output as \"${label.strip('$')}.<output key>$\")")
-        result = self.execute([*self.tool_calls, tc])
-        outcome = result.calls[-1]
-        if not outcome.ok:
-            return self._refuse(outcome.output.message)
-        self.result = result
-        self._record(call, label, tc)
-        return scrub(f"{label} = {_show(outcome.output)}")
-
-    def _record(self, call: dict[str, Any], label: str, tc: ToolCall) -> None:
-        self.calls.append({"name": call["name"], "label": label, "arguments": call["arguments"]})
-        self.tool_calls.append(tc)
-
-    def _refuse(self, message: str) -> str:
-        self.errors += 1
-        return scrub(f"Error: {message}. Nothing was recorded; correct the call and try again.")
-
-    def check_finish(self, answer: Any) -> str | None:
-        """None when the answer can be accepted, else the observation that refuses it."""
-        refs = find_references(answer)
-        if not refs:
-            return None
-        if self.execute is None:
-            missing = sorted({r.label for r in refs} - self._labels())
-            if missing:
-                self.errors += 1
-                return scrub(f"Error: cannot finish: unknown label(s) {', '.join(missing)}.")
-            return None
-        try:
-            resolve(answer, _env(self.result))
-        except ReferenceResolutionError as exc:
-            self.errors += 1
-            return scrub(f"Error: cannot finish: {exc}.")
-        return None
-
-
-def _env(result: SequenceResult | None) -> dict[str, Any]:
-    return {c.label: c.output for c in (result.calls if result else []) if c.label}
-
-
 def _with_stop(config: Any) -> Any:
     if dataclasses.is_dataclass(config) and hasattr(config, "stop"):
         stop = tuple(config.stop or ())
         return dataclasses.replace(config, stop=stop if OBSERVATION_STOP in stop else (*stop, OBSERVATION_STOP))
     return config
+
+
+class ReActTurns:
+    """ReAct's :class:`~callbench.tracks.nested.agent_loop.TurnFormat`: one ``Action:`` read from
+    each turn's text, answered with an ``Observation:`` (an invalid action gets the format hint)."""
+
+    key = "react"
+
+    def __init__(self, task: NestedTask, examples: list[NestedTask], sample_id: str, chat: bool):
+        system, user = build_react_prompt(task, examples)
+        self.base_prompt = f"{system}\n\n{user}\n"
+        self.messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        self.sample_id = sample_id
+        self.chat = chat
+        self.mode = "chat" if chat else "completion"
+        self.history = ""  # completion transcript: exactly what the model saw and wrote
+        self.last_invalid: str | None = None
+
+    def request(self, step: int, reference: str) -> ModelInput:
+        return ModelInput(
+            sample_id=self.sample_id,
+            prompt=self.base_prompt + self.history + "Action: ",
+            messages=[dict(m) for m in self.messages],
+            reference=reference,
+            metadata={"react_step": step},
+        )
+
+    def read_turn(self, out: ModelOutput, step: int, run: EpisodeRun) -> Turn:
+        parsed = parse_step(out.text)
+        parsed.kept = scrub(parsed.kept)  # it goes back to the model and into the stored transcript
+        if self.chat:
+            shown = parsed.kept if _MARKER.match(parsed.kept) else f"Action: {parsed.kept}"
+        else:
+            shown = f"Action: {parsed.kept}"
+        if parsed.kind == "invalid":
+            self.last_invalid = parsed.reason
+            observation = scrub(f"Invalid action ({parsed.reason}). {_FORMAT_HINT}")
+        elif parsed.kind == "finish":
+            observation = run.episode.check_finish(parsed.answer)
+            if observation is None:
+                run.transcript.append(shown + "\n")
+                return Turn(finished=True, answer=parsed.answer)
+        else:
+            observation = run.episode.call(parsed.call)  # type: ignore[arg-type]
+        run.transcript.append(f"{shown}\nObservation: {observation}\n")
+        self.history += f"Action: {parsed.kept}\nObservation: {observation}\n"
+        self.messages.append({"role": "assistant", "content": parsed.kept or scrub(out.text.strip())})
+        self.messages.append({"role": "user", "content": f"Observation: {observation}"})
+        return Turn(parse_failure=parsed.kind == "invalid")
+
+    def record(self, run: EpisodeRun) -> dict[str, Any]:
+        return {
+            "calls": run.episode.calls,
+            "steps": run.steps,
+            "finished": run.finished,
+            "parse_failures": run.parse_failures,
+            "last_invalid": self.last_invalid,
+            "errors": run.episode.errors,
+            "answer": run.answer,
+            "max_steps": run.max_steps,
+            "timed_out": run.timed_out,
+        }
 
 
 async def react_interact(
@@ -281,88 +255,11 @@ async def react_interact(
     """Run one ReAct episode of ``task`` with ``model``; ``execute`` runs a call sequence (None: the
     task's tools cannot run here, calls are recorded unexecuted). ``deadline`` (``time.monotonic()``)
     ends the episode before a model turn that would start after it (``timed_out`` in the record)."""
-    system, user = build_react_prompt(task, examples)
-    base_prompt = f"{system}\n\n{user}\n"
-    messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     chat = getattr(model, "mode", "completion") == "chat"
-    gold = gold_actions(task)
-    episode = Episode(task, execute)
-    gen = _with_stop(config)
-    history = ""  # completion transcript: exactly what the model saw and wrote
-    transcript: list[str] = []
-    steps = parse_failures = 0
-    finished = timed_out = False
-    answer: Any = None
-    last_invalid: str | None = None
-    prompt_tokens: list[int | None] = []
-    completion_tokens: list[int | None] = []
-    for step in range(max_steps):
-        if past(deadline):
-            timed_out = True
-            break
-        inp = ModelInput(
-            sample_id=sample_id or task.id,
-            prompt=base_prompt + history + "Action: ",
-            messages=[dict(m) for m in messages],
-            reference=gold[min(len(episode.calls), len(gold) - 1)],
-            metadata={"react_step": step},
-        )
-        out = await model.generate(inp, gen)
-        steps += 1
-        prompt_tokens.append(out.prompt_tokens)
-        completion_tokens.append(out.completion_tokens)
-        parsed = parse_step(out.text)
-        parsed.kept = scrub(parsed.kept)  # it goes back to the model and into the stored transcript
-        if chat:
-            shown = parsed.kept if _MARKER.match(parsed.kept) else f"Action: {parsed.kept}"
-        else:
-            shown = f"Action: {parsed.kept}"
-        if parsed.kind == "invalid":
-            parse_failures += 1
-            last_invalid = parsed.reason
-            observation = scrub(f"Invalid action ({parsed.reason}). {_FORMAT_HINT}")
-        elif parsed.kind == "finish":
-            observation = episode.check_finish(parsed.answer)
-            if observation is None:
-                finished, answer = True, parsed.answer
-                transcript.append(shown + "\n")
-                break
-        else:
-            observation = episode.call(parsed.call)  # type: ignore[arg-type]
-        transcript.append(f"{shown}\nObservation: {observation}\n")
-        history += f"Action: {parsed.kept}\nObservation: {observation}\n"
-        messages.append({"role": "assistant", "content": parsed.kept or scrub(out.text.strip())})
-        messages.append({"role": "user", "content": f"Observation: {observation}"})
-    return ModelOutput(
-        text=scrub("".join(transcript)),
-        mode="chat" if chat else "completion",
-        prompt_tokens=total_known(prompt_tokens),
-        completion_tokens=total_known(completion_tokens),
-        finish_reason="finish" if finished else "timeout" if timed_out else "max_steps",
-        extra={
-            "react": {
-                "calls": episode.calls,
-                "steps": steps,
-                "finished": finished,
-                "parse_failures": parse_failures,
-                "last_invalid": last_invalid,
-                "errors": episode.errors,
-                "answer": answer,
-                "max_steps": max_steps,
-                "timed_out": timed_out,
-            }
-        },
+    turns = ReActTurns(task, examples, sample_id or task.id, chat)
+    return await run_episode(
+        turns, task, gold_actions(task), model, _with_stop(config), max_steps=max_steps, execute=execute, deadline=deadline
     )
-
-
-def past(deadline: float | None) -> bool:
-    """Has the sample's time budget run out?"""
-    return deadline is not None and time.monotonic() >= deadline
-
-
-def total_known(values: list[int | None]) -> int | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
 
 
 # -- evaluation helpers used by NestedTrack.evaluate
@@ -407,7 +304,7 @@ def final_answer(output: ModelOutput, result: SequenceResult) -> Any:
     if not isinstance(answer, str) or parse_reference(answer) is None:
         return result.final
     try:
-        value = resolve(answer, _env(result))
+        value = resolve(answer, outputs_by_label(result))
     except ReferenceResolutionError as exc:
         return CallError(f"{type(exc).__name__}: {exc}")
     return value if isinstance(value, CallError) else final_value(value)
@@ -415,7 +312,7 @@ def final_answer(output: ModelOutput, result: SequenceResult) -> Any:
 
 __all__ = [
     "EPISODE_KEYS",
-    "Episode",
+    "ReActTurns",
     "Step",
     "build_react_prompt",
     "episode_record",
@@ -427,5 +324,4 @@ __all__ = [
     "react_templates",
     "react_templates_hash",
     "recorded_calls",
-    "total_known",
 ]

@@ -14,7 +14,9 @@ the call is recorded.
 
 Loop. Each turn is one request with ``tools=`` and ``tool_choice="auto"``. Every tool call in the
 answer runs in order (parallel calls included) in the sandboxed executor, through the same
-:class:`~callbench.tracks.nested.react.Episode` that ReAct uses. A call that succeeds gets the next
+:class:`~callbench.tracks.nested.agent_loop.Episode` that ReAct uses (the loop is
+:func:`~callbench.tracks.nested.agent_loop.run_episode`, shared with ReAct; :class:`ToolCallTurns`
+reads and answers the tool calls). A call that succeeds gets the next
 label ``$var_N``, and its ``role: tool`` message reads ``$var_N = <output JSON>``. A call that
 fails (an error in the tool, an unknown function, an unknown label) gets an error message, is not
 recorded and uses no label. The system prompt explains that a later argument may be the string
@@ -49,8 +51,8 @@ from callbench.constrain.nested_grammar import param_kinds
 from callbench.models.base import ModelInput, ModelOutput, require_tools
 from callbench.models.tool_calls import call_line, parse_arguments, record_assistant_turn, used_call_ids
 from callbench.tools import ToolSpec
+from callbench.tracks.nested.agent_loop import EpisodeRun, Executor, Turn, past, run_episode
 from callbench.tracks.nested.parsing import DEFAULT_LIMITS, JSONBoundError, loads, scrub, too_deep
-from callbench.tracks.nested.react import Episode, Executor, past, total_known
 from callbench.tracks.nested.schema import NestedTask
 
 TOOLS_SCHEMA_VERSION = "1"  # bump when the tool schemas or the messages sent change
@@ -220,6 +222,74 @@ def bounded_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
     return value, problem
 
 
+class ToolCallTurns:
+    """Native tool calling's :class:`~callbench.tracks.nested.agent_loop.TurnFormat`: the server's
+    tool calls of each turn, run in order, each answered with a ``role: tool`` message; a turn
+    without tool calls finishes the episode (its text is the answer)."""
+
+    key = "tools"
+    mode = "chat"
+
+    def __init__(self, task: NestedTask, inp: ModelInput):
+        self.inp = inp
+        self.to_catalog = {sent: name for name, sent in sent_names(task).items()}
+        self.messages: list[dict[str, Any]] = [dict(m) for m in inp.messages]
+        self.start = len(self.messages)
+        self.used_ids = used_call_ids(self.messages)  # echoed call ids stay unique across the conversation
+        self.malformed = 0
+
+    def request(self, step: int, reference: str) -> ModelInput:
+        inp = self.inp
+        return ModelInput(
+            sample_id=inp.sample_id,
+            prompt=inp.prompt,
+            messages=[dict(m) for m in self.messages],
+            reference=reference,
+            metadata={**inp.metadata, "tools_step": step},
+            tools=inp.tools,
+        )
+
+    def read_turn(self, out: ModelOutput, step: int, run: EpisodeRun) -> Turn:
+        calls = record_assistant_turn(out, step, self.used_ids, self.messages, run.transcript)
+        if calls is None:
+            return Turn(finished=True, answer=out.text)
+        bad = 0
+        for cid, c in calls:
+            sent = c.get("name")
+            name = self.to_catalog.get(sent, sent) if isinstance(sent, str) else ""
+            arguments, problem = bounded_arguments(c.get("arguments"))
+            if past(run.deadline):
+                result = "Error: the sample's time budget ran out; this call was not run."
+            elif problem is not None:
+                self.malformed += 1
+                bad += 1
+                result = MALFORMED.format(problem=problem)
+            elif not name:
+                self.malformed += 1
+                bad += 1
+                result = MALFORMED.format(problem="the tool call has no function name")
+            else:
+                result = run.episode.call({"name": name, "label": None, "arguments": arguments})
+            result = scrub(result)
+            self.messages.append({"role": "tool", "tool_call_id": cid, "content": result})
+            run.transcript.append(call_line(name, c.get("arguments"), result))
+        return Turn(parse_failure=bad == len(calls))
+
+    def record(self, run: EpisodeRun) -> dict[str, Any]:
+        return {
+            "calls": run.episode.calls,
+            "steps": run.steps,
+            "finished": run.finished,
+            "answer": run.answer,
+            "errors": run.episode.errors,
+            "malformed_arguments": self.malformed,
+            "parse_failures": run.parse_failures,
+            "max_steps": run.max_steps,
+            "timed_out": run.timed_out,
+            "messages": self.messages[self.start :],
+        }
+
+
 async def tools_interact(
     task: NestedTask,
     inp: ModelInput,
@@ -235,85 +305,14 @@ async def tools_interact(
     here, calls are recorded unexecuted). ``deadline`` (``time.monotonic()``) ends the episode
     before a model turn that would start after it, and refuses the calls left in a turn."""
     require_tools(model, "--mode tools")
-    to_catalog = {sent: name for name, sent in sent_names(task).items()}
-    messages: list[dict[str, Any]] = [dict(m) for m in inp.messages]
-    start = len(messages)
-    used_ids = used_call_ids(messages)  # echoed call ids stay unique across the conversation
-    gold = gold_turns(task)
-    episode = Episode(task, execute)
-    transcript: list[str] = []
-    steps = malformed = parse_failures = 0
-    finished = timed_out = False
-    answer: str | None = None
-    prompt_tokens: list[int | None] = []
-    completion_tokens: list[int | None] = []
-    for step in range(max_steps):
-        if past(deadline):
-            timed_out = True
-            break
-        turn = ModelInput(
-            sample_id=inp.sample_id,
-            prompt=inp.prompt,
-            messages=[dict(m) for m in messages],
-            reference=gold[min(len(episode.calls), len(gold) - 1)],
-            metadata={**inp.metadata, "tools_step": step},
-            tools=inp.tools,
-        )
-        out = await model.generate(turn, config)
-        steps += 1
-        prompt_tokens.append(out.prompt_tokens)
-        completion_tokens.append(out.completion_tokens)
-        calls = record_assistant_turn(out, step, used_ids, messages, transcript)
-        if calls is None:
-            finished, answer = True, out.text
-            break
-        bad = 0
-        for cid, c in calls:
-            sent = c.get("name")
-            name = to_catalog.get(sent, sent) if isinstance(sent, str) else ""
-            arguments, problem = bounded_arguments(c.get("arguments"))
-            if past(deadline):
-                result = "Error: the sample's time budget ran out; this call was not run."
-            elif problem is not None:
-                malformed += 1
-                bad += 1
-                result = MALFORMED.format(problem=problem)
-            elif not name:
-                malformed += 1
-                bad += 1
-                result = MALFORMED.format(problem="the tool call has no function name")
-            else:
-                result = episode.call({"name": name, "label": None, "arguments": arguments})
-            result = scrub(result)
-            messages.append({"role": "tool", "tool_call_id": cid, "content": result})
-            transcript.append(call_line(name, c.get("arguments"), result))
-        if bad == len(calls):
-            parse_failures += 1
-    return ModelOutput(
-        text=scrub("".join(transcript)),
-        mode="chat",
-        prompt_tokens=total_known(prompt_tokens),
-        completion_tokens=total_known(completion_tokens),
-        finish_reason="finish" if finished else "timeout" if timed_out else "max_steps",
-        extra={
-            "tools": {
-                "calls": episode.calls,
-                "steps": steps,
-                "finished": finished,
-                "answer": answer,
-                "errors": episode.errors,
-                "malformed_arguments": malformed,
-                "parse_failures": parse_failures,
-                "max_steps": max_steps,
-                "timed_out": timed_out,
-                "messages": messages[start:],
-            }
-        },
+    return await run_episode(
+        ToolCallTurns(task, inp), task, gold_turns(task), model, config, max_steps=max_steps, execute=execute, deadline=deadline
     )
 
 
 __all__ = [
     "TOOLS_SYSTEM",
+    "ToolCallTurns",
     "bounded_arguments",
     "build_tools_input",
     "gold_turns",
