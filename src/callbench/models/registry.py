@@ -30,6 +30,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "openai": "callbench.models.openai_compat",
     "llamacpp": "callbench.models.llamacpp",
     "hf": "callbench.models.hf",
+    "litellm": "callbench.models.litellm_backend",
 }
 
 
