@@ -24,9 +24,17 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, TypeVar, cast
+
+if TYPE_CHECKING:  # types only: a worker learns its track from the pickled factory
+    from callbench.models.base import ModelOutput
+    from callbench.tracks.base import Sample, SampleResult, Track
 
 _HEADER = struct.Struct("!Q")
+_Value = TypeVar("_Value")
+#: A worker's answer for one sample: ``(True, its result)`` or ``(False, why it failed)`` -- the
+#: error's text, or in the parent the exception that stands for it.
+Reply = tuple[bool, "SampleResult | str | Exception"]
 _NICENESS = 19  # added to the worker's niceness (see _yield_to_requests)
 
 
@@ -41,11 +49,11 @@ class ProcessEvaluator:
     and answers them in one: under load, the cost of waking another process (large on small
     virtual machines) is paid per batch, not per sample; when idle, a batch is one sample."""
 
-    def __init__(self, factory: Callable[[], Any], workers: int, max_batch: int = 32):
+    def __init__(self, factory: Callable[[], Track], workers: int, max_batch: int = 32) -> None:
         self._factory = pickle.dumps(factory)
         self._size = max(1, workers)
         self._max_batch = max_batch
-        self._queue: asyncio.Queue[tuple[Any, asyncio.Future[Any]]] | None = None
+        self._queue: asyncio.Queue[tuple[tuple[Sample, ModelOutput], asyncio.Future[SampleResult]]] | None = None
         self._all: list[_Worker] = []
         self._drivers: list[asyncio.Task[None]] = []
 
@@ -70,25 +78,26 @@ class ProcessEvaluator:
             batch = [(req, fut) for req, fut in batch if not fut.done()]  # a cancelled caller
             if not batch:
                 continue
+            replies: list[Reply]
             try:
                 replies = await worker.call([req for req, _ in batch])
             except EvaluatorError as exc:
-                replies = [(None, exc)] * len(batch)
+                replies = [(False, exc)] * len(batch)
             except Exception as exc:  # noqa: BLE001 - e.g. a request pickle cannot write: every waiter learns it
                 failure = EvaluatorError(f"cannot hand the samples to a worker process ({type(exc).__name__}: {exc})")
-                replies = [(None, failure)] * len(batch)
+                replies = [(False, failure)] * len(batch)
             for (_, fut), (ok, value) in zip(batch, replies, strict=True):
                 if fut.done():
                     continue
                 if ok:
-                    fut.set_result(value)
+                    fut.set_result(cast("SampleResult", value))  # ok: the track's result
                 else:
                     fut.set_exception(value if isinstance(value, Exception) else EvaluatorError(f"evaluation failed in a worker process: {value}"))
 
-    async def evaluate(self, sample: Any, output: Any) -> Any:
+    async def evaluate(self, sample: Sample, output: ModelOutput) -> SampleResult:
         await self.start()
         assert self._queue is not None
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[SampleResult] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(((sample, _sendable(output)), future))
         return await future
 
@@ -107,10 +116,10 @@ class ProcessEvaluator:
 class _Worker:
     """One child process; started on its first request, restarted after it dies."""
 
-    def __init__(self, factory: bytes):
+    def __init__(self, factory: bytes) -> None:
         self._factory = factory
         self._proc: asyncio.subprocess.Process | None = None
-        self._stderr: Any = None
+        self._stderr: IO[bytes] | None = None
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         src_root = str(Path(__file__).resolve().parents[2])
@@ -133,24 +142,27 @@ class _Worker:
         if self._proc is None or self._proc.returncode is not None:
             await self._spawn()
 
-    async def call(self, requests: list[Any]) -> list[tuple[bool, Any]]:
+    async def call(self, requests: list[tuple[Sample, ModelOutput]]) -> list[Reply]:
         """Send a batch of ``(sample, output)``; ``(ok, result or error text)`` for each."""
         try:
             await self.ensure_started()
             await self._send(pickle.dumps(requests))
             assert self._proc is not None and self._proc.stdout is not None
             (size,) = _HEADER.unpack(await self._proc.stdout.readexactly(_HEADER.size))
-            return pickle.loads(await self._proc.stdout.readexactly(size))
+            replies: list[Reply] = pickle.loads(await self._proc.stdout.readexactly(size))  # what _reply wrote
+            return replies
         except (asyncio.IncompleteReadError, BrokenPipeError, ConnectionResetError) as exc:
             tail = self._stderr_tail()
             await self.close()
             raise EvaluatorError(f"an evaluation worker process died ({type(exc).__name__}){': ' + tail if tail else ''}") from None
 
     def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
         try:
             self._stderr.seek(max(0, self._stderr.seek(0, os.SEEK_END) - 600))
             return " ".join(self._stderr.read().decode("utf-8", "replace").split())[-300:]
-        except (OSError, AttributeError, ValueError):
+        except (OSError, ValueError):
             return ""
 
     async def close(self, *, abandon: bool = False) -> None:
@@ -173,7 +185,7 @@ class _Worker:
             self._stderr = None
 
 
-def _read(stream: Any) -> bytes | None:
+def _read(stream: IO[bytes]) -> bytes | None:
     head = stream.read(_HEADER.size)
     if len(head) < _HEADER.size:
         return None
@@ -191,17 +203,17 @@ def _yield_to_requests() -> None:
         pass
 
 
-def _evaluate_batch(track: Any, batch: list[tuple[Any, Any]]) -> list[tuple[bool, Any]]:
+def _evaluate_batch(track: Track, batch: list[tuple[Sample, ModelOutput]]) -> list[Reply]:
     """``(ok, result or error text)`` per ``(sample, output)``. A track with ``evaluate_many``
     scores the batch in one go (the web API track sends its programs to V8 together); if that
     fails, each sample is scored alone so the error is pinned on the sample that caused it."""
-    many = getattr(track, "evaluate_many", None)
+    many: Callable[[list[tuple[Sample, ModelOutput]]], list[SampleResult]] | None = getattr(track, "evaluate_many", None)
     if many is not None and len(batch) > 1:
         try:
             return [(True, _sendable(r)) for r in many(batch)]
         except Exception:  # noqa: BLE001 - retried one by one below, which names the sample
             pass
-    replies: list[tuple[bool, Any]] = []
+    replies: list[Reply] = []
     for sample, output in batch:
         try:
             replies.append((True, _sendable(track.evaluate(sample, output))))
@@ -210,7 +222,7 @@ def _evaluate_batch(track: Any, batch: list[tuple[Any, Any]]) -> list[tuple[bool
     return replies
 
 
-def _sendable(result: Any) -> Any:
+def _sendable(result: _Value) -> _Value:
     """``result`` with the values a sample produced cut as the store cuts them
     (:func:`callbench.runs.store.storable`): pickle recurses as deep as a value nests, so a
     result 100,000 deep would otherwise kill the worker and, with it, the run."""
@@ -223,13 +235,13 @@ def _sendable(result: Any) -> Any:
     return result
 
 
-def _reply(replies: list[tuple[bool, Any]]) -> bytes:
+def _reply(replies: list[Reply]) -> bytes:
     """The pickled replies; one that cannot be pickled becomes that sample's error, not the batch's."""
     try:
         return pickle.dumps(replies)
     except Exception:  # noqa: BLE001 - found and named one reply at a time below
         pass
-    out: list[tuple[bool, Any]] = []
+    out: list[Reply] = []
     for ok, value in replies:
         try:
             pickle.dumps(value)
@@ -244,7 +256,7 @@ def serve() -> None:
     inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
     _yield_to_requests()
-    track = pickle.loads(_read(inp) or b"")()
+    track: Track = pickle.loads(_read(inp) or b"")()
     warm_up = getattr(track, "warm_up", None)
     if warm_up is not None:
         warm_up()

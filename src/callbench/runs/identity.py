@@ -26,8 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: the runner passes them, this module reads what they say
+    from callbench.models.base import GenerationConfig, ModelBackend
+    from callbench.tracks.base import Track
 
 SCORING = "scoring"
 _MAX_SHOWN = 4  # changes named in the one-line refusal
@@ -37,8 +43,8 @@ _MAX_VALUE = 24  # characters of a value shown
 @dataclass(frozen=True)
 class Change:
     path: tuple[str, ...]
-    old: Any
-    new: Any
+    old: object  # JSON values (a stored identity's and this run's)
+    new: object
 
     @property
     def scoring(self) -> bool:
@@ -49,12 +55,12 @@ class Change:
         return f"{'.'.join(self.path)} {_shown(self.old)} -> {_shown(self.new)}"
 
 
-def build_identity(track: Any, model: Any, gen: Any) -> dict[str, Any]:
+def build_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> dict[str, Any]:
     """The identity of a run of ``track`` with ``model`` and decoding settings ``gen`` (each
     fingerprint computed once: they hash files)."""
     from callbench.version import __version__
 
-    ident = {
+    ident: dict[str, Any] = {
         "track": track.name,
         "model": model.identity,
         "mode": model.mode,
@@ -64,10 +70,10 @@ def build_identity(track: Any, model: Any, gen: Any) -> dict[str, Any]:
     }
     scoring = getattr(track, "scoring_fingerprint", None)
     ident[SCORING] = {**(scoring() if scoring else {}), "callbench_version": __version__}
-    return _json(ident)
+    return _json_object(ident)
 
 
-def _generation(gen: Any) -> dict[str, Any]:
+def _generation(gen: GenerationConfig) -> dict[str, Any]:
     """The decoding settings; a setting added later is recorded only when it is not at its
     default, so the runs made before it keep their identity (and resume)."""
     out = asdict(gen)
@@ -82,16 +88,17 @@ def generation_digest(ident: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
-def diff(old: Any, new: dict[str, Any]) -> list[Change]:
-    """What differs between a stored identity and this run's (see the module doc for identities
-    stored by older versions)."""
-    new = _json(new)
+def diff(old: object, new: dict[str, Any]) -> list[Change]:
+    """What differs between a stored identity (a JSON value read from ``config.json``) and this
+    run's (see the module doc for identities stored by older versions)."""
+    new = _json_object(new)
     if not isinstance(old, dict):
         return [Change(("identity",), old, "{...}")]
     if isinstance(old.get(SCORING), dict):
         return _compare(old, new, ())
     changes: list[Change] = []  # an identity from before the split: compare what it recorded
-    scoring = new.get(SCORING) if isinstance(new.get(SCORING), dict) else {}
+    new_scoring = new.get(SCORING)
+    scoring: dict[str, Any] = new_scoring if isinstance(new_scoring, dict) else {}
     for key, value in old.items():
         if key in new and key != SCORING:
             changes += _compare({key: value}, {key: new[key]}, ())
@@ -100,7 +107,7 @@ def diff(old: Any, new: dict[str, Any]) -> list[Change]:
     return changes
 
 
-def refusal(where: Any, changes: list[Change], *, rescore: bool) -> str:
+def refusal(where: Path | str, changes: list[Change], *, rescore: bool) -> str:
     """The one-line refusal to resume a run whose identity changed, naming what changed and the
     ways on."""
     regenerate = [c for c in changes if not c.scoring]
@@ -124,7 +131,7 @@ def _listed(changes: list[Change]) -> str:
 
 def _compare(old: dict[str, Any], new: dict[str, Any], prefix: tuple[str, ...]) -> list[Change]:
     a, b = dict(_leaves(old, prefix)), dict(_leaves(new, prefix))
-    out = []
+    out: list[Change] = []
     for path in [*a, *(p for p in b if p not in a)]:
         x, y = a.get(path), b.get(path)
         if _blank(x) and _blank(y):
@@ -134,7 +141,7 @@ def _compare(old: dict[str, Any], new: dict[str, Any], prefix: tuple[str, ...]) 
     return out
 
 
-def _leaves(d: dict[str, Any], prefix: tuple[str, ...]) -> Any:
+def _leaves(d: dict[str, Any], prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], object]]:
     for key, value in d.items():
         if isinstance(value, dict) and value:
             yield from _leaves(value, (*prefix, str(key)))
@@ -142,22 +149,23 @@ def _leaves(d: dict[str, Any], prefix: tuple[str, ...]) -> Any:
             yield (*prefix, str(key)), value
 
 
-def _blank(value: Any) -> bool:
+def _blank(value: object) -> bool:
     return value is None or value == {}
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _json(value: Any) -> Any:
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
     """As JSON reads it back (tuples as lists), so a stored identity compares equal."""
     from callbench.runs.text import encodable
 
-    return json.loads(json.dumps(encodable(value), default=str))
+    back: dict[str, Any] = json.loads(json.dumps(encodable(value), default=str))
+    return back
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if value is None:
         return "(none)"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

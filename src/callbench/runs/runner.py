@@ -39,11 +39,12 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -51,18 +52,25 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
 from callbench.errors import CallbenchError, ConfigError, DataError, RunStoreError
-from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelOutput
+from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelInput, ModelOutput
 from callbench.runs.identity import build_identity, generation_digest
 from callbench.runs.store import START_OVER, RunStore, write_json_atomic
 from callbench.runs.text import encodable
 from callbench.tracks.base import Sample, SampleResult, Track
 from callbench.version import __version__
+
+if TYPE_CHECKING:  # imported where a run needs worker processes (see _Evaluation)
+    from callbench.runs.eval_worker import ProcessEvaluator
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -202,7 +210,8 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
     agg = aggregate_stored(track, store, scored, results, scoring)
     cfg = store.config()
     ident = cfg.get("identity", {})
-    selection = cfg.get("selection") if isinstance(cfg.get("selection"), dict) else {}
+    stored_selection = cfg.get("selection")
+    selection: dict[str, Any] = stored_selection if isinstance(stored_selection, dict) else {}
     summary = {
         "track": track.name,
         "model": ident.get("model"),
@@ -350,7 +359,12 @@ async def _rescore(
 
 
 async def run_async(
-    track: Track, model: ModelBackend, opts: RunOptions, console: Console | None = None, *, _prepared: Any = None
+    track: Track,
+    model: ModelBackend,
+    opts: RunOptions,
+    console: Console | None = None,
+    *,
+    _prepared: Callable[[], None] | None = None,
 ) -> RunOutcome:
     console = console or Console(stderr=True)
     try:
@@ -417,7 +431,7 @@ async def run_async(
         backlog = _Backlog(unscored, capacity=2 * in_flight + 32)
         asking = iter(to_ask)
 
-        async def ask(task_id: Any) -> None:
+        async def ask(task_id: TaskID) -> None:
             """One of ``in_flight`` request slots: ask, persist the answer, hand it to the scorers."""
             while (sample := next(asking, None)) is not None:
                 inp = track.build_input(sample)
@@ -436,17 +450,19 @@ async def run_async(
                 await writer.put_generation(sample.id, out)
                 await backlog.put((sample, inp, out))
 
-        async def score(task_id: Any) -> None:
+        async def score(task_id: TaskID) -> None:
             """One of ``evaluate.width`` scoring slots: score answers as they arrive."""
             while (item := await backlog.take()) is not None:
-                sample, inp, out = item if isinstance(item, tuple) else (item, None, stored.pop(item.id))
-                if inp is None:
+                if isinstance(item, tuple):
+                    sample, inp, out = item
+                else:  # a stored answer: its input is built again (as it was when it was asked)
+                    sample, out = item, stored.pop(item.id)
                     inp = track.build_input(sample)
                 res = await _scored(evaluate, sample, out, "finished samples are saved: run the same command to resume")
                 await writer.put(sample.group, inp, out, res)
                 progress.advance(task_id)
 
-        async def backend_error(sample: Sample, inp: Any, exc: BackendError, latency: float, task_id: Any) -> None:
+        async def backend_error(sample: Sample, inp: ModelInput, exc: BackendError, latency: float, task_id: TaskID) -> None:
             # scored as an empty answer too, for --count-backend-errors (kept apart by default)
             empty = ModelOutput(text="", mode=model.mode, latency_s=latency, extra={BACKEND_ERROR: exc.to_json()})
             as_empty = await evaluate(sample, empty)
@@ -527,7 +543,7 @@ class _Backlog:
     a large stored backlog neither starves new requests nor is starved by them."""
 
     def __init__(self, stored: list[Sample], capacity: int):
-        self.fresh: collections.deque[tuple[Sample, Any, ModelOutput]] = collections.deque()
+        self.fresh: collections.deque[tuple[Sample, ModelInput, ModelOutput]] = collections.deque()
         self.stored: collections.deque[Sample] = collections.deque(stored)
         self.capacity = max(1, capacity)
         self.open = True
@@ -537,12 +553,12 @@ class _Backlog:
     def _notify(self) -> None:
         self.changed.set()
 
-    async def _until(self, ready: Any) -> None:
+    async def _until(self, ready: Callable[[], bool]) -> None:
         while not ready():
             self.changed.clear()
             await self.changed.wait()
 
-    async def put(self, item: tuple[Sample, Any, ModelOutput]) -> None:
+    async def put(self, item: tuple[Sample, ModelInput, ModelOutput]) -> None:
         await self._until(lambda: len(self.fresh) < self.capacity)
         self.fresh.append(item)
         self._notify()
@@ -551,7 +567,7 @@ class _Backlog:
         self.open = False
         self._notify()
 
-    async def take(self) -> tuple[Sample, Any, ModelOutput] | Sample | None:
+    async def take(self) -> tuple[Sample, ModelInput, ModelOutput] | Sample | None:
         """The next answer to score (a stored one as its sample), or None once none is left."""
         await self._until(lambda: bool(self.fresh or self.stored) or not self.open)
         if not self.fresh and not self.stored:
@@ -564,7 +580,7 @@ class _Backlog:
         return item
 
 
-async def _scored(evaluate: Any, sample: Sample, out: ModelOutput, after: str) -> SampleResult:
+async def _scored(evaluate: _Evaluation, sample: Sample, out: ModelOutput, after: str) -> SampleResult:
     """``evaluate(sample, out)``; a harness fault (not a CallbenchError) becomes one line naming
     the sample, ending with ``after`` (what is kept and how to go on)."""
     try:
@@ -578,6 +594,10 @@ async def _scored(evaluate: Any, sample: Sample, out: ModelOutput, after: str) -
         ) from exc
 
 
+_Generation = tuple[str, ModelOutput]  # (sample id, answer): persisted before it is scored
+_Row = tuple[str, ModelInput, ModelOutput, SampleResult]  # (group, input, answer, result): a scored sample
+
+
 class _Writer:
     """Writes go to SQLite on a thread of their own (the event loop never waits on the disk), in
     batches: everything queued while the previous batch was written goes in one transaction.
@@ -587,19 +607,19 @@ class _Writer:
     def __init__(self, store: RunStore):
         self.store = store
         self.thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
-        self.pending: list[tuple[bool, tuple[Any, ...], asyncio.Future[None]]] = []
+        self.pending: list[tuple[_Generation | _Row, asyncio.Future[None]]] = []
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
     async def put_generation(self, sample_id: str, out: ModelOutput) -> None:
-        await self._queue(True, (sample_id, out))
+        await self._queue((sample_id, out))
 
-    async def put(self, group: str, inp: Any, out: ModelOutput, res: SampleResult) -> None:
-        await self._queue(False, (group, inp, out, res))
+    async def put(self, group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> None:
+        await self._queue((group, inp, out, res))
 
-    async def _queue(self, generation: bool, item: tuple[Any, ...]) -> None:
+    async def _queue(self, item: _Generation | _Row) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.pending.append((generation, item, future))
+        self.pending.append((item, future))
         if self.task is None:
             self.task = asyncio.create_task(self._drive())
         self.wake.set()
@@ -613,16 +633,16 @@ class _Writer:
             batch, self.pending = self.pending, []
             if not batch:
                 continue
-            generations = [item for is_gen, item, _ in batch if is_gen]
-            rows = [item for is_gen, item, _ in batch if not is_gen]
+            generations = [item for item, _ in batch if len(item) == 2]
+            rows = [item for item, _ in batch if len(item) == 4]
             try:
                 await loop.run_in_executor(self.thread, self.store.write, generations, rows)
             except Exception as exc:  # e.g. a full disk: every write of the batch fails with it
-                for _, _, future in batch:
+                for _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
             else:
-                for _, _, future in batch:
+                for _, future in batch:
                     if not future.done():
                         future.set_result(None)
 
@@ -641,7 +661,7 @@ class _Evaluation:
     def __init__(self, track: Track, opts: RunOptions, in_flight: int, pending: int):
         self.track = track
         self.threads: _DaemonThreads | None = None
-        self.processes: Any = None
+        self.processes: ProcessEvaluator | None = None
         self.width = 1  # samples scored at once
         if not track.evaluate_in_thread:
             return
@@ -685,7 +705,8 @@ class _DaemonThreads(concurrent.futures.Executor):
     its result is not wanted, and the sandbox dies with the process (``--die-with-parent``)."""
 
     def __init__(self, workers: int, name: str):
-        self._work: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Any, tuple[Any, ...]] | None] = queue.SimpleQueue()
+        # (future, function, its positional arguments): any function (see submit), hence Any
+        self._work: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._serve, name=f"{name}_{i}", daemon=True) for i in range(max(1, workers))]
         self._closed = False
         for t in self._threads:
@@ -701,10 +722,10 @@ class _DaemonThreads(concurrent.futures.Executor):
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
                 future.set_exception(exc)
 
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> concurrent.futures.Future[_T]:
         if self._closed:
             raise RuntimeError("cannot schedule new work after shutdown")
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        future: concurrent.futures.Future[_T] = concurrent.futures.Future()
         self._work.put((future, functools.partial(fn, **kwargs) if kwargs else fn, args))
         return future
 
@@ -767,13 +788,13 @@ async def _run_stoppable(track: Track, model: ModelBackend, opts: RunOptions, co
         caught.append(signum)
         main.cancel()
 
-    def while_preparing(signum: int, frame: Any) -> None:
+    def while_preparing(signum: int, frame: FrameType | None) -> None:
         # Loading the data and opening the run directory is synchronous (seconds for large spec
         # sets), so the loop would see the signal only after it: nothing ran yet, so unwind at
         # once, as Ctrl-C does (every step of the preparation closes what it opened).
         raise RunStopped(signum)
 
-    installed: dict[int, Any] = {}
+    installed: dict[int, Callable[[int, FrameType | None], Any] | int | signal.Handlers | None] = {}
     for name in STOP_SIGNALS:
         signum = getattr(signal, name, None)
         if signum is None:

@@ -29,15 +29,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard
 
 from callbench.errors import ConfigError, RunStoreError
 from callbench.files import read_text
 from callbench.files import write_json_atomic as _write_json_atomic
 from callbench.models.base import ModelInput, ModelOutput
-from callbench.runs.text import encodable
+from callbench.runs.text import encodable, encodable_object
 from callbench.tracks.base import SampleResult, available_tracks
 from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, check_value, loads_json
+
+if TYPE_CHECKING:  # imported where used (a resume): a read-only open does not need it
+    from callbench.runs.identity import Change
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
@@ -96,7 +99,7 @@ def _repaired(row: dict[str, Any]) -> dict[str, Any]:
     try:
         json.dumps(row, ensure_ascii=False, default=str).encode("utf-8")
     except (UnicodeEncodeError, ValueError, TypeError, RecursionError):
-        return encodable(row)
+        return encodable_object(row)
     return row
 
 
@@ -107,7 +110,7 @@ def _repaired(row: dict[str, Any]) -> dict[str, Any]:
 STORED_MAX_DEPTH = VALUE_MAX_DEPTH + 20
 
 
-def storable(value: Any, max_depth: int = STORED_MAX_DEPTH) -> Any:
+def storable(value: object, max_depth: int = STORED_MAX_DEPTH) -> Any:
     """``value`` when no list/dict chain in it is deeper than ``max_depth``; else a copy with every
     list or object below that depth replaced by a marker text saying so. Iterative: a value nested
     100,000 deep (a sample's hostile request body) is stored, cut, instead of breaking the encoder
@@ -141,7 +144,7 @@ def storable(value: Any, max_depth: int = STORED_MAX_DEPTH) -> Any:
     return root
 
 
-def _default(obj: Any) -> Any:
+def _default(obj: object) -> Any:
     """``json.dumps`` fallback: a dataclass as its fields (cut like any value), else ``str()`` of
     the object, made encodable like any other text."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -149,7 +152,7 @@ def _default(obj: Any) -> Any:
     return encodable(str(obj))
 
 
-def _dumps(obj: Any) -> str:
+def _dumps(obj: object) -> str:
     obj = storable(obj)
     text = json.dumps(obj, default=_default, ensure_ascii=False)
     try:
@@ -159,7 +162,7 @@ def _dumps(obj: Any) -> str:
     return text
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
+def write_json_atomic(path: Path, obj: object) -> None:
     """Write ``obj`` as JSON through a temporary file (:func:`callbench.files.write_json_atomic`),
     so a reader never sees half a file; a :class:`RunStoreError` naming the file when it cannot."""
     try:
@@ -217,7 +220,7 @@ def read_config(path: Path) -> dict[str, Any]:
             raise RunStoreError(f"{path}: selection.sample_ids is not a list of sample ids (texts); {CONFIG_FIX}")
     if RUN_IDS in doc and not _id_list(doc[RUN_IDS]):
         raise RunStoreError(f"{path}: {RUN_IDS} is not a list of sample ids (texts); {CONFIG_FIX}")
-    return encodable(doc)
+    return encodable_object(doc)
 
 
 #: config.json's list of every sample id a session of the run selected: the ids its rows may have.
@@ -231,7 +234,7 @@ def check_track(path: Path, config: dict[str, Any]) -> str:
     """The track ``config`` (read from ``path``) names, when callbench has it (reports and exports
     read runs of the built-in tracks; a run of a track defined in user code resumes, but does not
     report): else one line naming the file and field."""
-    track = config["identity"]["track"]
+    track: str = config["identity"]["track"]  # a text: read_config checked it
     if track not in available_tracks():
         raise RunStoreError(
             f"{path}: identity.track {encodable(track)[:60]!r} is not a callbench track (one of: "
@@ -240,7 +243,7 @@ def check_track(path: Path, config: dict[str, Any]) -> str:
     return track
 
 
-def _id_list(value: Any) -> bool:
+def _id_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(i, str) for i in value)
 
 
@@ -304,7 +307,8 @@ class RunStore:
         self.db_path = directory / "run.sqlite"
         self._config: dict[str, Any] | None = None
         #: On a resume: how the stored identity differs from the run's (see create_or_resume).
-        self.changes: list[Any] = []
+        self.changes: list[Change] = []
+        self._lock_fd: int | None = None  # the run directory's lock (create_or_resume), released by close
         self.conn = self._connect(create)
 
     # -- opening
@@ -394,10 +398,10 @@ class RunStore:
     ) -> tuple[RunStore, bool]:
         from callbench.runs.identity import diff, refusal
 
-        config = encodable(config)
+        config = encodable_object(config)
         cfg_path = directory / "config.json"
         resumed = os.path.lexists(cfg_path)
-        changes = []
+        changes: list[Change] = []
         if resumed:
             old = read_config(cfg_path)
             changes = diff(old.get("identity"), config.get("identity") or {})
@@ -467,7 +471,7 @@ class RunStore:
         if selected is not None:  # the ids of every session's selection (a run from before the list: the ids it stored)
             earlier = old[RUN_IDS] if _id_list(old.get(RUN_IDS)) else [*(_selected_ids(old) or []), *sorted(self.done_ids())]
             config = {**config, RUN_IDS: list(dict.fromkeys([*earlier, *selected]))}
-        config = encodable({**config, **({"created_at": created} if created else {})})
+        config = encodable_object({**config, **({"created_at": created} if created else {})})
         write_json_atomic(self.dir / "config.json", config)
         self._config = config
 
@@ -483,7 +487,8 @@ class RunStore:
 
     def count(self) -> int:
         with self._sql("counting samples"):
-            return self.conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+            n: int = self.conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+            return n
 
     def statuses(self) -> dict[str, str]:
         """Each stored sample's status, by id (no JSON decoded: cheap on a large store)."""
@@ -498,7 +503,7 @@ class RunStore:
                 self._bad_id(i)
         return set(ids)
 
-    def _bad_id(self, value: Any) -> None:
+    def _bad_id(self, value: object) -> NoReturn:
         raise RunStoreError(
             f"{self.db_path}: a row's id is {type(value).__name__} {value!r}, not text; drop such rows with: "
             f"sqlite3 {self.db_path} \"DELETE FROM samples WHERE typeof(id) != 'text'\" and re-run to redo them, or {START_OVER}"
@@ -587,7 +592,7 @@ class RunStore:
         return out
 
     @staticmethod
-    def _values(group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> tuple[Any, ...]:
+    def _values(group: str, inp: ModelInput, out: ModelOutput, res: SampleResult) -> tuple[object, ...]:
         text = encodable
         return (
             text(inp.sample_id),
@@ -637,7 +642,7 @@ class RunStore:
                     self._bad_row(d["id"], key, f"holds {_TYPE_NAMES.get(type(d[key]), type(d[key]).__name__)}, expected {expected}")
             yield _repaired(d)
 
-    def _bad_row(self, sample_id: str, column: str, problem: str) -> None:
+    def _bad_row(self, sample_id: str, column: str, problem: str) -> NoReturn:
         raise self.row_error(sample_id, f"column '{column}' {problem}")
 
     def row_error(self, sample_id: str, problem: str) -> RunStoreError:
@@ -663,6 +668,6 @@ class RunStore:
 
     def close(self) -> None:
         self.conn.close()
-        lock, self._lock_fd = getattr(self, "_lock_fd", None), None
+        lock, self._lock_fd = self._lock_fd, None
         if lock is not None:
             os.close(lock)  # releases the run directory's lock

@@ -3,10 +3,16 @@ for why and how). A leaf module: the store, the run identity and the CLI all nee
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 
-def encodable(value: Any) -> Any:
+@overload
+def encodable(value: str) -> str: ...
+@overload
+def encodable(value: object) -> Any: ...
+
+
+def encodable(value: object) -> Any:
     """``value`` with every string (dict keys too) made UTF-8 encodable, as the module doc says.
 
     Surrogate pairs become their character; lone surrogates become ``\\udXXX`` escape text.
@@ -24,3 +30,9 @@ def encodable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [encodable(v) for v in value]
     return value
+
+
+def encodable_object(value: dict[str, Any]) -> dict[str, Any]:
+    """:func:`encodable` of a JSON object: an object again (its values any JSON value)."""
+    out: dict[str, Any] = encodable(value)
+    return out
