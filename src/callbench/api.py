@@ -13,20 +13,13 @@ from callbench.models.base import GenerationConfig
 from callbench.models.registry import load_model
 from callbench.runs.runner import RunOptions, RunOutcome
 from callbench.runs.runner import run as _run
-from callbench.tracks.base import get_track
+from callbench.tracks.definition import get_definition
 
 
 def make_track(track: str, **track_options: Any):
-    cls = get_track(track)
-    if track == "webapi":
-        from callbench.tracks.webapi.track import WebApiOptions
-
-        return cls(WebApiOptions(**track_options))
-    if track == "nested":
-        from callbench.tracks.nested.track import NestedOptions
-
-        return cls(NestedOptions(**track_options))
-    return cls(**track_options)
+    """Track ``track`` (a registered name, see :mod:`callbench.tracks.definition`), configured
+    with its options."""
+    return get_definition(track).make(**track_options)
 
 
 def load_backend(model: str, options: dict[str, Any], *, concurrency: int, track: Any, constrained: bool):
@@ -93,8 +86,9 @@ def run(
     """Run ``track`` with ``model`` and return the run directory and its summary (the keyword
     arguments are the ``callbench run`` options of the same names; ``force`` starts the run
     directory over, ``rescore`` re-scores its stored answers)."""
-    if track == "nested":  # --prompt-template auto reads the model's family from its spec
-        track_options.setdefault("model_spec", model)
+    model_option = get_definition(track).model_option
+    if model_option is not None:  # e.g. nested: --prompt-template auto reads the model's family from its spec
+        track_options.setdefault(model_option, model)
     tr = make_track(track, **track_options)
     backend = load_backend(
         model, model_options or {}, concurrency=concurrency, track=tr, constrained=bool(track_options.get("constrained"))

@@ -24,9 +24,12 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from callbench.errors import CallbenchError, ConfigError, RunStoreError
+
+if TYPE_CHECKING:
+    from callbench.tracks.definition import TaskSource
 
 # Columns every export row has, in this order.
 RUN_COLUMNS: tuple[str, ...] = (
@@ -50,7 +53,6 @@ RUN_COLUMNS: tuple[str, ...] = (
 )
 FORMATS = ("csv", "jsonl", "parquet")
 PARQUET_HINT = "pip install 'callbench[parquet]'"
-_ARGUMENT_VERDICTS = ("correct", "incorrect_value", "missing", "unnecessary", "illegal")
 
 
 @dataclass
@@ -117,45 +119,21 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def _webapi_derived(mode: str, verdict: dict[str, Any], out: dict[str, Any]) -> None:
-    """Booleans and counts that make each WAPIIBench rate the mean of a column."""
-    from callbench.tracks.webapi.scoring import SampleVerdict, correct_except_credentials
-
-    out[f"{mode}.correct"] = verdict.get("sample") == "correct"
-    out[f"{mode}.executable"] = verdict.get("error") is None
-    for part in ("url", "method", "endpoint"):
-        value = verdict.get(part)
-        out[f"{mode}.{part}_correct"] = None if value is None else value == "correct"
-    try:
-        out[f"{mode}.correct_except_credentials"] = correct_except_credentials(SampleVerdict.from_dict(verdict))
-    except (TypeError, ValueError, AttributeError):  # a verdict of an older shape: unknown
-        out[f"{mode}.correct_except_credentials"] = None
-    args = verdict.get("arguments")
-    args = args if isinstance(args, list) else []
-    for kind in _ARGUMENT_VERDICTS:
-        out[f"{mode}.arguments_{kind}"] = sum(1 for a in args if isinstance(a, dict) and a.get("verdict") == kind)
-
-
-def _stateful_derived(mode: str, verdict: dict[str, Any], out: dict[str, Any]) -> None:
-    cases = verdict.get("cases")
-    if isinstance(cases, list):
-        out[f"{mode}.n_cases"] = len(cases)
-        out[f"{mode}.cases_passed"] = sum(1 for c in cases if isinstance(c, dict) and c.get("verdict") == "pass")
-
-
-_DERIVED = {"webapi": _webapi_derived, "stateful": _stateful_derived}
-
-
 def flatten_verdicts(track: str, verdicts: dict[str, Any] | None) -> dict[str, Any]:
-    """``{"strict": {...}, "compat": {...}}`` -> ``{"strict.url": ..., "compat.url": ...}``."""
+    """``{"strict": {...}, "compat": {...}}`` -> ``{"strict.url": ..., "compat.url": ...}``, each
+    mode's columns led by those the track's definition derives from its verdict."""
+    from callbench.tracks.definition import find_definition
+
+    definition = find_definition(track)
+    columns = definition.columns if definition is not None else None
     out: dict[str, Any] = {}
     for mode, verdict in (verdicts or {}).items():
         if not isinstance(verdict, dict):
             out[str(mode)] = _json(verdict) if isinstance(verdict, (list, tuple)) else verdict
             continue
         derived: dict[str, Any] = {}
-        if track in _DERIVED:
-            _DERIVED[track](mode, verdict, derived)
+        if columns is not None:
+            columns(mode, verdict, derived)
         # derived columns first: the ones people filter on (strict.correct) lead each mode
         out.update(derived)
         flat: dict[str, Any] = {}
@@ -405,60 +383,25 @@ def _recorded(ident: dict[str, Any], key: str) -> Any:
     return scoring.get(key) if isinstance(scoring, dict) else None
 
 
-def _candidates(run: StoredRun, data: Path | None) -> tuple[list[Path], str | None, str]:
+def _candidates(run: StoredRun, source: TaskSource, data: Path | None) -> tuple[list[Path], str | None, str]:
     """Where the run's tasks may be (first match wins), the digest the run recorded of them and
     the identity key it is under."""
     from callbench.data.paths import data_dir
 
     ident = run.identity
     paths: list[Path] = []
-    if run.track == "stateful":
-        key = "bench_sha256"
-        if data is not None:
-            paths.append(data)
-        if ident.get("bench"):
-            paths.append(Path(ident["bench"]))
-        paths.append(builtin_stateful_dir())
-    else:
-        key = "data_sha256"
-        if data is not None:
-            paths.append(data / WAPIIBENCH_FILE if run.track == "webapi" and data.is_dir() else data)
-        if ident.get("data_file"):
-            paths.append(Path(ident["data_file"]))
-        if run.track == "webapi":
-            paths.append(data_dir() / WAPIIBENCH_FILE)
-        else:
-            root = data_dir()
-            paths.extend(root / f for f in NESTFUL_FILES)
-            paths.append(builtin_nested_file())
+    if data is not None:
+        paths.append(source.given(data))
+    if ident.get(source.path_key):
+        paths.append(Path(ident[source.path_key]))
+    paths.extend(source.defaults(data_dir()))
     unique = []
     for p in paths:
         if p not in unique and p.exists():
             unique.append(p)
+    key = source.digest_key
     digest = _recorded(ident, key)
     return unique, digest if isinstance(digest, str) else None, key
-
-
-def _files(track: str, path: Path) -> list[Path]:
-    if track == "stateful":
-        from callbench.tracks.stateful.track import bench_files
-
-        return bench_files(path)
-    return [path]
-
-
-def _load(track: str, path: Path) -> dict[str, Any]:
-    if track == "webapi":
-        from callbench.tracks.webapi.dataset import load_tasks
-
-        return {t.id: t for t in load_tasks(path)}
-    if track == "nested":
-        from callbench.tracks.nested.dataset import load_nested
-
-        return {t.id: t for t in load_nested(path)}
-    from callbench.tracks.stateful.track import load_bench
-
-    return {t["id"]: t for t in load_bench(path)}
 
 
 def reference_for(run: StoredRun, sample_id: str, data: str | os.PathLike[str] | None = None) -> Reference:
@@ -466,9 +409,13 @@ def reference_for(run: StoredRun, sample_id: str, data: str | os.PathLike[str] |
     (``data``; the file its config names, in runs that recorded one; the data dir's and the
     built-in sets) by the content digest its identity recorded. When no file matches, the first
     one that exists is used with a note; when none is found, only a note."""
-    if run.track not in ("webapi", "nested", "stateful"):
+    from callbench.tracks.definition import find_definition
+
+    definition = find_definition(run.track)
+    source = definition.tasks if definition is not None else None
+    if source is None:
         return Reference(note=f"no reference view for track '{run.track}'")
-    candidates, digest, key = _candidates(run, Path(data) if data is not None else None)
+    candidates, digest, key = _candidates(run, source, Path(data) if data is not None else None)
     if not candidates:
         hint = "pass --data with the task file the run used"
         return Reference(note=f"reference unavailable: no task data found; {hint}")
@@ -477,7 +424,7 @@ def reference_for(run: StoredRun, sample_id: str, data: str | os.PathLike[str] |
         note = f"reference read from {chosen}: the run recorded no {key}, so it is not verified"
     else:
         try:
-            match = next((p for p in candidates if _digest(_files(run.track, p)) == digest), None)
+            match = next((p for p in candidates if _digest(source.files(p)) == digest), None)
         except (CallbenchError, OSError) as exc:
             return Reference(note=f"reference unavailable: {' '.join(str(exc).split())}")
         if match is not None:
@@ -488,10 +435,10 @@ def reference_for(run: StoredRun, sample_id: str, data: str | os.PathLike[str] |
                 "pass --data with the task file the run used"
             )
     try:
-        tasks = _load(run.track, chosen)
+        tasks = source.load(chosen)
     except CallbenchError as exc:
         return Reference(note=f"reference unavailable: {' '.join(str(exc).split())}")
-    task_id = sample_id.split("#", 1)[0] if run.track == "stateful" else sample_id
+    task_id = source.task_id(sample_id)
     task = tasks.get(task_id)
     if task is None:
         return Reference(path=chosen, note=f"reference unavailable: no task '{task_id}' in {chosen}")

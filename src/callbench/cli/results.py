@@ -184,15 +184,6 @@ def _stored_json(text: str) -> Any:
         return None
 
 
-def _parsed_text(track: str, parsed: str | None) -> str:
-    """Parsed code as stored; a nested call list one call a line."""
-    if parsed is None:
-        return "(nothing parsed)"
-    if track == "nested":
-        calls = _stored_json(parsed)
-        if isinstance(calls, list):
-            return "\n".join(json.dumps(c, ensure_ascii=False, default=str) for c in calls)
-    return parsed
 
 
 def _call_text(call: Any) -> str:
@@ -320,6 +311,95 @@ def _generic_verdict(mode: str, v: Any) -> None:
         _plain(f"  {k}: {text}")
 
 
+class SampleShow:
+    """How ``callbench show`` prints the track's part of a sample: the titles of the parsed and
+    executed sections, their text, the sample beside its task and each scoring mode's verdict. A
+    track's definition names its subclass (``show``); a track that names none gets this one, which
+    prints the stored values and the task as it was loaded."""
+
+    parsed_title = "Parsed"
+    execution_title = "Execution"
+
+    def parsed_text(self, parsed: str | None) -> str:
+        return "(nothing parsed)" if parsed is None else parsed
+
+    def execution(self, execution: Any) -> None:
+        _plain("(nothing executed)" if execution is None else _pretty(execution))
+
+    def reference(self, row: dict[str, Any], task: Any, verdicts: dict[str, Any]) -> None:
+        if task is not None:
+            _section("Reference")
+            _plain(_pretty(task))
+
+    def verdict(self, mode: str, v: Any) -> None:
+        _generic_verdict(mode, v)
+
+
+class WebApiShow(SampleShow):
+    """Expected vs generated request; argument verdicts as a table."""
+
+    parsed_title = "Parsed code"
+    execution_title = "Execution: captured request"
+
+    def reference(self, row: dict[str, Any], task: Any, verdicts: dict[str, Any]) -> None:
+        _webapi_view(row, task)
+
+    def verdict(self, mode: str, v: Any) -> None:
+        if isinstance(v, dict):
+            _webapi_verdict(mode, v)
+        else:
+            _generic_verdict(mode, v)
+
+
+class NestedShow(SampleShow):
+    """Gold vs predicted calls, the parsed call list one call a line."""
+
+    parsed_title = "Parsed calls"
+    execution_title = "Execution: executed calls"
+
+    def parsed_text(self, parsed: str | None) -> str:
+        if parsed is None:
+            return "(nothing parsed)"
+        calls = _stored_json(parsed)
+        if isinstance(calls, list):
+            return "\n".join(json.dumps(c, ensure_ascii=False, default=str) for c in calls)
+        return parsed
+
+    def reference(self, row: dict[str, Any], task: Any, verdicts: dict[str, Any]) -> None:
+        _nested_view(row, task)
+
+
+class StatefulShow(SampleShow):
+    """The task, its reference program and the per-test-case results."""
+
+    parsed_title = "Parsed program"
+    execution_title = "Execution: program runs"
+
+    def execution(self, execution: Any) -> None:
+        if isinstance(execution, list):
+            _plain(f"{len(execution)} test case run(s): see Test cases below")
+        else:
+            super().execution(execution)
+
+    def reference(self, row: dict[str, Any], task: Any, verdicts: dict[str, Any]) -> None:
+        _stateful_view(row, task, verdicts)
+
+
+def _show_view(track: str) -> SampleShow:
+    from callbench.tracks.definition import find_definition, resolve
+
+    definition = find_definition(track)
+    if definition is None or definition.show is None:
+        return SampleShow()
+    view: SampleShow = resolve(definition.show)()
+    return view
+
+
+def _parsed_text(track: str, parsed: str | None) -> str:
+    """Parsed code as the track's ``show`` prints it (a nested call list one call a line)."""
+    return _show_view(track).parsed_text(parsed)
+
+
 @app.command("show")
 def show_cmd(
     run: Annotated[Path, typer.Argument(help="Run directory.")],
@@ -391,32 +471,18 @@ def show_cmd(
         _plain(row["prompt"])
     _section("Raw output")
     _plain(row["raw_output"])
-    _section("Parsed" + {"webapi": " code", "nested": " calls", "stateful": " program"}.get(track, ""))
-    _plain(_parsed_text(track, row["parsed"]))
-    title = {"webapi": "Execution: captured request", "nested": "Execution: executed calls", "stateful": "Execution: program runs"}
-    _section(title.get(track, "Execution"))
-    if row["execution"] is None:
-        _plain("(nothing executed)")
-    elif track == "stateful" and isinstance(row["execution"], list):
-        _plain(f"{len(row['execution'])} test case run(s): see Test cases below")
-    else:
-        _plain(_pretty(row["execution"]))
-
-    if track == "webapi":
-        _webapi_view(row, ref.task)
-    elif track == "nested":
-        _nested_view(row, ref.task)
-    elif track == "stateful":
-        _stateful_view(row, ref.task, verdicts)
+    view = _show_view(track)
+    _section(view.parsed_title)
+    _plain(view.parsed_text(row["parsed"]))
+    _section(view.execution_title)
+    view.execution(row["execution"])
+    view.reference(row, ref.task, verdicts)
 
     _section("Verdicts")
     if not verdicts:
         _plain("(none stored)")
     for mode, v in verdicts.items():
-        if track == "webapi" and isinstance(v, dict):
-            _webapi_verdict(mode, v)
-        else:
-            _generic_verdict(mode, v)
+        view.verdict(mode, v)
     shown = {k: v for k, v in extra.items() if k not in ("prompt_sent", "prompt_decoded")} if extra else row["extra"]
     if shown:
         _section("Extra")
@@ -427,11 +493,6 @@ def show_cmd(
 
 # -- list ------------------------------------------------------------------------------------------
 
-_TRACK_HELP = {
-    "webapi": "JavaScript/Axios code for one HTTP request, scored against the request and the OpenAPI spec (WAPIIBench)",
-    "nested": "a JSON sequence of tool calls whose arguments use earlier outputs, executed (NESTFUL)",
-    "stateful": "Python programs against stateful APIs, run on fresh services per test case (StateEval)",
-}
 _MODEL_SPECS = {
     "gold": "gold (the reference answers: a pipeline self-check)",
     "replay": "replay:FILE (outputs produced elsewhere)",
@@ -449,7 +510,7 @@ def list_cmd(
     scenarios and the model backends."""
     from callbench.models.registry import available_models
     from callbench.results import datasets, scenario_descriptions, stateful_builtin_counts
-    from callbench.tracks.base import available_tracks
+    from callbench.tracks.definition import description, track_names
 
     def rows(title: str, items: list[tuple[str, ...]]) -> None:
         out_console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
@@ -462,7 +523,7 @@ def list_cmd(
         root, found = datasets(data)
     except CallbenchError as exc:
         fail(exc)
-    rows("Tracks", [(t, _TRACK_HELP.get(t, "")) for t in available_tracks()])
+    rows("Tracks", [(t, description(t)) for t in track_names()])
     out_console.print("")
     rows(f"Datasets (data dir {path_text(root)})", [(d.name, d.track, d.size) for d in found])
     counts = stateful_builtin_counts()

@@ -4,11 +4,16 @@ stateful track's other commands in :mod:`callbench.cli.stateful`)."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import sys
+import types
+import typing
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from callbench.cli.options import (
     CD_PROFILE_HELP,
@@ -443,3 +448,190 @@ def run_nested(
     except CallbenchError as exc:
         fail(exc)
     print_outcome(outcome, print_nested_summary)
+
+
+# -- ``run <track>`` generated from a track's options model ---------------------------------------
+#
+# A track whose definition names a pydantic options model and that has no command of its own gets
+# ``callbench run <name>``: the run options every track shares (below), then one option per field
+# of the model (``--field-name``, the field's type, default and description), so the model is the
+# one source of the flags, the ``--config`` keys and the keyword arguments of ``callbench.run``.
+
+_COMMON: list[tuple[str, Any, Any]] = [
+    ("model", Annotated[str, typer.Option("--model", "-m", help="Backend spec, as for 'run webapi'.")], inspect.Parameter.empty),
+    ("scoring", Annotated[str | None, typer.Option(help="Scoring mode (default: the track's first).")], None),
+    ("limit", Annotated[int | None, typer.Option(help="Only the first N tasks.")], None),
+    ("ids", Annotated[str | None, typer.Option(help="Comma-separated task ids.")], None),
+    ("concurrency", Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")], 8),
+    ("max_tokens", Annotated[int | None, typer.Option(help="New tokens per sample (default: the track's).")], None),
+    ("temperature", Annotated[float | None, typer.Option(help="0 = greedy (default: the track's).")], None),
+    ("seed", Seed, 0),
+    (
+        "model_arg",
+        Annotated[list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable).")],
+        None,
+    ),
+    ("out", Annotated[Path, typer.Option(help="Directory that holds run directories.")], Path("runs")),
+    ("run_id", Annotated[str | None, typer.Option(help="Run directory name (default: derived from the settings).")], None),
+    ("no_progress", Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")], False),
+    ("retry_errors", RetryErrors, False),
+    ("max_backend_error_rate", MaxBackendErrorRate, 0.2),
+    ("count_backend_errors", CountBackendErrors, False),
+    ("eval_workers", EvalWorkers, None),
+    ("force", Force, False),
+    ("rescore", Rescore, False),
+    ("config", ConfigFile, None),
+]
+_SCALARS = (str, int, float, bool, Path)
+
+
+def _option_type(name: str, field: Any) -> Any:
+    """The type typer gets for an options-model field: a scalar, optional or not, or a list of
+    strings (a repeatable option); anything else is refused with the field's name."""
+    hint = field.annotation
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1
+    inner = args[0] if optional else hint
+    if inner in _SCALARS or (typing.get_origin(inner) is list and typing.get_args(inner) in ((str,), (Path,))):
+        return inner | None if optional or typing.get_origin(inner) is list else inner
+    raise ConfigError(f"options model field '{name}': type {hint!r} has no command-line form (use str, int, float, bool, Path or list[str])")
+
+
+def track_parameters(options_model: Any) -> list[inspect.Parameter]:
+    """The command's parameters: the shared run options, then one per options-model field."""
+    params = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hint, default=default)
+        for name, hint, default in _COMMON
+    ]
+    taken = {name for name, _, _ in _COMMON}
+    for name, field in options_model.model_fields.items():
+        if name in taken:
+            raise ConfigError(f"options model field '{name}': clashes with the run option --{name.replace('_', '-')}")
+        flag = "--" + name.replace("_", "-")
+        default = None if field.is_required() else field.get_default(call_default_factory=True)
+        hint = Annotated[_option_type(name, field), typer.Option(flag, help=field.description or "")]
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hint, default=default))
+    return params
+
+
+def _options(definition: Any, model_cls: Any, values: dict[str, Any]) -> Any:
+    """The options model from the command's values; a wrong value names its flag."""
+    import pydantic
+
+    given = {k: v for k, v in values.items() if v is not None}
+    try:
+        return model_cls(**given)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else ""
+        flag = "--" + field.replace("_", "-") if field else f"run {definition.name}"
+        raise ConfigError(f"{flag}: {err['msg']}") from None
+
+
+def _run_generated(name: str, values: dict[str, Any]) -> None:
+    """The body of a generated ``run <name>``: the track from its options, the backend, the runner."""
+    from callbench.api import answer_mode, load_backend
+    from callbench.models.base import GenerationConfig
+    from callbench.models.registry import check_model_options
+    from callbench.runs.runner import RunOptions
+    from callbench.tracks.definition import get_definition, resolve
+
+    common = {key: values.pop(key) for key, _, _ in _COMMON}
+    try:
+        definition = get_definition(name)
+        check_seed(common["seed"])
+        id_list = csv_list(common["ids"], "--ids")
+        model_cls = resolve(definition.options)
+        if definition.model_option is not None and values.get(definition.model_option) is None:
+            values[definition.model_option] = common["model"]
+        track = definition.track_class()(_options(definition, model_cls, values))
+        scoring = common["scoring"] or track.scoring_modes[0]
+        if scoring not in track.scoring_modes:
+            raise ConfigError(f"--scoring {scoring}: choose from {', '.join(track.scoring_modes)}")
+        opts = parse_model_args(common["model_arg"])
+        check_model_options(common["model"], opts)
+        constrained = bool(values.get("constrained"))
+        backend = load_backend(common["model"], opts, concurrency=common["concurrency"], track=track, constrained=constrained)
+        gen = track.default_generation(answer_mode(backend, track)) if hasattr(track, "default_generation") else GenerationConfig()
+        changes = {k: common[k] for k in ("max_tokens", "temperature") if common[k] is not None}
+        gen = dataclasses.replace(gen, seed=common["seed"], **changes)
+        run_options = RunOptions(
+            out_dir=common["out"],
+            run_id=common["run_id"],
+            limit=common["limit"],
+            ids=id_list,
+            concurrency=common["concurrency"],
+            scoring=scoring,
+            generation=gen,
+            progress=not common["no_progress"],
+            retry_errors=common["retry_errors"],
+            max_backend_error_rate=common["max_backend_error_rate"],
+            count_backend_errors=common["count_backend_errors"],
+            eval_workers=common["eval_workers"],
+            force=common["force"],
+            rescore=common["rescore"],
+        )
+        outcome = run_track(track, backend, run_options, config_file=common["config"])
+        printer = resolve(definition.summary) if definition.summary is not None else _print_summary_json
+    except CallbenchError as exc:
+        fail(exc)
+    print_outcome(outcome, printer)
+
+
+def _print_summary_json(summary: dict[str, Any], console: Any) -> None:
+    """A track without a summary printer: its metrics as JSON."""
+    import json
+
+    console.print_json(json.dumps(summary.get("metrics", {}), default=str))
+
+
+def generated_command(name: str, options_model: Any, doc: str) -> Any:
+    """The function of ``callbench run <name>``, its signature built from ``options_model``."""
+
+    def command(**values: Any) -> None:
+        _run_generated(name, values)
+
+    params = track_parameters(options_model)
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    command.__doc__ = doc
+    command.__name__ = f"run_{name}"
+    return command
+
+
+class TrackCommands(TyperGroup):
+    """The ``run`` group: its own commands, plus ``run <name>`` generated for every track
+    registered with a pydantic options model and no command of its own. Looked up when the group
+    is used, so a track registered after the CLI was imported has its command; nothing is
+    imported for it (no track can be registered before the registry is loaded), so ``--help``
+    stays fast."""
+
+    def _generated(self) -> dict[str, Any]:
+        registry = sys.modules.get("callbench.tracks.definition")
+        if registry is None:
+            return {}
+        out = {}
+        for definition in registry.registered_definitions():
+            name = definition.name
+            if name in self.commands or name in registry.BUILTIN or definition.options is None:
+                continue
+            model_cls = registry.resolve(definition.options)
+            if not hasattr(model_cls, "model_fields"):  # not a pydantic model: no flags to generate
+                continue
+            doc = (definition.description or f"Run track '{name}'.") + (
+                "\n\nRe-running the same command resumes: finished samples are kept and skipped."
+            )
+            single = typer.Typer()
+            single.command(name)(generated_command(name, model_cls, doc))
+            out[name] = typer.main.get_command(single)
+        return out
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        own = list(super().list_commands(ctx))
+        return own + sorted(n for n in self._generated() if n not in own)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return super().get_command(ctx, cmd_name) or self._generated().get(cmd_name)
+
+
+run_app.info.cls = TrackCommands

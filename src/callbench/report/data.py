@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from callbench.errors import CallbenchError
+from callbench.errors import CallbenchError, ConfigError
+
+if TYPE_CHECKING:
+    from callbench.tracks.definition import TaskSource
 
 _CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -27,17 +30,18 @@ def recorded(identity: dict[str, Any], key: str) -> Any:
     return scoring.get(key) if isinstance(scoring, dict) else None
 
 
-def _files(track: str, path: Path) -> list[Path]:
-    if track == "stateful":
-        from callbench.tracks.stateful.track import bench_files
+def _source(track: str) -> TaskSource:
+    from callbench.tracks.definition import get_definition
 
-        return bench_files(path)
-    return [path]
+    source = get_definition(track).tasks
+    if source is None:
+        raise ConfigError(f"track '{track}' names no task data")
+    return source
 
 
 def digest(track: str, path: Path) -> str:
     h = hashlib.sha256()
-    for f in _files(track, path):
+    for f in _source(track).files(path):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -45,29 +49,16 @@ def digest(track: str, path: Path) -> str:
 def _candidates(track: str, identity: dict[str, Any]) -> list[Path]:
     from callbench.data.paths import data_dir
 
+    source = _source(track)
     paths: list[Path] = []
-    old = identity.get("bench" if track == "stateful" else "data_file")
+    old = identity.get(source.path_key)
     if isinstance(old, str) and old:
         paths.append(Path(old))
     try:
-        root = data_dir()
+        root: Path | None = data_dir()
     except (CallbenchError, OSError):
         root = None
-    if track == "webapi":
-        from callbench.tracks.webapi.dataset import DEFAULT_DATA_FILE
-
-        if root is not None:
-            paths.append(root / DEFAULT_DATA_FILE)
-    elif track == "nested":
-        from callbench.tracks.nested.dataset import FETCHED_V2_FILES, builtin_tasks
-
-        if root is not None:
-            paths += [root / "nestful" / rel for rel in FETCHED_V2_FILES]
-        paths.append(Path(str(builtin_tasks())))
-    else:
-        from callbench.tracks.stateful.track import builtin_bench
-
-        paths.append(builtin_bench())
+    paths += source.defaults(root)
     out: list[Path] = []
     for p in paths:
         if p not in out and p.exists():
@@ -78,26 +69,15 @@ def _candidates(track: str, identity: dict[str, Any]) -> list[Path]:
 def _load(track: str, path: Path) -> dict[str, Any]:
     key = (track, str(path))
     if key not in _CACHE:
-        if track == "webapi":
-            from callbench.tracks.webapi.dataset import load_tasks
-
-            _CACHE[key] = {t.id: t for t in load_tasks(path)}
-        elif track == "nested":
-            from callbench.tracks.nested.dataset import load_nested
-
-            _CACHE[key] = {t.id: t for t in load_nested(path)}
-        else:
-            from callbench.tracks.stateful.track import load_bench
-
-            _CACHE[key] = {t["id"]: t for t in load_bench(path)}
+        _CACHE[key] = _source(track).load(path)
     return _CACHE[key]
 
 
 def task_data(track: str, identity: dict[str, Any], what: str) -> tuple[dict[str, Any] | None, str | None]:
     """``(tasks by id, note)``; ``what`` names what is missing without them (for the note)."""
-    key = "bench_sha256" if track == "stateful" else "data_sha256"
-    want = recorded(identity, key)
     try:
+        key = _source(track).digest_key
+        want = recorded(identity, key)
         candidates = _candidates(track, identity)
         if not candidates:
             return None, f"the run's task data was not found: {what} not shown"

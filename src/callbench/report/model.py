@@ -9,7 +9,6 @@ renders the same model through Jinja2 templates.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,21 +242,18 @@ class TrackView:
         raise NotImplementedError
 
 
-_VIEWS = {
-    "webapi": "callbench.report.webapi:WebApiView",
-    "nested": "callbench.report.nested:NestedView",
-    "stateful": "callbench.report.stateful:StatefulView",
-}
-
-
 def get_view(track: str) -> TrackView:
-    """The report view of ``track`` (keyed by track name)."""
-    if track not in _VIEWS:
-        from callbench.errors import ConfigError
+    """The report view of ``track``, as its definition names it (see
+    :mod:`callbench.tracks.definition`)."""
+    from callbench.errors import ConfigError
+    from callbench.tracks.definition import definitions, find_definition, resolve
 
-        raise ConfigError(f"report: no report view for track '{track}' (have: {', '.join(sorted(_VIEWS))})")
-    module, _, attr = _VIEWS[track].partition(":")
-    return getattr(importlib.import_module(module), attr)()
+    definition = find_definition(track)
+    if definition is None or definition.view is None:
+        have = ", ".join(d.name for d in definitions() if d.view is not None)
+        raise ConfigError(f"report: no report view for track '{track}' (have: {have})")
+    view: TrackView = resolve(definition.view)()
+    return view
 
 
 # -- formatting shared by views ---------------------------------------------------------------

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import abc
 import hashlib
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callbench.errors import ConfigError, DataError
+from callbench.errors import DataError
 from callbench.models.base import ModelInput, ModelOutput
 
 
@@ -126,19 +125,16 @@ class Track(abc.ABC):
         """Release sandboxes and the like."""
 
 
-_TRACKS = {
-    "webapi": "callbench.tracks.webapi.track:WebApiTrack",
-    "nested": "callbench.tracks.nested.track:NestedTrack",
-    "stateful": "callbench.tracks.stateful.track:StatefulTrack",
-}
-
-
 def available_tracks() -> list[str]:
-    return sorted(_TRACKS)
+    """The registered tracks (see :mod:`callbench.tracks.definition`), by name."""
+    from callbench.tracks.definition import track_names
+
+    return track_names()
 
 
 def get_track(name: str) -> type[Track]:
-    if name not in _TRACKS:
-        raise ConfigError(f"unknown track '{name}' (available: {', '.join(available_tracks())})")
-    module, _, attr = _TRACKS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    """The ``Track`` class of track ``name``; an unknown name is a one-line ConfigError."""
+    from callbench.tracks.definition import get_definition
+
+    cls: type[Track] = get_definition(name).track_class()
+    return cls
