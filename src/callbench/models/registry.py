@@ -79,7 +79,7 @@ def check_model_options(spec: str, options: dict[str, Any]) -> None:
         return  # load_model says what is wrong with the spec
     _ensure_registered(name)
     if name in _CHECKS:
-        _CHECKS[name](dict(options))
+        _CHECKS[name]({k: v for k, v in options.items() if k != "answer_cache"})
 
 
 def load_model(spec: str, **options: Any) -> ModelBackend:
@@ -90,4 +90,11 @@ def load_model(spec: str, **options: Any) -> ModelBackend:
     _ensure_registered(name)
     if name not in _FACTORIES:
         raise ConfigError(f"--model '{spec}': unknown backend '{name}' (available: {', '.join(available_models())})")
-    return _FACTORIES[name](target, dict(options))
+    options = dict(options)
+    cache = options.pop("answer_cache", None)  # any backend: answers shared across runs
+    backend = _FACTORIES[name](target, options)
+    if cache:
+        from callbench.models.answer_cache import AnswerStore, CachedBackend
+
+        return CachedBackend(backend, AnswerStore(cache))
+    return backend
