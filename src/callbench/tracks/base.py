@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import abc
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from callbench.errors import DataError
-from callbench.models.base import ModelInput, ModelOutput
+from callbench.models.base import GenerationConfig, ModelBackend, ModelInput, ModelOutput
 
 
 def file_sha256(path: Path) -> str:
@@ -35,7 +35,7 @@ class Sample:
 
     id: str
     group: str
-    payload: Any
+    payload: object  # the track's own item (its task), read only by that track
     task: str | None = None
 
 
@@ -45,7 +45,7 @@ class SampleResult:
 
     status: str  # "ok" or an error class of the track
     parsed: str | None = None  # extracted code / calls that were executed
-    execution: Any = None  # e.g. captured HTTP request
+    execution: object = None  # a JSON value, e.g. the captured HTTP request
     verdicts: dict[str, Any] = field(default_factory=dict)  # per scoring mode
     error: str | None = None
     stats: dict[str, Any] = field(default_factory=dict)  # e.g. what constrained decoding did
@@ -85,7 +85,7 @@ class Track(abc.ABC):
     def build_input(self, sample: Sample) -> ModelInput:
         """Prompt + chat messages + gold reference for one sample."""
 
-    async def interact(self, sample: Sample, inp: ModelInput, model: Any, config: Any) -> ModelOutput:
+    async def interact(self, sample: Sample, inp: ModelInput, model: ModelBackend, config: GenerationConfig) -> ModelOutput:
         """Get the model's answer for one sample: one call by default; multi-turn tracks
         (ReAct: call, observe, call again) override this and return the whole transcript."""
         return await model.generate(inp, config)
@@ -101,7 +101,7 @@ class Track(abc.ABC):
 
         A classmethod: reports re-aggregate stored results without loading the data again."""
 
-    def evaluator_factory(self) -> Any:
+    def evaluator_factory(self) -> Callable[[], Track] | None:
         """A picklable zero-argument callable that builds an equivalent track in another process,
         so the runner can score samples in a process pool (see :mod:`callbench.runs.eval_worker`);
         None (the default) scores in this process."""
