@@ -48,6 +48,32 @@ def test_fetch_downloads_and_verifies(tmp_path, data_root):
     assert calls2["n"] == (0 if (data_root / "wapiibench/resources/code_generation_prompt.md").is_file() else 1)
 
 
+def test_offline_with_complete_data_succeeds(tmp_path, data_root):
+    """Issue 31: with every required file present, a fetch without network skips the optional
+    ones (the published prompt) instead of exiting with an error."""
+    transport, _ = _transport(data_root)
+    with httpx.Client(transport=transport) as client:
+        fetch_data("wapiibench", root=tmp_path, client=client)
+    optional = [f.path for f in DATASETS["wapiibench"].files if not f.required]
+    for rel in optional:
+        (tmp_path / "wapiibench" / rel).unlink(missing_ok=True)
+
+    def offline(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("Name or service not known", request=request)
+
+    events = []
+    with httpx.Client(transport=httpx.MockTransport(offline)) as client:
+        fetch_data("wapiibench", root=tmp_path, client=client, on_file=lambda p, s, d: events.append((p, s, d)))
+    assert optional and {(p, s) for p, s, _ in events if p in optional} == {(p, "skipped") for p in optional}
+    assert all("not reachable" in d for p, _, d in events if p in optional)
+    assert is_complete("wapiibench", tmp_path)
+    # a required file missing offline is still an error naming what to do
+    required = next(f.path for f in DATASETS["wapiibench"].files if f.required)
+    (tmp_path / "wapiibench" / required).unlink()
+    with httpx.Client(transport=httpx.MockTransport(offline)) as client, pytest.raises(DataError, match="offline\\?"):
+        fetch_data("wapiibench", root=tmp_path, client=client)
+
+
 def test_checksum_mismatch_leaves_no_file(tmp_path, data_root):
     transport, _ = _transport(data_root, corrupt="openapi/real_world_specs/slack.yaml")
     with httpx.Client(transport=transport) as client, pytest.raises(DataError, match="slack.yaml: checksum mismatch"):

@@ -377,6 +377,9 @@ def fetch_data(
                         return
                     raise
                 except httpx.HTTPError as exc:
+                    if not f.required:  # offline: the data set is complete without it
+                        report(f.path, "skipped", f"not reachable at {origin} ({type(exc).__name__})")
+                        return
                     raise DataError(
                         f"{origin}: download failed ({type(exc).__name__}: {exc}); "
                         f"offline? use 'callbench data fetch {name} --from DIR' with a local copy"
