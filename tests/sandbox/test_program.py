@@ -125,8 +125,6 @@ def test_wall_clock_backstop_is_an_infrastructure_timeout():
 @pytest.mark.parametrize(
     "code, needle",
     [
-        ("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)", "not allowed"),
-        ("import socket\ns = socket.socket()\ns.connect(('10.1.2.3', 80))", "socket.connect"),
         ("import socket\nsocket.socket(socket.AF_PACKET, socket.SOCK_RAW)", "socket("),
         ("import subprocess\nsubprocess.run(['true'])", "subprocess.Popen"),
         ("import os\nos.system('true')", "os.system"),
@@ -162,6 +160,28 @@ def test_violations(code, needle):
     assert res.status == "violation", (code, res.status, res.error)
     assert needle in res.error and res.violations
     assert not Path("/tmp/callbench-sandbox-escape.txt").exists() and not (REPO / "escape.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "code, needle",
+    [
+        ("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)", "not allowed"),
+        ("import socket\ns = socket.socket()\ns.connect(('10.1.2.3', 80))", "socket.connect"),
+        ("import socket\nsocket.getaddrinfo('api.example.com', 443)", "name lookup of 'api.example.com'"),
+    ],
+)
+def test_reaching_another_host_is_refused_and_called_wrong_host(code, needle):
+    """A connection to (or a name lookup of) a host the program was not given is refused all the
+    same, and reported as the model's mistake (a hard-coded base URL), not as a violation."""
+    res = run_program(code)
+    assert res.status == "wrong_host", (code, res.status, res.error)
+    assert needle in res.error and res.violations
+
+
+def test_another_refusal_beside_a_wrong_host_keeps_the_violation():
+    code = "import socket, os\ntry:\n    socket.create_connection(('1.1.1.1', 80), timeout=1)\nexcept OSError:\n    pass\nos.system('true')"
+    res = run_program(code)
+    assert res.status == "violation" and "os.system" in " ".join(res.violations), (res.status, res.violations)
 
 
 def test_the_checkout_cannot_be_written():
@@ -342,18 +362,19 @@ def test_services_are_the_only_network(unix_service, loopback_service):
         get.format("URL"), setup="import requests", result_vars=["r"], services=[("URL", unix_service)]
     )
     assert res.status == "ok" and res.variables == {"r": {"hello": "world"}}, res.error
+    # refused, each; reaching a host the program was not given is the model's mistake (wrong_host)
     denied = [
-        get.format(f"'http://127.0.0.1:{port}/'"),  # the host's loopback is another namespace
-        get.format("'http://example.com/'"),  # an external address
-        "import socket\nsocket.socket().connect(('8.8.8.8', 53))",
-        "import socket\nsocket.socket().bind(('0.0.0.0', 0))",
-        "import socket\nsocket.socket().listen()",
-        "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))",
-        "import socket\nsocket.socket(socket.AF_UNIX).connect('/tmp/.X11-unix/X0')",
+        (get.format(f"'http://127.0.0.1:{port}/'"), "wrong_host"),  # the host's loopback is another namespace
+        (get.format("'http://example.com/'"), "wrong_host"),  # an external address
+        ("import socket\nsocket.socket().connect(('8.8.8.8', 53))", "wrong_host"),
+        ("import socket\nsocket.socket().bind(('0.0.0.0', 0))", "violation"),
+        ("import socket\nsocket.socket().listen()", "violation"),
+        ("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))", "wrong_host"),
+        ("import socket\nsocket.socket(socket.AF_UNIX).connect('/tmp/.X11-unix/X0')", "violation"),
     ]
-    for code in denied:
+    for code, status in denied:
         res = run_program(code, setup="import requests", services=[("URL", unix_service)])
-        assert res.status == "violation", (code, res.status, res.error)
+        assert res.status == status and res.violations, (code, res.status, res.error)
     # past the hook (the raw _socket type is not audited for connect targets it cannot see), the
     # network namespace still holds nothing of the host's
     raw = (

@@ -43,7 +43,11 @@ What is enforced (verified by tests/sandbox/test_program.py and tests/sandbox/te
   fork/exec/subprocess/os.system, signals to other processes, raising rlimits, ctypes function
   lookup/calls/raw memory, C extensions from outside the stdlib and the view, sockets other than
   connections to the services, listening, and writes/renames/deletes outside the temp dir. Every
-  refusal is reported at once, so status is ``"violation"`` even if the program catches the error;
+  refusal is reported at once, so status is ``"violation"`` even if the program catches the error
+  -- except where every refusal was of a network destination (a connection to, or a name lookup
+  of, a host the program was not given: a model that hard-codes a base URL): that is a model's
+  mistake, not an attack, and the status is ``"wrong_host"`` (the connection is refused all the
+  same);
 * the result channel is read as it arrives, each line parsed with depth and size limits
   (:mod:`callbench.untrusted`): violations are kept from the first byte, so no amount of output
   pushes them out, and a bracket flood or a forged, deeply nested report is that program's
@@ -73,6 +77,7 @@ import glob
 import json
 import math
 import os
+import re
 import select
 import selectors
 import shutil
@@ -92,7 +97,12 @@ from callbench.sandbox import boundary
 from callbench.untrusted import UntrustedInputError, loads_json
 
 _HERE = Path(__file__).parent
-STATUSES = ("ok", "no_code", "syntax_error", "runtime_error", "timeout", "violation", "crash")
+STATUSES = ("ok", "no_code", "syntax_error", "runtime_error", "timeout", "violation", "wrong_host", "crash")
+# The guard's refusals of a network destination (_guard.program_socket's messages): a program that
+# only tried to reach hosts it was not given made a mistake (wrong_host); any other refusal, or a
+# forged line, keeps the sample a violation (a program cannot forge its way out of one: the guard's
+# own report of a real violation comes first and stays).
+_HOST_REFUSAL = re.compile(r"sandbox: (?:socket\.(?:connect|sendto|sendmsg) to \(|name lookup of )")
 
 # Loads the guard source (argv[1]) as module ``_callbench_guard``, then runs the runner (argv[2]).
 _BOOT = """\
@@ -698,7 +708,7 @@ def _judge(
     if reports.violations:
         result.violations = reports.violations
         result.error = reports.violations[0]
-        result.status = "violation"
+        result.status = "wrong_host" if all(_HOST_REFUSAL.match(v) for v in reports.violations) else "violation"
     return result
 
 

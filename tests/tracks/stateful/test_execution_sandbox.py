@@ -112,3 +112,19 @@ def test_a_violation_survives_40_mb_on_the_result_channel():
     )
     verdict, why = judge(scen, expected, execute(scen, code, CASE, ProgramLimits(timeout_s=30)))
     assert verdict == "sandbox_violation" and "os.system" in why
+
+
+def test_a_program_that_only_reaches_another_host_is_wrong_host_not_a_violation():
+    """Issue 31: a model that hard-codes a base URL made a mistake; the connection is refused all
+    the same, and any other refusal keeps the sample a sandbox violation."""
+    scen = get_scenario("session")
+    expected = execute(scen, SESSION_REF, CASE)
+    hard_coded = SESSION_REF.replace("{BASE_URL}", "http://api.example.com")
+    verdict, why = judge(scen, expected, execute(scen, hard_coded, CASE))
+    assert verdict == "wrong_host" and verdict in execution.ERROR_CLASSES
+    assert "api.example.com" in why
+    to_ip = "import socket\ns = socket.socket()\ntry:\n    s.connect(('10.1.2.3', 80))\nexcept OSError:\n    pass\n" + SESSION_REF
+    assert judge(scen, expected, execute(scen, to_ip, CASE))[0] == "wrong_host"
+    both = hard_coded.replace("session_1 = ", "import os\ntry:\n    os.system('true')\nexcept PermissionError:\n    pass\nsession_1 = ", 1)
+    verdict, why = judge(scen, expected, execute(scen, both, CASE))
+    assert verdict == "sandbox_violation" and "os.system" in why

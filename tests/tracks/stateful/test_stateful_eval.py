@@ -74,7 +74,8 @@ WRONG = {
     "wrong_result": VOICE_REF + "result = speech_1['id']\n",
     "wrong_state": VOICE_REF + "api.isolate_audio(speech_1['id'])\n",
     "timeout": "while True:\n    pass\n",
-    "sandbox_violation": (
+    "sandbox_violation": "import os\ntry:\n    os.system('true')\nexcept Exception:\n    pass\n" + VOICE_REF,
+    "wrong_host": (
         "import socket\ntry:\n    socket.create_connection(('8.8.8.8', 53), timeout=1)\nexcept Exception:\n    pass\n" + VOICE_REF
     ),
 }

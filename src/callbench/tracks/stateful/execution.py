@@ -42,8 +42,11 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Error taxonomy of the track (summary keys are error_<class>).
 # ``infra_timeout``: the wall-clock backstop was hit twice (a stalled machine, or a program that only
 # waits), never the program's CPU budget: rows and summaries count it apart from ``timeout``.
+# ``wrong_host``: the program only tried to reach hosts it was not given (a hard-coded base URL
+# instead of BASE_URL): the model's mistake, counted apart from ``sandbox_violation`` (an attack).
 ERROR_CLASSES = (
-    "no_code", "syntax", "runtime", "wrong_result", "wrong_state", "timeout", "sandbox_violation", "infra_timeout"
+    "no_code", "syntax", "runtime", "wrong_result", "wrong_state", "timeout", "sandbox_violation", "infra_timeout",
+    "wrong_host",
 )
 _FROM_SANDBOX = {
     "no_code": "no_code",
@@ -52,6 +55,7 @@ _FROM_SANDBOX = {
     "crash": "runtime",
     "timeout": "timeout",
     "violation": "sandbox_violation",
+    "wrong_host": "wrong_host",
     "infra_timeout": "infra_timeout",
 }
 
