@@ -419,3 +419,24 @@ def test_list_constants_match_the_tracks():
     assert results.builtin_nested_file() == builtin_tasks()
     assert results.builtin_stateful_dir() == builtin_bench()
     assert results.scenario_descriptions() == {n: get_scenario(n).description for n in available_scenarios()}
+
+
+def test_show_prints_latency_as_people_read_it(webapi_runs, tmp_path):
+    """Issue 31: `show` printed `latency: 20.13476997400005 s`."""
+    import shutil
+    import sqlite3
+
+    from callbench.cli.results import _seconds
+
+    assert _seconds(20.13476997400005) == "20.1 s" and _seconds(0.05234) == "0.0523 s" and _seconds(None) == "-"
+    gold, _ = webapi_runs
+    run_dir = tmp_path / gold.name
+    shutil.copytree(gold, run_dir)
+    sid = _rows(run_dir)[0]["id"]
+    con = sqlite3.connect(run_dir / "run.sqlite")
+    with con:
+        con.execute("UPDATE samples SET latency_s = ? WHERE id = ?", (20.13476997400005, sid))
+    con.close()
+    res = _invoke("show", run_dir, sid)
+    assert res.exit_code == 0, res.output
+    assert "latency: 20.1 s" in res.stdout and "20.134" not in res.stdout

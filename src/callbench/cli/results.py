@@ -116,6 +116,13 @@ def _plain(text: Any) -> None:
     out_console.print("" if text is None else str(text), markup=False, highlight=False, soft_wrap=True)
 
 
+def _seconds(value: object) -> str:
+    """A latency as people read it: ``20.13 s``, ``0.052 s``; ``-`` when none was recorded."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "-"
+    return f"{value:.3g} s" if value < 10 else f"{value:.1f} s"
+
+
 def _section(title: str) -> None:
     from rich.markup import escape
 
@@ -436,7 +443,7 @@ def show_cmd(
         f"model: {ident.get('model')}" + (f", setup: {ident['setup']}" if ident.get("setup") else "")
         + (", constrained" if ident.get("constrained") else ""),
         f"status: {row['status']}",
-        f"latency: {row['latency_s']} s"
+        f"latency: {_seconds(row['latency_s'])}"
         + (
             f", tokens: {row['prompt_tokens']} prompt / {row['completion_tokens']} completion"
             if row["prompt_tokens"] is not None or row["completion_tokens"] is not None
