@@ -91,3 +91,22 @@ def test_comparison_never_writes_into_a_run_directory(cli, nested_runs, tmp_path
 def test_label_count_must_match(cli, nested_runs, tmp_path):
     res = cli("report", nested_runs["A"], nested_runs["B"], "--label", "only-one", "--out", tmp_path / "x")
     assert res.exit_code == 2 and "one --label per run" in res.output
+
+
+def test_a_default_comparison_folder_never_overwrites_another(cli, nested_runs, webapi_runs, tmp_path, monkeypatch):
+    """Issue 31: `report A B --label ud --label cd` on nested runs overwrote an earlier webapi
+    comparison with the same labels (the folder is named from the labels)."""
+    monkeypatch.chdir(tmp_path)
+    gold, replay, _ = webapi_runs
+    first = cli("report", gold, replay, "--label", "ud", "--label", "cd")
+    assert first.exit_code == 0, first.output
+    webapi_json = (tmp_path / "comparisons" / "ud-vs-cd" / "comparison.json").read_text()
+    second = cli("report", nested_runs["A"], nested_runs["B"], "--label", "ud", "--label", "cd")
+    assert second.exit_code == 0, second.output
+    assert "comparisons/ud-vs-cd-2/report.html" in " ".join(second.output.split())
+    assert (tmp_path / "comparisons" / "ud-vs-cd" / "comparison.json").read_text() == webapi_json  # kept
+    assert json.loads((tmp_path / "comparisons" / "ud-vs-cd-2" / "comparison.json").read_text())["track"] == "nested"
+    # the same runs compared again are written where they were
+    again = cli("report", gold, replay, "--label", "ud", "--label", "cd")
+    assert "comparisons/ud-vs-cd/report.html" in " ".join(again.output.split())
+    assert not (tmp_path / "comparisons" / "ud-vs-cd-3").exists()

@@ -273,9 +273,29 @@ def _output_paths(runs: list[LoadedRun], html: Path | None, out: Path | None) ->
         target_dir, json_path = html.parent, None
         _refuse_run_dir(target_dir, runs, "--html")
         return html, json_path
-    target = out if out is not None else COMPARISONS_DIR / "-vs-".join(slug(r.label) for r in runs)
+    target = out if out is not None else _free_comparison_dir(COMPARISONS_DIR / "-vs-".join(slug(r.label) for r in runs), runs)
     _refuse_run_dir(target, runs, "--out")
     return target / "report.html", target / "comparison.json"
+
+
+def _free_comparison_dir(base: Path, runs: list[LoadedRun]) -> Path:
+    """``base``, unless it holds a comparison of other runs (the same labels on another track's
+    runs): then ``base-2``, ``base-3``, ... -- a default never overwrites another comparison; the
+    same runs compared again are written over (the report re-rendered)."""
+    mine = [str(r.directory) for r in runs]
+    for n in range(1, 1000):
+        target = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            held = json.loads((target / "comparison.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            if not (target / "report.html").exists():
+                return target  # free
+            continue  # a report without its numbers: not ours to overwrite
+        except (OSError, ValueError):
+            continue
+        if isinstance(held, dict) and [r.get("directory") for r in held.get("runs") or [] if isinstance(r, dict)] == mine:
+            return target
+    raise ConfigError(f"{base}: a thousand comparisons with these labels already; pass --out")
 
 
 def is_run_dir(path: Path) -> bool:
