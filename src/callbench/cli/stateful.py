@@ -48,6 +48,15 @@ def _range(text: str) -> int:
         raise ConfigError(f"--programs {text}: expected N or 1..N") from None
 
 
+def counts_text(counts: object) -> str:
+    """``{"too_short": 3, "duplicate": 1}`` as people read it: ``3 too_short, 1 duplicate``."""
+    if not counts:
+        return "none"
+    if isinstance(counts, dict):
+        return ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1] if isinstance(kv[1], int) else 0, str(kv[0]))))
+    return str(counts)
+
+
 @generate_app.command("stateful")
 def generate_stateful(
     out: Annotated[Path, typer.Option(help="Output directory (tasks.jsonl + manifest.json; with --spec also openapi/: the spec and model copied); resumable.")],
@@ -123,7 +132,7 @@ def generate_stateful(
                 )
             out_console.print(
                 f"{m['n_kept']} tasks in {out / 'tasks.jsonl'} ({m['attempts']} answers, validity {m['validity']}; "
-                f"invalid: {m['invalid'] or 'none'}; APIs called: {len(m['apis_called'])} of {len(scen.apis)})"
+                f"invalid: {counts_text(m['invalid'])}; APIs called: {len(m['apis_called'])} of {len(scen.apis)})"
             )
             if m["n_kept"] < n:
                 err_console.print(f"[yellow]only {m['n_kept']} of {n} tasks kept; see {out / 'manifest.json'}[/yellow]")
@@ -157,7 +166,7 @@ def generate_stateful(
         fail(exc)
     out_console.print(
         f"{manifest['n_kept']} tasks in {out / 'tasks.jsonl'} ({manifest['attempts']} programs sampled; "
-        f"dropped: {manifest['dropped'] or 'none'}; {manifest['pairs_covered']} of ~{manifest['reachable_pairs_estimate']} "
+        f"dropped: {counts_text(manifest['dropped'])}; {manifest['pairs_covered']} of ~{manifest['reachable_pairs_estimate']} "
         f"transition pairs covered)"
     )
     if manifest["unreachable_apis"]:

@@ -95,6 +95,20 @@ def test_changed_spec_copy_and_other_spec_on_resume_are_refused(pet_bench: Path,
         prepare(pet_bench, other, name="petstore")
 
 
+def test_generate_stateful_says_what_it_dropped_in_words():
+    """Issue 31: `generate stateful` printed a Python dict (`dropped: {'too_short': 3}`)."""
+    from callbench.cli.stateful import counts_text
+
+    assert counts_text({"too_short": 1, "duplicate": 3}) == "3 duplicate, 1 too_short"
+    assert counts_text({}) == "none" and counts_text(None) == "none"
+
+
+def test_generate_stateful_output_has_no_python_dicts(tmp_path: Path):
+    res = runner.invoke(app, ["generate", "stateful", "--spec", str(PETSTORE), "--n", "2", "--out", str(tmp_path / "p")])
+    assert res.exit_code == 0, res.output
+    assert "tasks in" in res.output and "{" not in res.output and "}" not in res.output
+
+
 def test_generate_stateful_needs_exactly_one_source(tmp_path: Path, one_line_error):
     res = runner.invoke(app, ["generate", "stateful", "--out", str(tmp_path / "x")])
     one_line_error(res, "--scenario NAME or --spec FILE")
