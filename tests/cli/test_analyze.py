@@ -176,3 +176,36 @@ def test_unknown_definition_is_one_line(tmp_path: Path):
     assert r.exit_code == 2 and "Traceback" not in r.output
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "--definition paper: choose from callbench, upstream" in lines[0]
+
+
+PETSTORE = Path(__file__).resolve().parents[1] / "fixtures" / "one_spec" / "petstore.yaml"
+
+
+def test_nested_call_sequences_by_hand():
+    """A nested task's gold sequence: var_2 uses var_1, var_3 uses var_1 and var_2 -> 3 bindings,
+    depth 3 (var_1 -> var_2 -> var_3); an independent call adds a call, no binding."""
+    from callbench.tracks.stateful.complexity import sequence_metrics
+
+    calls = [
+        {"name": "a", "label": "var_1", "arguments": {"x": 1}},
+        {"name": "b", "label": "var_2", "arguments": {"y": "$var_1.id$"}},
+        {"name": "c", "label": "var_3", "arguments": {"p": "$var_1.id$", "q": ["$var_2.name$", "$var_2.id$"]}},
+        {"name": "d", "label": "var_4", "arguments": {"z": "$var_9.id$"}},  # no such call: no binding
+    ]
+    assert sequence_metrics(calls) == {"n_calls": 4, "path_depth": 3, "binding_count": 3, "code_lines": None}
+
+
+def test_task_files_made_from_a_spec_are_measured(tmp_path: Path):
+    """Issue 31: analyze complexity refused the task files of generate stateful --spec and
+    generate nested --spec ("unknown scenario")."""
+    stateful, nested = tmp_path / "pet", tmp_path / "nested" / "pet.jsonl"
+    assert runner.invoke(app, ["generate", "stateful", "--spec", str(PETSTORE), "--n", "2", "--out", str(stateful)]).exit_code == 0
+    assert runner.invoke(app, ["generate", "nested", "--spec", str(PETSTORE), "--n", "3", "--out", str(nested)]).exit_code == 0
+    out = tmp_path / "cx.json"
+    r = runner.invoke(app, ["analyze", "complexity", str(stateful / "tasks.jsonl"), str(nested), "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["n_tasks"] == 5 and len(data["files"]) == 2
+    seq = next(v for k, v in data["files"].items() if k.endswith("pet.jsonl"))
+    rows = [json.loads(line) for line in nested.read_text().splitlines()]
+    assert seq["mean_calls"] == round(sum(len(r["output"]) for r in rows) / 3, 4) and seq["mean_lines"] is None

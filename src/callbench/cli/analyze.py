@@ -31,7 +31,7 @@ def _label(path: Path, *, builtin: bool) -> str:
 def complexity_cmd(
     files: Annotated[
         list[Path] | None,
-        typer.Argument(help="Stateful task files (tasks.jsonl) or directories (every tasks.jsonl below), or the published StateEval (its row files or trace folder: every row is measured, the ones callbench cannot run included); default: the built-in StateEval set."),
+        typer.Argument(help="Stateful task files (tasks.jsonl; also those of generate stateful --spec), nested task files of generate nested --spec (their gold call sequences), or directories (every tasks.jsonl below), or the published StateEval (its row files or trace folder: every row is measured, the ones callbench cannot run included); default: the built-in StateEval set."),
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures to this JSON file.")] = None,
     definition: Annotated[
@@ -51,6 +51,7 @@ def complexity_cmd(
     try:
         from callbench.tracks.stateful.complexity import DEFINITIONS
         from callbench.tracks.stateful.published import detect, references
+        from callbench.tracks.stateful.spec_bench import register_bench
 
         if definition not in DEFINITIONS:
             raise ConfigError(f"--definition {definition}: choose from {', '.join(DEFINITIONS)}")
@@ -65,6 +66,7 @@ def complexity_cmd(
             for p in bench_files(f):
                 if p.resolve() not in seen:  # a file named twice counts once
                     seen.add(p.resolve())
+                    register_bench(p)  # made with generate stateful --spec: its scenario from openapi/
                     sources.append((_label(p.resolve(), builtin=not files), read_tasks(p)))
         per_file: dict[str, dict] = {}
         by_scenario: dict[str, list[dict]] = {}

@@ -15,6 +15,8 @@ scenario's ``call_roots`` (``requests``, ``api``, ``torch``).
 from __future__ import annotations
 
 import ast
+import json
+import re
 from collections.abc import Iterable
 
 from callbench import pyast
@@ -151,8 +153,8 @@ def task_metrics(task: dict, definition: str = "callbench") -> dict[str, int]:
     not know. ``definition="upstream"`` counts as StateGen's analyzer does
     (:mod:`callbench.tracks.stateful.complexity_upstream`), on the program as published when the
     task has one (``published_program``: without callbench's result line)."""
-    from callbench.errors import DataError
-    from callbench.tracks.stateful.scenarios import available_scenarios, get_scenario
+    from callbench.errors import ConfigError, DataError
+    from callbench.tracks.stateful.scenarios import get_scenario
 
     if definition not in DEFINITIONS:
         raise ValueError(f"unknown complexity definition {definition!r}")
@@ -167,12 +169,18 @@ def task_metrics(task: dict, definition: str = "callbench") -> dict[str, int]:
         except SyntaxError as exc:
             raise DataError(f"task {task.get('id')}: reference is not Python ({exc.msg}, line {exc.lineno})") from None
 
+    calls = task.get("output")
+    if "reference" not in task and isinstance(calls, list) and all(isinstance(c, dict) and "name" in c for c in calls):
+        return sequence_metrics(calls)  # a nested task (generate nested --spec): its gold call sequence
     roots = task.get("call_roots")
     if roots is None:
         name = task.get("scenario")
-        if name not in available_scenarios():
+        try:  # a built-in scenario, or one registered from a spec-made benchmark's openapi/
+            roots = get_scenario(name).runtime.call_roots if isinstance(name, str) else None
+        except ConfigError:
+            roots = None
+        if roots is None:
             raise DataError(f"task {task.get('id')}: unknown scenario {name!r} and no 'call_roots' list")
-        roots = get_scenario(name).runtime.call_roots
     code = task.get("reference")
     if not isinstance(code, str):
         raise DataError(f"task {task.get('id')}: no 'reference' program")
@@ -188,5 +196,27 @@ def summarize(tasks: list[dict], definition: str = "callbench") -> dict:
     rows = [task_metrics(t, definition) for t in tasks]
     out: dict = {"n_tasks": len(rows)}
     for metric, key in SUMMARY_KEYS.items():
-        out[key] = round(sum(r[metric] for r in rows) / len(rows), 4) if rows else None
+        values = [r[metric] for r in rows if r.get(metric) is not None]  # a call sequence has no lines
+        out[key] = round(sum(values) / len(values), 4) if values else None
     return out
+
+
+_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
+
+
+def sequence_metrics(calls: list[dict]) -> dict[str, int | None]:
+    """The metrics of a nested task's gold call sequence (NESTFUL's format: each call's ``label``,
+    later arguments referring to it as ``$label.field$``), in callbench's definition: calls, bindings
+    (an earlier call's result used by a later call: one per pair), path depth (the longest chain of
+    such uses, in calls) and no code lines (a sequence is not a program)."""
+    index = {c.get("label"): i for i, c in enumerate(calls) if isinstance(c.get("label"), str)}
+    edges: set[tuple[int, int]] = set()
+    for j, c in enumerate(calls):
+        for name in _REF.findall(json.dumps(c.get("arguments"), default=str)):
+            i = index.get(name)
+            if i is not None and i < j:
+                edges.add((i, j))
+    depth = [1] * len(calls)
+    for i, j in sorted(edges, key=lambda e: e[1]):
+        depth[j] = max(depth[j], depth[i] + 1)
+    return {"n_calls": len(calls), "path_depth": max(depth, default=0), "binding_count": len(edges), "code_lines": None}
