@@ -224,3 +224,21 @@ def test_bad_options_are_refused():
     with pytest.raises(ConfigError, match="--temperature -1"):
         StatefulTrack(StatefulOptions(temperature=-1))
     assert StatefulTrack(StatefulOptions()).default_generation("completion").stop == ("```",)
+
+
+def test_an_instruct_model_in_process_gets_its_chat_template(monkeypatch):
+    """Issue 31: `run stateful` prompted an instruct GGUF in completion mode (it repeated itself to
+    the token limit); an in-process backend left in auto mode now renders its chat template."""
+    import callbench.api as api
+    from callbench.tracks.stateful.track import StatefulTrack
+
+    class Auto:
+        name, mode, steerable = "fake", "completion", True
+
+        def prefer_chat_template(self):
+            self.mode = "chat"
+
+    backend = Auto()
+    monkeypatch.setattr(api, "load_model", lambda model, b=backend, **opts: b)
+    api.load_backend("fake:x", {}, concurrency=1, track=StatefulTrack(), constrained=False)
+    assert backend.mode == "chat"

@@ -311,6 +311,10 @@ class StatefulTrack(Track):
     scoring_modes = ("strict",)
     evaluate_in_thread = True  # each case starts its own sandbox process (and service)
     evaluation_pool = "concurrency"  # evaluations mostly wait for those processes
+    # An instruct model run in-process (llama.cpp, transformers) in auto mode gets its chat
+    # template: in completion mode instruct GGUFs repeat themselves to the token limit (issue 31).
+    # The chat answer's program is read from its code fence; --mode completion keeps a completion.
+    chat_template = True
 
     def __init__(self, options: StatefulOptions | None = None, **kw: Any):
         self.options = options or StatefulOptions(**kw)
