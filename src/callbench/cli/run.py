@@ -57,7 +57,7 @@ def run_webapi(
         typer.Option(
             "--model",
             "-m",
-            help="Backend spec: gold | replay:FILE | openai:MODEL@BASE_URL | llamacpp:PATH|default | hf:PATH.",
+            help="Backend spec: gold | replay:FILE | openai:MODEL@BASE_URL | llamacpp:PATH|default | hf:PATH | litellm:PROVIDER/MODEL.",
         ),
     ],
     setup: Annotated[Setup, typer.Option(help="full: complete from 'axios.'; args: method and URL given.")] = Setup.full,
