@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from callbench.constrain import GrammarOptions, build_webapi_grammar, check_continuation, make_key_tracker
-from callbench.constrain.webapi_grammar import credential_requirement
 from callbench.specs import build_spec
+from callbench.specs.credentials import credential_requirement
 
 pytest.importorskip("llguidance")
 
@@ -340,7 +340,7 @@ def test_real_specs_require_the_bearer_token(wapii_specs):
 def test_v2_prompt_states_the_convention_the_grammar_enforces():
     """v2 tells the model what CD requires (a credential, its place and placeholder); v1, the
     published prompt, only names the placeholders."""
-    from callbench.constrain.webapi_grammar import API_KEY, BASIC, BEARER
+    from callbench.specs.credentials import API_KEY, BASIC, BEARER
     from callbench.tracks.templates import load_templates
 
     files = ("instructions.md", "full.js", "args.js", "chat_system.md", "chat_user.md")

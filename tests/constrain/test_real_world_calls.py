@@ -32,8 +32,8 @@ from callbench.constrain import (  # noqa: E402
     check_continuation,
     make_key_tracker,
 )
-from callbench.constrain.webapi_grammar import credential_requirement  # noqa: E402
 from callbench.specs import build_spec  # noqa: E402
+from callbench.specs.credentials import credential_requirement  # noqa: E402
 
 OK = {"200": {"description": "ok"}}
 DEFAULT = GrammarOptions()

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callbench.constrain import GrammarOptions, build_webapi_grammar
-from callbench.constrain.schema_scalars import scalar_key, schema_scalars
 from callbench.constrain.webapi_constraint import webapi_constraint
 from callbench.constrain.webapi_grammar import _Builder, clear_grammar_cache, spec_model
 from callbench.specs import build_spec
+from callbench.specs.schema_scalars import scalar_key, schema_scalars
 
 OK = {"200": {"description": "ok"}}
 

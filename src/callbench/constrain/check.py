@@ -26,17 +26,15 @@ from urllib.parse import unquote_plus
 from callbench.constrain.key_tracker import KeyTracker, config_needs, make_key_tracker
 from callbench.constrain.webapi_grammar import (
     AXIOS_METHODS,
-    BODY_METHODS,
-    NO,
-    CredentialValue,
     GrammarOptions,
-    ObjShape,
     WebApiGrammar,
     build_webapi_grammar,
-    schema_scalars,
 )
 from callbench.errors import MissingExtraError
 from callbench.specs import ApiSpec
+from callbench.specs.call_model import BODY_METHODS, NO, ObjShape
+from callbench.specs.credentials import CredentialValue
+from callbench.specs.schema_scalars import schema_scalars
 
 __all__ = [
     "CheckResult",

@@ -9,7 +9,7 @@ the grammar's token mask.
 Hand-written: an incremental scanner for the small JavaScript subset the grammar admits
 (strings in all three quote styles with escapes, template literals with ``${name}`` holes,
 numbers/identifiers, nested ``{``/``[``), keeping a stack of open objects, each knowing its
-:class:`~callbench.constrain.webapi_grammar.ObjShape` (the same shapes the grammar was built
+:class:`~callbench.specs.call_model.ObjShape` (the same shapes the grammar was built
 from, so both agree on every object's keys). State is a few small frames, so ``clone`` is cheap
 and ``feed``/``allows`` never rescan from the start.
 
@@ -46,18 +46,10 @@ from urllib.parse import unquote_plus
 import numpy as np
 
 from callbench.constrain.engine import TokenClass
-from callbench.constrain.url_lexemes import url_plan
-from callbench.constrain.webapi_grammar import (
-    AXIOS_METHODS,
-    BODY_METHODS,
-    NO,
-    CredentialValue,
-    ObjShape,
-    OpArgs,
-    WebApiGrammar,
-    query_values_held,
-)
+from callbench.constrain.webapi_grammar import AXIOS_METHODS, WebApiGrammar, query_values_held
 from callbench.specs import ApiSpec
+from callbench.specs.call_model import BODY_METHODS, NO, ObjShape, OpArgs, url_plan
+from callbench.specs.credentials import CredentialValue
 from callbench.specs.openapi import request_query
 
 __all__ = ["KeyTracker", "TokenFilter", "config_needs", "make_key_tracker"]

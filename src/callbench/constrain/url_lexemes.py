@@ -1,4 +1,4 @@
-"""The URL part of the web API grammar: how each path key's URLs are written (:class:`UrlPlan`)
+"""The URL part of the web API grammar: how each path key's URLs are written (:class:`~callbench.specs.call_model.UrlPlan`)
 and the small lexemes they are made of (:class:`UrlWords`): ``/segment`` pieces, a tail, and the
 server prefixes before them, with better-ranked templates' URLs cut out piece by piece
 (:class:`Templates` knows which template shadows which). The grammar builder
@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 from callbench.constrain.lark_text import literal_regex as _rx
-from callbench.constrain.schema_scalars import scalar_key, scalars_memoized
 from callbench.specs import ApiSpec, Operation
-from callbench.specs.openapi import segment_pattern, split_path_key
+from callbench.specs.call_model import UrlPlan, url_plan
+from callbench.specs.openapi import segment_pattern
+from callbench.specs.schema_scalars import scalar_key, scalars_memoized
 
-__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "FREE_SEGMENT_HOLE", "FREE_SEGMENT_START", "GrammarWriter", "query_key_rx", "concat_holes", "query_forms", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlPlan", "UrlWords",
-           "server_var_rx", "server_words", "url_plan"]
+__all__ = ["FREE_HOLE", "FREE_QUERY_HOLE", "FREE_SEGMENT_HOLE", "FREE_SEGMENT_START", "GrammarWriter", "query_key_rx", "concat_holes", "query_forms", "PARAM_RX", "QUOTES", "Piece", "Templates", "UrlWords",
+           "server_var_rx", "server_words"]
 
 PARAM_RX = re.compile(r"\{([^{}]*)\}")  # a ``{name}`` hole of a path template
 
@@ -46,44 +46,6 @@ class GrammarWriter(Protocol):
     def query_value_groups(self, quote: str) -> tuple[str, tuple[tuple[str, str], ...]]: ...
 
     def fixed_query_rx(self, plan: UrlPlan, qholes: Mapping[str, Any], q: str) -> str: ...
-
-
-@dataclass(frozen=True)
-class UrlPlan:
-    """How the grammar writes one path key's URL: ``path`` (the path part, ``{holes}`` kept),
-    ``query`` (the ``name=value`` items written after ``?``, holes kept: the path key's own query
-    and the ``name=value`` pairs of a query-dispatch fragment such as ``#Action=X``), ``label``
-    (a fragment label written after ``#``; a bare fragment name such as S3's ``#cors`` is written
-    ``cors=<value>``, its value typed by the parameter's schema, so that the URL names the
-    operation), ``in_url``: query names the URL carries (so ``params`` need not repeat them),
-    ``in_params``: fixed names required in ``params`` (none today: every fixed name is written in
-    the URL)."""
-
-    path: str
-    query: tuple[str, ...] = ()
-    label: str | None = None
-    in_url: frozenset[str] = frozenset()
-    in_params: frozenset[str] = frozenset()
-
-
-def url_plan(spec: ApiSpec, op: Operation) -> UrlPlan:
-    """The :class:`UrlPlan` of ``op``'s path key (grammar and key tracker share it)."""
-    path, query, frag = split_path_key(op.path)
-    if query is None and frag is None:
-        return UrlPlan(path)
-    items = [x for x in (query or "").split("&") if x]
-    label = spec.fragment_label(op)
-    in_params: set[str] = set()
-    if frag and label is None:
-        for x in frag.split("&"):
-            if "=" in x:
-                items.append(x)
-            elif x:  # a fixed name with any value (``#ResourceArn``, S3's ``#cors``): a typed hole
-                from urllib.parse import unquote
-
-                items.append(f"{x}={{{unquote(x)}}}")
-    in_url = frozenset(x.partition("=")[0] for x in items)
-    return UrlPlan(path, tuple(dict.fromkeys(items)), label, in_url, frozenset(in_params - in_url))
 
 
 class _Node:

@@ -69,7 +69,7 @@ place does not make the call wrong; issue 29):
     that are missing are *correct* when the request carries every credential of another accepted
     alternative of the generated endpoint (an API key in the query instead of an OAuth
     ``Authorization`` header; a declared conventional credential parameter such as Google's
-    ``key`` counts as one, see :func:`callbench.constrain.webapi_grammar.credential_requirement`);
+    ``key`` counts as one, see :func:`callbench.specs.credentials.credential_requirement`);
     the alternative's own arguments are then part of that verdict (noted
     ``credential alternative: params.key``), not extra arguments;
   * on a spec that declares no security scheme at all (GitHub's in the APIs.guru directory), an
@@ -93,6 +93,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from callbench.specs import ApiSpec, schema_type
+from callbench.specs.credentials import credential_requirement
 from callbench.specs.openapi import is_transport_header
 from callbench.specs.schema import bounds_violation
 
@@ -475,8 +476,6 @@ def _credential_alternative(
     written) of each), or None."""
     if op is None:
         return None
-    from callbench.constrain.webapi_grammar import credential_requirement  # no llguidance needed
-
     for alt in credential_requirement(spec, op, real=True):
         found: list[tuple[str, str]] = []
         for cred in alt:
