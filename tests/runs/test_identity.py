@@ -262,3 +262,14 @@ def test_kept_stop_strings_enter_the_identity_only_when_set():
     assert "stop_kept" not in plain["generation"] and plain["generation"]["stop"] == ["\n```"]
     assert kept["generation"]["stop_kept"] == ["\n```\n"]
     assert generation_digest(plain) != generation_digest(kept)
+
+
+def test_run_directory_names_keep_model_names_whole():
+    """Issue 31: run directory names cut the model name mid-word (at 40 characters)."""
+    from callbench.runs.runner import _slug
+
+    assert _slug("llamacpp:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf[chat,heal]") == "llamacpp-qwen2.5-coder-0.5b-instruct-q4_k_m-chat-heal"
+    assert _slug("openai:meta-llama/Llama-3.1-8B-Instruct@http://127.0.0.1:8000/v1") == "openai-meta-llama-Llama-3.1-8B-Instruct-127.0.0.1-8000-v1"
+    long = _slug("replay:/data/predictions/of-a-model-with-a-really-rather-long-name-indeed-v2.jsonl")
+    assert long == "replay-data-predictions-of-a-model-with-a-really-rather-long"  # 60, at a boundary
+    assert _slug("x" * 80) == "x" * 60 and _slug("///") == "model"

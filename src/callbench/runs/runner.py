@@ -118,7 +118,11 @@ class RunOutcome:
 
 def _slug(text: str) -> str:
     text = re.sub(r"\.gguf\b|\[[a-z]+\]|https?://", "", text)
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:40].strip("-.") or "model"
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    if len(text) > 60:  # cut at a word boundary (- . _), not mid-word (issue 31)
+        cut = max(text.rfind(c, 0, 61) for c in "-._")
+        text = text[: cut if cut >= 30 else 60]
+    return text.strip("-.") or "model"
 
 
 def select_samples(samples: list[Sample], opts: RunOptions) -> list[Sample]:
