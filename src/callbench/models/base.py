@@ -15,6 +15,10 @@ from callbench.errors import CallbenchError
 
 Mode = Literal["completion", "chat"]
 
+#: A JSON object (chat messages, tool schemas, metadata, what a backend records): its values are
+#: any JSON value, read by whoever knows the shape -- the one place ``Any`` stays in this interface.
+JsonObject = dict[str, Any]
+
 
 @dataclass(frozen=True)
 class GenerationConfig:
@@ -69,13 +73,13 @@ class ModelInput:
 
     sample_id: str
     prompt: str
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     reference: str | None = None
     constraint: Any = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    tools: list[dict[str, Any]] | None = None
+    metadata: JsonObject = field(default_factory=dict)
+    tools: list[JsonObject] | None = None
     assistant_prefix: str | None = None
-    template_messages: list[dict[str, Any]] | None = None
+    template_messages: list[JsonObject] | None = None
     heal_boundary: bool = False
 
 
@@ -94,8 +98,8 @@ class ModelOutput:
     completion_tokens: int | None = None
     latency_s: float | None = None
     finish_reason: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    tool_calls: list[dict[str, Any]] | None = None
+    extra: JsonObject = field(default_factory=dict)
+    tool_calls: list[JsonObject] | None = None
 
 
 class BackendError(CallbenchError):
@@ -103,13 +107,13 @@ class BackendError(CallbenchError):
     or sent a malformed body). The runner stores it as that sample's ``backend_error`` outcome --
     not the model's mistake, not a run abort -- and ``--retry-errors`` asks again on resume."""
 
-    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1, body: str | None = None):
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1, body: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.attempts = attempts
         self.body = body
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"error": str(self), "status": self.status, "attempts": self.attempts, "body": (self.body or "")[:500] or None}
 
 
@@ -129,14 +133,16 @@ class ModelBackend(abc.ABC):
     steerable: bool = False
     supports_tools: bool = False
 
-    def __init__(self, mode: Mode | None = None):
+    def __init__(self, mode: str | None = None) -> None:
+        """``mode``: a user's text (checked here), ``"auto"`` or None for the backend's default."""
         from callbench.errors import ConfigError
 
         # "auto" = the backend's default (backends that render chat templates refine it).
         chosen = self.modes[0] if mode in (None, "auto") else mode
-        if chosen not in self.modes:
+        supported = next((m for m in self.modes if m == chosen), None)
+        if supported is None:
             raise ConfigError(f"model '{self.name}': mode '{chosen}' not supported (choose from {', '.join(self.modes)})")
-        self.mode: Mode = chosen
+        self.mode: Mode = supported
 
     @property
     def identity(self) -> str:
@@ -144,7 +150,7 @@ class ModelBackend(abc.ABC):
         return self.name
 
     @property
-    def identity_options(self) -> dict[str, Any]:
+    def identity_options(self) -> JsonObject:
         """The backend options that change its answers (JSON-able), beyond :attr:`identity`: part
         of a run's identity, so a run is not resumed with answers another setting produced.
         Options that only change how answers are fetched (timeouts, retries, concurrency) stay out."""
@@ -158,7 +164,7 @@ class ModelBackend(abc.ABC):
         """Release resources (HTTP clients, model weights)."""
 
 
-def require_tools(backend: Any, what: str = "native tool calling") -> None:
+def require_tools(backend: ModelBackend, what: str = "native tool calling") -> None:
     """Raise a one-line :class:`ConfigError` unless ``backend`` can answer ``ModelInput.tools``."""
     from callbench.errors import ConfigError
 
