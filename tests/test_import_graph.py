@@ -24,9 +24,10 @@ The layers, bottom to top (:data:`LAYERS`; a module may import its own layer and
 12. ``runs`` (the runner and the run store: tracks only through ``tracks.base``);
 13. ``results``, ``report`` (reading runs);
 14. ``api`` (``callbench.run``/``report``);
-15. ``callbench`` (the package ``__init__``, lazily the API);
-16. ``cli``, ``__main__``;
-17. ``testing`` (test support: tiny models, a fake OpenAI server; nothing shipped imports it).
+15. ``sweep`` (grids of runs, each cell one ``callbench.run``);
+16. ``callbench`` (the package ``__init__``, lazily the API);
+17. ``cli``, ``__main__``;
+18. ``testing`` (test support: tiny models, a fake OpenAI server; nothing shipped imports it).
 
 Every module must sit in a layer: a new top-level module or package is added to :data:`LAYERS`
 (the test says so). The rules of the graph:
@@ -74,6 +75,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("runs",),
     ("results", "report"),
     ("api",),
+    ("sweep",),
     ("",),
     ("cli", "__main__"),
     ("testing",),

@@ -16,7 +16,19 @@ Importing this package registers every command on :data:`app` (the console scrip
 
 from __future__ import annotations
 
-from callbench.cli import analyze, audit, constrain, data, generate, model, results, run, serve, stateful  # noqa: F401 - registers the commands
+from callbench.cli import (  # noqa: F401 - registers the commands
+    analyze,
+    audit,
+    constrain,
+    data,
+    generate,
+    model,
+    results,
+    run,
+    serve,
+    stateful,
+    sweep,
+)
 from callbench.cli.root import app, reflow_help
 
 reflow_help()

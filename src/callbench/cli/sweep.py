@@ -1,0 +1,79 @@
+"""``callbench sweep``: run a grid of models x tracks x settings (:mod:`callbench.sweep`)."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from callbench.cli.options import err_console, fail, out_console, path_text
+from callbench.cli.root import app
+from callbench.errors import CallbenchError, ConfigError
+
+
+class Executor(str, Enum):  # noqa: UP042 - typer needs the str mixin
+    local = "local"
+
+
+@app.command("sweep")
+def sweep_cmd(
+    grid_file: Annotated[Path, typer.Argument(metavar="GRID.yaml", help="The grid: models, and per track its settings (lists expand as a product).")],
+    out: Annotated[Path, typer.Option("--out", help="The sweep directory: sweep.json, runs/<cell>/, logs/<cell>.log.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells and their state (todo, partial n/m, done, failed); run nothing.")] = False,
+    executor: Annotated[Executor, typer.Option("--executor", help="Where cells run: local (worker processes on this machine).")] = Executor.local,
+    workers: Annotated[int | None, typer.Option("--workers", help="Cells at once (default: min(cores, cells to run)).")] = None,
+) -> None:
+    """Run every cell of a grid (each an ordinary run directory under --out), skipping finished cells and resuming unfinished ones.
+
+    A cell that fails is recorded in sweep.json with its one-line error and the others go on; the exit status is 1 when a cell failed.
+    """
+    from callbench.sweep.grid import load_grid
+    from callbench.sweep.local import plan, run_local
+
+    try:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"--workers {workers}: must be >= 1")
+        grid = load_grid(grid_file)
+        if dry_run:
+            states = plan(grid, out)
+            for cell in grid.cells:
+                settings = " ".join(f"{k}={json.dumps(v)}" for k, v in cell.settings.items())
+                st = states[cell.name]
+                error = f"  error: {st.error}" if st.state == "failed" else ""
+                state = "failed" if st.state == "failed" else st.text()
+                out_console.print(
+                    f"{state:<14} {cell.name}  {cell.track} {cell.model} {settings}{error}",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
+            todo = sum(1 for s in states.values() if s.state != "done")
+            out_console.print(f"{len(grid.cells)} cells, {todo} to run", highlight=False)
+            return
+
+        def report(event: str, cell: Any, detail: Any) -> None:
+            if event == "skip":
+                line = f"skip   {cell.name} ({detail.text()})"
+            elif event == "start":
+                line = f"start  {cell.name}"
+            elif detail.ok:
+                line = f"done   {cell.name} ({detail.generated} sample(s) asked)"
+            else:
+                line = f"FAILED {cell.name}: {detail.error}"
+            err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+        outcome = run_local(grid, out, workers=workers, report=report)
+    except CallbenchError as exc:
+        fail(exc)
+    failed = outcome.failed
+    err_console.print(
+        f"{len(grid.cells)} cells: {len(outcome.skipped)} already done, {len(outcome.results) - len(failed)} run, "
+        f"{len(failed)} failed; manifest {path_text(out / 'sweep.json')}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,145 @@
+"""The local executor: a sweep's cells in worker processes on this machine.
+
+Each cell is one ``callbench.run`` in a worker process (spawned, not forked: the driver may hold
+threads and open stores, and a fork would copy them mid-state). Cells whose run directory says
+complete are skipped without starting anything; the others run, and ``callbench.run`` resumes an
+unfinished one by itself (the same run directory and identity). A cell that raises is recorded as
+failed with its one-line error and the other cells go on. The manifest is written before the first
+cell starts and again after each one ends, so a killed sweep leaves it at most one cell behind
+(and the next run reads every cell's state from its run directory anyway).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from callbench.errors import CallbenchError
+from callbench.sweep.grid import Cell, Grid
+from callbench.sweep.manifest import LOGS, CellState, cell_state, previous_failures, run_dir, write_manifest
+
+
+@dataclass
+class CellResult:
+    name: str
+    ok: bool
+    error: str | None = None
+    generated: int = 0  # samples asked of the model in this attempt
+
+
+@dataclass
+class SweepOutcome:
+    states: dict[str, CellState]
+    results: list[CellResult]  # the cells run in this session (skipped ones are not here)
+    skipped: list[str]  # cells already done
+
+    @property
+    def failed(self) -> list[str]:
+        return [r.name for r in self.results if not r.ok]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if isinstance(exc, CallbenchError):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def run_cell(out: str, cell: dict[str, Any]) -> CellResult:
+    """Run one cell (in a worker process): what it printed goes to its log file, an exception is
+    returned as a one-line error (the full traceback of an unexpected one is in the log)."""
+    from rich.console import Console
+
+    from callbench.api import run
+
+    name = cell["name"]
+    log = Path(out) / LOGS / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as fh:
+        console = Console(file=fh, width=120, no_color=True)
+        try:
+            outcome = run(
+                cell["track"],
+                cell["model"],
+                out_dir=Path(out) / "runs",
+                run_id=name,
+                progress=False,
+                console=console,
+                **cell["settings"],
+            )
+        except CallbenchError as exc:
+            console.print(f"error: {_one_line(exc)}", markup=False)
+            return CellResult(name, False, _one_line(exc))
+        except Exception as exc:  # a harness fault in one cell must not stop the others
+            fh.write(traceback.format_exc())
+            return CellResult(name, False, _one_line(exc))
+    return CellResult(name, True, generated=outcome.generated)
+
+
+def default_workers(n_cells: int) -> int:
+    return max(1, min(os.cpu_count() or 1, n_cells))
+
+
+def run_local(
+    grid: Grid,
+    out: Path,
+    *,
+    workers: int | None = None,
+    report: Callable[[str, Cell, Any], None] | None = None,
+) -> SweepOutcome:
+    """Run ``grid``'s unfinished cells under ``out`` in ``workers`` processes (default: one per
+    core, at most one per cell). ``report(event, cell, detail)`` is called on the driver for each
+    ``"skip"`` (detail: the state), ``"start"`` and ``"finish"`` (detail: the :class:`CellResult`)."""
+    report = report or (lambda event, cell, detail: None)
+    failures = previous_failures(out)
+    states = {c.name: cell_state(out, c, failures) for c in grid.cells}
+    skipped = [c.name for c in grid.cells if states[c.name].state == "done"]
+    todo = [c for c in grid.cells if states[c.name].state != "done"]
+    for c in grid.cells:
+        if states[c.name].state == "done":
+            report("skip", c, states[c.name])
+    write_manifest(out, grid, states)
+    results: list[CellResult] = []
+    if not todo:
+        return SweepOutcome(states, results, skipped)
+    n = workers if workers is not None else default_workers(len(todo))
+    ctx = multiprocessing.get_context("spawn")
+    queue = list(todo)
+    with concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        running: dict[concurrent.futures.Future[CellResult], Cell] = {}
+        while queue or running:
+            while queue and len(running) < n:  # submitted only when a worker is free: "start" is true
+                c = queue.pop(0)
+                running[pool.submit(run_cell, str(out), c.as_dict())] = c
+                report("start", c, None)
+            finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for fut in finished:
+                c = running.pop(fut)
+                try:
+                    res = fut.result()
+                except Exception as exc:  # the worker process itself died (killed, out of memory)
+                    res = CellResult(c.name, False, f"worker process failed: {_one_line(exc)}")
+                results.append(res)
+                if res.ok:
+                    failures.pop(c.name, None)
+                else:
+                    failures[c.name] = res.error or "failed"
+                states[c.name] = cell_state(out, c, failures)
+                write_manifest(out, grid, states)
+                report("finish", c, res)
+    return SweepOutcome(states, results, skipped)
+
+
+def plan(grid: Grid, out: Path) -> dict[str, CellState]:
+    """Each cell's state, nothing run (``--dry-run``)."""
+    failures = previous_failures(out)
+    return {c.name: cell_state(out, c, failures) for c in grid.cells}
+
+
+__all__ = ["CellResult", "SweepOutcome", "default_workers", "plan", "run_cell", "run_dir", "run_local"]

@@ -1,0 +1,108 @@
+"""A sweep's grid file: its expansion into cells (by hand), stable cell names, one-line errors
+naming the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from callbench.errors import ConfigError
+from callbench.sweep.grid import cell_name, load_grid
+
+ISSUE_GRID = """\
+models: [gold, "replay:preds.jsonl"]
+tracks:
+  webapi: {setup: [full, args], constrained: [false, true], limit: 20}
+  nested: {limit: 20}
+"""
+
+
+def _grid(tmp_path: Path, text: str, name: str = "grid.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_issue_grid_expands_to_ten_cells(tmp_path):
+    grid = load_grid(_grid(tmp_path, ISSUE_GRID))
+    got = [(c.track, c.model, c.settings) for c in grid.cells]
+    expected = []
+    for setup in ("full", "args"):
+        for constrained in (False, True):
+            for model in ("gold", "replay:preds.jsonl"):
+                expected.append(("webapi", model, {"setup": setup, "constrained": constrained, "limit": 20}))
+    expected += [("nested", "gold", {"limit": 20}), ("nested", "replay:preds.jsonl", {"limit": 20})]
+    assert len(got) == 10 == 2 * (4 + 1)
+    assert sorted(map(repr, got)) == sorted(map(repr, expected))
+    assert len({c.name for c in grid.cells}) == 10
+    assert grid.models == ["gold", "replay:preds.jsonl"]
+
+
+def test_cell_names_are_stable(tmp_path):
+    """The same track, model and settings give the same directory name whatever the grid's order,
+    its other cells or its layout (a re-run finds its cells again); the name is pinned so a later
+    version finds the run directories of an earlier one."""
+    grid = load_grid(_grid(tmp_path, ISSUE_GRID))
+    reordered = load_grid(
+        _grid(
+            tmp_path,
+            "# the same grid, another order\ntracks:\n  nested: {limit: 20}\n"
+            "  webapi: {limit: 20, constrained: [true, false], setup: [args, full]}\nmodels: [replay:preds.jsonl, gold]\n",
+            "other.yaml",
+        )
+    )
+    by_settings = {(c.track, c.model, tuple(sorted(c.settings.items()))): c.name for c in grid.cells}
+    again = {(c.track, c.model, tuple(sorted(c.settings.items()))): c.name for c in reordered.cells}
+    assert by_settings == again
+    gold_nested = next(c for c in grid.cells if c.track == "nested" and c.model == "gold")
+    assert gold_nested.name == "nested-gold-8bb61e264c"
+    assert cell_name("webapi", "gold", {"setup": "full", "constrained": False, "limit": 20}) == "webapi-gold-fdcdcb9972"
+    # runtime settings (concurrency, eval workers) do not rename a cell; what it measures does
+    assert cell_name("nested", "gold", {"limit": 20, "concurrency": 2}) == gold_nested.name
+    assert cell_name("nested", "gold", {"limit": 21}) != gold_nested.name
+
+
+def test_list_valued_settings_expand_only_as_lists_of_lists(tmp_path):
+    grid = load_grid(
+        _grid(tmp_path, "models: gold\ntracks:\n  nested: {ids: [a, b]}\n  stateful: {samples: 2, k: [[1], [1, 2]]}\n")
+    )
+    assert [(c.track, c.settings) for c in grid.cells] == [
+        ("nested", {"ids": ["a", "b"]}),
+        ("stateful", {"samples": 2, "k": [1]}),
+        ("stateful", {"samples": 2, "k": [1, 2]}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("models: [gold]\ntracks: {webapi: {setpu: full}}\n", "grid.yaml: tracks.webapi.setpu: Extra inputs are not permitted"),
+        ("models: [gold]\ntracks: {nested: {limit: ten}}\n", "grid.yaml: tracks.nested.limit: Input should be a valid integer"),
+        ("models: [gold]\ntracks: {nested: {limit: [1, x]}}\n", "grid.yaml: tracks.nested.limit: Input should be a valid integer"),
+        ("models: [gold]\ntracks: {nested: {mode: [direct, sideways]}}\n", "grid.yaml: tracks.nested.mode: --mode sideways"),
+        ("models: [gold]\ntracks: {nested: {scoring: bogus}}\n", "grid.yaml: tracks.nested.scoring: 'bogus' is not one of strict, compat"),
+        ("models: [gold]\ntracks: {nope: {}}\n", "grid.yaml: tracks.nope: unknown track 'nope'"),
+        ("models: [gold]\ntracks: {}\n", "grid.yaml: tracks: Dictionary should have at least 1 item"),
+        ("models: [gold]\ntracks: {nested: {}}\nseeds: [1]\n", "grid.yaml: seeds: Extra inputs are not permitted"),
+        ("models: [gold, gold]\ntracks: {nested: {}}\n", "grid.yaml: models: 'gold' is listed twice"),
+        ("models: [gold]\ntracks: {nested: {concurrency: [1, 2]}}\n", "grid.yaml: tracks.nested: two cells differ only in run settings"),
+        ("- just a list\n", "grid.yaml: a grid is a mapping"),
+        ("models: [gold\n", "grid.yaml: not valid YAML at line"),
+    ],
+)
+def test_a_bad_grid_is_one_line_naming_file_and_field(tmp_path, text, message):
+    path = _grid(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_grid(path)
+    text_of = str(err.value)
+    assert "\n" not in text_of
+    assert text_of.startswith(str(path.parent) + "/"), text_of
+    assert message in text_of, text_of
+
+
+def test_webapi_setup_is_checked_by_the_track(tmp_path, data_root, monkeypatch):
+    monkeypatch.setenv("CALLBENCH_DATA_DIR", str(data_root))
+    path = _grid(tmp_path, "models: [gold]\ntracks: {webapi: {setup: [full, fulll]}}\n")
+    with pytest.raises(ConfigError, match=r"grid\.yaml: tracks\.webapi\.setup: --setup 'fulll': choose from full, args"):
+        load_grid(path)
