@@ -83,6 +83,28 @@ def test_replay_scores_outputs_produced_elsewhere(tmp_path, data_root):
     assert m["total_errors"] == 1  # the syntax error never reaches a request
 
 
+def test_replay_without_ids_runs_the_samples_its_file_answers(tmp_path, data_root, caplog):
+    """Issue 31: a replay file with answers for some ids stopped at the first sample it lacked;
+    without --ids the run now scores the samples the file answers and says how many."""
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("\n".join(json.dumps({"id": f"slack_{i}", "output": "get('x');"}) for i in (3, 5)))
+    with caplog.at_level("WARNING", logger="callbench.runs"):
+        res = _invoke("run", "webapi", "--model", f"replay:{preds}", "--out", tmp_path / "runs", "--no-progress",
+                      "--data", data_root)
+    assert res.exit_code == 0, res.output
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["metrics"]["n"] == 2
+    config = json.loads((run_dir / "config.json").read_text())
+    assert sorted(config["selection"]["sample_ids"]) == ["slack_3", "slack_5"]
+    assert any("answers 2 of the 395 selected samples" in r.getMessage() for r in caplog.records)
+    # a file that answers none of the selection is one line
+    preds.write_text(json.dumps({"id": "nope_1", "output": "x"}))
+    res = _invoke("run", "webapi", "--model", f"replay:{preds}", "--out", tmp_path / "runs2", "--no-progress",
+                  "--data", data_root)
+    assert res.exit_code == 2 and "answers none of the 395 selected samples" in " ".join(res.output.split())
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [

@@ -3,8 +3,10 @@
 FILE is JSONL, one object per sample: ``{"id": "<sample id>", "output": "<text>"}`` where the
 output continues the prompt (``"mode": "completion"``, the default) or is a chat answer
 (``"mode": "chat"``); ``"code"`` instead of ``"output"`` gives a whole program (read as a chat
-answer). ``"index"`` is accepted as an alias of ``"id"``. A sample missing from the file is an
-error, so a partial file cannot silently score as a smaller benchmark.
+answer). ``"index"`` is accepted as an alias of ``"id"``. Without ``--ids`` a run scores the
+samples the file answers (:attr:`ReplayModel.answered_ids`), and says how many of the selection
+that is, so a partial file never passes for the whole benchmark; with ``--ids``, a named sample
+missing from the file is that sample's error.
 
 The file's shape (unknown fields, ids, duplicates) is checked whole: a mistake there is the file's
 one-line error. A row's *answer* is untrusted model output: a row that names its sample but whose
@@ -100,6 +102,13 @@ class ReplayModel(ModelBackend):
     @property
     def identity_options(self) -> dict[str, Any]:
         return {"predictions_sha256": self.predictions_sha256}
+
+    @property
+    def answered_ids(self) -> frozenset[str]:
+        """The samples the file answers: a run without --ids runs exactly these (the runner says
+        how many of the selection that is), so a file of 5 answers scores 5 samples, not 5 and
+        then an error at the sixth."""
+        return frozenset(self.outputs)
 
     async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
         if inp.sample_id not in self.outputs:

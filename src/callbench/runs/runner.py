@@ -32,6 +32,7 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
+import logging
 import math
 import os
 import queue
@@ -71,6 +72,8 @@ if TYPE_CHECKING:  # imported where a run needs worker processes (see _Evaluatio
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+
+log = logging.getLogger("callbench.runs")
 
 
 @dataclass
@@ -274,6 +277,14 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
             raise DataError(f"{where}: every row was skipped: its data contradicts its spec (first: row {first['row']}: {first['reason']})")
         raise DataError(f"{where}: no samples in the data; give a file with at least one task")
     samples = select_samples(data, opts)
+    answered = getattr(model, "answered_ids", None)  # a backend that answers some samples only (replay)
+    if answered is not None and opts.ids is None:
+        kept = [s for s in samples if s.id in answered]
+        if not kept:
+            raise ConfigError(f"{model.identity}: answers none of the {len(samples)} selected samples (its ids are not the data's)")
+        if len(kept) < len(samples):
+            log.warning("%s answers %d of the %d selected samples: the run scores those %d", model.identity, len(kept), len(samples), len(kept))
+        samples = kept
     name, ident = run_identity(track, model, opts.generation)
     run_dir = opts.out_dir / (opts.run_id or name)
     config = {
