@@ -215,7 +215,7 @@ def test_torch_processor_on_a_padded_batch(tiny_gpt2_dir):
     from callbench.constrain.adapters.torch_adapter import TorchLogitsProcessor
 
     constraint = GrammarConstraint(MINI_AXIOS_LARK, NoDuplicateKeys)
-    proc = constraint.hf_logits_processor(tokenizer)
+    proc = constraint.processor("hf", tokenizer)
     assert isinstance(proc, TorchLogitsProcessor)
     prompts = ["a", "// a much longer prompt than the others", "const r = await axios."]
     enc = tokenizer(prompts, return_tensors="pt", padding=True)
@@ -323,7 +323,7 @@ def test_torch_processor_passes_the_budget_to_every_row(tiny_gpt2_dir):
     import callbench.constrain.adapters.torch_adapter  # noqa: F401 - registers the torch adapter
 
     constraint = GrammarConstraint(OPEN_STRING_LARK)
-    proc = constraint.hf_logits_processor(tokenizer, max_tokens=24)
+    proc = constraint.processor("hf", tokenizer, max_tokens=24)
     enc = tokenizer(["a", "// a longer prompt"], return_tensors="pt", padding=True)
     with torch.inference_mode():
         out = model.generate(

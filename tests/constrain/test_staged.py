@@ -221,7 +221,7 @@ def test_staged_is_automatic_for_big_specs_and_refuses_vllm(spec, monkeypatch):
     g = build_webapi_grammar(spec, setup="full")
     assert g.staged
     with pytest.raises(CallbenchError, match="staged"):
-        webapi_constraint(g, spec, name="x").vllm_extra_body()
+        webapi_constraint(g, spec, name="x").server_body()
     clear_grammar_cache()
 
 

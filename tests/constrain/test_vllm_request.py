@@ -113,11 +113,11 @@ def test_request_carries_structured_outputs_grammar(server, mode):
 
 def test_constraint_body_keeps_the_exact_mask_option(server):
     constraint = GrammarConstraint(MINI_AXIOS_LARK)
-    body = _send(server, constraint.vllm_extra_body(), "chat")
+    body = _send(server, constraint.server_body(), "chat")
     text = body["structured_outputs"]["grammar"]
     assert text == constraint.effective_lark and text.startswith('%llguidance {"no_forcing": true}\n')
     _vllm_reads_it(text)
-    assert GrammarConstraint(MINI_AXIOS_LARK, exact=False).vllm_extra_body() == vllm_extra_body(
+    assert GrammarConstraint(MINI_AXIOS_LARK, exact=False).server_body() == vllm_extra_body(
         MINI_AXIOS_LARK
     )
 

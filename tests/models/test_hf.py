@@ -113,7 +113,11 @@ class ForceToken:
         self.text = text
         self.seen_lengths: list[int] = []
 
-    def hf_logits_processor(self, tokenizer):
+    def server_body(self, *, heal=""):
+        raise AssertionError("an in-process backend asks for no server body")
+
+    def processor(self, kind, tokenizer, *, heal="", max_tokens=None):
+        assert kind == "hf"
         import torch
         from transformers import LogitsProcessor
 
@@ -153,7 +157,7 @@ def test_constraint_per_row_in_a_batch(backend):
 
 
 def test_constraint_without_hook_is_rejected(backend):
-    with pytest.raises(ConfigError, match="no hf_logits_processor"):
+    with pytest.raises(ConfigError, match="constraint object is not a callbench Constraint"):
         _gen(backend, _inp("x", constraint=object()), max_tokens=2)
 
 

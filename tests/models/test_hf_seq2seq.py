@@ -65,7 +65,11 @@ class Recorder:
         self.text = text
         self.shown: list[list[int]] = []
 
-    def hf_logits_processor(self, tokenizer):
+    def server_body(self, *, heal=""):
+        raise AssertionError("an in-process backend asks for no server body")
+
+    def processor(self, kind, tokenizer, *, heal="", max_tokens=None):
+        assert kind == "hf"
         import torch
 
         token = tokenizer(self.text, add_special_tokens=False)["input_ids"][0]

@@ -124,7 +124,11 @@ class ForceToken:
         self.text = text
         self.calls = 0
 
-    def llamacpp_logits_processor(self, llama):
+    def server_body(self, *, heal=""):
+        raise AssertionError("an in-process backend asks for no server body")
+
+    def processor(self, kind, llama, *, heal="", max_tokens=None):
+        assert kind == "llamacpp"
         import numpy as np
 
         token = llama.tokenize(self.text.encode(), add_bos=False, special=False)[0]
@@ -149,7 +153,7 @@ def test_logits_processor_hook_forces_token(smol):
 
 @pytest.mark.slow
 def test_constraint_without_hook_is_rejected(smol):
-    with pytest.raises(ConfigError, match="no llamacpp_logits_processor"):
+    with pytest.raises(ConfigError, match="constraint object is not a callbench Constraint"):
         _gen(smol, _inp(constraint=object()), max_tokens=2)
 
 

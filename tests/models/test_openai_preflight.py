@@ -199,7 +199,10 @@ def test_compliant_server_passes(mode):
 
 def test_probe_uses_the_constraints_own_request_form():
     class Legacy:
-        def vllm_extra_body(self):
+        def processor(self, kind, target, *, heal="", max_tokens=None):
+            raise AssertionError("a server needs no processor")
+
+        def server_body(self, *, heal=""):
             return {"guided_grammar": 'start: "x"', "guided_decoding_backend": "guidance"}
 
     with FakeOpenAIServer(_marker_responder) as server:

@@ -13,6 +13,7 @@ _WHERE = {
     "CheckResult": "check",
     "check_continuation": "check",
     "check_invocation": "check",
+    "Constraint": "protocol",
     "ConstraintSession": "engine",
     "GrammarConstraint": "engine",
     "InvalidGrammarError": "engine",

@@ -11,9 +11,10 @@ build on this module, never the reverse: each registers its processor here under
 Pieces:
 
 * :class:`GrammarConstraint` is what a track puts into ``ModelInput.constraint``: a Lark grammar (in
-  llguidance's dialect) and an optional factory for a :class:`TokenFilter`. A backend asks it for a
-  logits processor (``llamacpp_logits_processor(llama)``, ``hf_logits_processor(tokenizer)``) or, for
-  a server, for a request body (``vllm_extra_body()``). Every generation, and every row of a batch,
+  llguidance's dialect) and an optional factory for a :class:`TokenFilter`. A backend asks it, through
+  the :class:`~callbench.constrain.protocol.Constraint` protocol, for a logits processor
+  (``processor("llamacpp", llama)``, ``processor("hf", tokenizer)``) or, for a server, for a request
+  body (``server_body()``). Every generation, and every row of a batch,
   gets a fresh :class:`ConstraintSession`; the sessions' statistics stay readable afterwards
   (``last_stats``) so a track can store them per sample.
 * :class:`ConstraintSession` wraps one ``llguidance.LLMatcher``. Each step it asks llguidance for the
@@ -54,15 +55,18 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from callbench.constrain.protocol import GrammarHooks, LogitsProcessor, ProcessorKind
 from callbench.errors import CallbenchError, MissingExtraError
 
 __all__ = [
     "ConstraintSession",
     "GrammarConstraint",
     "InvalidGrammarError",
+    "SkipPrefixFilter",
     "TokenClass",
     "TokenFilter",
     "TokenVocab",
+    "healed_lark",
     "logits_adapter",
     "register_adapter",
     "vocab_for_hf",
@@ -160,7 +164,8 @@ class TokenFilter(Protocol):
     * ``clone()``: an independent copy (used when a session is cloned).
     """
 
-    sensitive: frozenset[int]
+    @property
+    def sensitive(self) -> Sensitive: ...
 
     def clone(self) -> TokenFilter: ...
 
@@ -611,7 +616,7 @@ def logits_adapter(kind: str) -> Callable[..., Any]:
         ) from None
 
 
-class GrammarConstraint:
+class GrammarConstraint(GrammarHooks):
     """A Lark grammar (llguidance dialect) plus an optional token filter; goes in ``ModelInput.constraint``.
 
     ``exact`` (default True) makes every mask exactly "the tokens after which the text is still a
@@ -659,6 +664,7 @@ class GrammarConstraint:
         self.sessions: list[ConstraintSession] = []
         self._last: list[ConstraintSession] = []
         self._templates: dict[int, tuple[TokenVocab, Any]] = {}
+        self._healed: dict[str, GrammarConstraint] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -729,36 +735,127 @@ class GrammarConstraint:
         """``summary()`` of each session created since the most recent hook call (one per sequence)."""
         return [s.summary() for s in self.last_sessions]
 
-    # -- backend hooks ----------------------------------------------------------------------------
+    # -- the Constraint protocol (callbench.constrain.protocol.GrammarHooks calls these) ----------
 
-    def llamacpp_logits_processor(
-        self, llama: Any, *, max_tokens: int | None = None
-    ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-        """A llama-cpp-python logits processor for one generation with ``llama``.
+    def _grammar_for(self, heal: str) -> GrammarConstraint:
+        return self.healed(heal)
 
-        ``max_tokens``: the generation's ``max_tokens``; pass it so that the call is closed
-        within it (None: masks are the grammar's alone).
+    def make_processor(self, kind: ProcessorKind, target: object, *, max_tokens: int | None) -> LogitsProcessor:
+        """A logits processor over fresh sessions of this grammar, for one generation.
+
+        ``"llamacpp"``: ``target`` is a ``llama_cpp.Llama``; one session (numpy adapter).
+        ``"hf"``: ``target`` is a transformers tokenizer; one session per batch row (torch adapter).
+        ``max_tokens``: the generation's budget, so that each session closes the call within it
+        (None: masks are the grammar's alone). The backend imports its adapter module first.
         """
-        processor = logits_adapter("numpy")
-        vocab = vocab_for_llama(llama)
-        self._begin_call()
-        return processor(self.new_session(vocab, max_tokens=max_tokens))
+        if kind == "llamacpp":
+            processor = logits_adapter("numpy")
+            vocab = vocab_for_llama(target)
+            self._begin_call()
+            made: LogitsProcessor = processor(self.new_session(vocab, max_tokens=max_tokens))
+            return made
+        if kind == "hf":
+            processor = logits_adapter("torch")
+            vocab = vocab_for_hf(target)
+            self._begin_call()
+            made = processor(lambda: self.new_session(vocab, max_tokens=max_tokens), vocab)
+            return made
+        raise CallbenchError(f"constraint '{self.name}': no logits processor for backend kind {kind!r}")
 
-    def hf_logits_processor(self, tokenizer: Any, *, max_tokens: int | None = None) -> Any:
-        """A ``transformers.LogitsProcessor`` for one ``generate`` call (one session per batch row).
+    def server_lark(self) -> str:
+        """The grammar a server (vLLM, guidance backend) receives: the filter cannot travel there,
+        so only the grammar is enforced."""
+        return self.effective_lark
 
-        ``max_tokens``: ``generate``'s ``max_new_tokens``, so that every row closes its call within it.
+    # -- token healing ----------------------------------------------------------------------------
+
+    def healed(self, prefix: str) -> GrammarConstraint:
+        """This constraint for a prompt healed by ``prefix``: its language is ``prefix`` followed
+        by this one's, its filter skips ``prefix``'s bytes (see :mod:`callbench.constrain.healing`).
+
+        Cached per prefix: a run sees few distinct prompt endings, and each derived grammar is
+        compiled once. ``""`` is this constraint itself.
         """
-        processor = logits_adapter("torch")
-        vocab = vocab_for_hf(tokenizer)
-        self._begin_call()
-        return processor(lambda: self.new_session(vocab, max_tokens=max_tokens), vocab)
+        if not prefix:
+            return self
+        with self._lock:
+            hit = self._healed.get(prefix)
+        if hit is not None:
+            return hit
+        factory = self.filter_factory
+        skip = len(prefix.encode("utf-8"))
+        filter_factory = (lambda: SkipPrefixFilter(factory(), skip)) if factory is not None else None
+        derived = self._derive_healed(prefix, filter_factory, f"{self.name}+heal{prefix!r}")
+        with self._lock:
+            return self._healed.setdefault(prefix, derived)
 
-    def vllm_extra_body(self) -> dict[str, Any]:
-        """The request fields that make a vLLM server (guidance backend) enforce this grammar.
+    def _derive_healed(
+        self, prefix: str, filter_factory: Callable[[], TokenFilter] | None, name: str
+    ) -> GrammarConstraint:
+        """The healed variant's constraint (a staged constraint heals its head and every tail)."""
+        return GrammarConstraint(healed_lark(self.lark, prefix), filter_factory, name=name, exact=self.exact)
 
-        The filter cannot travel to a server: only the grammar is enforced there.
-        """
-        from callbench.constrain.vllm import vllm_extra_body
 
-        return vllm_extra_body(self.effective_lark)
+# -- token healing: the grammar starts with the text the prompt gave back --------------------------
+
+_START = re.compile(r"(?m)^(\??)start[ \t]*:")
+_ALL_BYTES = frozenset(range(256))
+
+
+def healed_lark(lark: str, prefix: str) -> str:
+    """``lark`` whose language is ``prefix`` followed by the original language."""
+    if not _START.search(lark):
+        raise ValueError("grammar has no 'start:' rule to heal")
+    renamed = _START.sub(lambda m: f"{m.group(1)}start_before_healing:", lark, count=1)
+    line = f"start: {json.dumps(prefix, ensure_ascii=False)} start_before_healing"
+    lines = renamed.split("\n")
+    # Keep a leading %llguidance options line first.
+    at = 1 if lines and lines[0].lstrip().startswith("%llguidance") else 0
+    lines.insert(at, line)
+    return "\n".join(lines)
+
+
+class SkipPrefixFilter:
+    """A token filter that ignores the first ``len(prefix)`` bytes, then behaves as ``inner``.
+
+    While bytes are still to be skipped every token is sensitive, so the engine asks
+    :meth:`allows` about each grammar-allowed one (a handful: the grammar already allows only
+    tokens consistent with the prefix) and the inner filter judges the overflow past the prefix.
+    """
+
+    def __init__(self, inner: TokenFilter, skip: int):
+        self.inner = inner
+        self.skip = skip
+        self.all_sensitive = (*getattr(inner, "all_sensitive", ()), inner.sensitive, _ALL_BYTES)
+
+    @property
+    def sensitive(self) -> Sensitive:
+        return _ALL_BYTES if self.skip else self.inner.sensitive
+
+    def active(self) -> bool:
+        return bool(self.skip) or self.inner.active()
+
+    def _rest(self, data: bytes) -> bytes:
+        return data[self.skip :] if self.skip else data
+
+    def allows(self, data: bytes) -> bool:
+        rest = self._rest(data)
+        return True if not rest else self.inner.allows(rest)
+
+    def closing_hint(self) -> bytes | None:
+        """The inner filter's hint for the budget planner, once the removed text is behind."""
+        hint = getattr(self.inner, "closing_hint", None)
+        return hint() if callable(hint) and not self.skip else None
+
+    def feed(self, data: bytes) -> None:
+        rest = self._rest(data)
+        self.skip = max(0, self.skip - len(data))
+        if rest:
+            self.inner.feed(rest)
+
+    def clone(self) -> SkipPrefixFilter:
+        other = SkipPrefixFilter.__new__(SkipPrefixFilter)
+        other.inner = self.inner.clone()
+        other.skip = self.skip
+        other.all_sensitive = self.all_sensitive
+        return other

@@ -8,42 +8,39 @@ store per-sample statistics (steps, interventions, mask time, unsatisfiable).
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from callbench.constrain.protocol import GrammarHooks, Served
+
+if TYPE_CHECKING:  # the engine (numpy, llguidance) loads only once a grammar is built
+    from callbench.constrain.engine import ConstraintSession, GrammarConstraint
 
 
-class SampleConstraint:
-    """Delegates the backend hooks to a shared :class:`GrammarConstraint` and keeps the sessions
-    of this sample's generation (in-process backends generate one sample at a time)."""
+class SampleConstraint(GrammarHooks):
+    """A :class:`~callbench.constrain.protocol.Constraint` served by a shared
+    :class:`GrammarConstraint` (or its healed variant), keeping the sessions of this sample's
+    generation (in-process backends generate one sample at a time)."""
 
-    def __init__(self, shared: Any):
+    def __init__(self, shared: GrammarConstraint):
         self.shared = shared
         self._used = shared
-        self._sessions: list[Any] | None = None
+        self._sessions: list[ConstraintSession] | None = None
 
-    def _target(self, heal: str) -> Any:
+    def __repr__(self) -> str:
+        return f"SampleConstraint({self.shared!r})"
+
+    def _grammar_for(self, heal: str) -> GrammarConstraint:
         """The shared constraint, or its healed variant when the backend gave back ``heal``."""
-        if not heal:
-            return self.shared
-        from callbench.constrain.healing import healed_constraint
+        self._used = self.shared.healed(heal)
+        return self._used
 
-        return healed_constraint(self.shared, heal)
-
-    def llamacpp_logits_processor(self, llama: Any, *, heal: str = "", max_tokens: int | None = None) -> Any:
-        self._used = self._target(heal)
-        proc = self._used.llamacpp_logits_processor(llama, max_tokens=max_tokens)
-        self._sessions = self._used.last_sessions
-        return proc
-
-    def hf_logits_processor(self, tokenizer: Any, *, heal: str = "", max_tokens: int | None = None) -> Any:
-        self._used = self._target(heal)
-        proc = self._used.hf_logits_processor(tokenizer, max_tokens=max_tokens)
-        self._sessions = None  # created lazily per batch row; read after generation
-        return proc
-
-    def vllm_extra_body(self, *, heal: str = "") -> dict[str, Any]:
-        self._used = self._target(heal)
-        self._sessions = []
-        return self._used.vllm_extra_body()
+    def _served(self, kind: Served) -> None:
+        if kind == "llamacpp":
+            self._sessions = self._used.last_sessions
+        elif kind == "hf":
+            self._sessions = None  # created lazily per batch row; read after generation
+        else:
+            self._sessions = []  # decoded by the server: no session here
 
     def stats(self) -> dict[str, Any]:
         sessions = self._sessions if self._sessions is not None else self._used.last_sessions

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -35,6 +35,7 @@ from callbench.constrain.engine import (
     TokenVocab,
     _llguidance,
     _one_line,
+    healed_lark,
     with_llguidance_options,
 )
 from callbench.errors import CallbenchError
@@ -326,9 +327,27 @@ class StagedGrammarConstraint(GrammarConstraint):
             self._tail_sets[id(vocab)] = entry
         return StagedMatcher(template.deep_copy(), entry[1], vocab.token_bytes, self.staged.resolver(), self.staged.skip)
 
-    def vllm_extra_body(self) -> dict[str, Any]:
+    def server_lark(self) -> str:
         raise CallbenchError(
             f"constraint '{self.name}' is staged (its spec is too large for one grammar): a vLLM "
             "server takes one grammar; use a local backend (llamacpp, hf), the args setup, or "
             "GrammarOptions(staged=False) where the single grammar fits"
         )
+
+    def _derive_healed(
+        self, prefix: str, filter_factory: Callable[[], TokenFilter] | None, name: str
+    ) -> GrammarConstraint:
+        # The head and every tail start with the removed text; the resolver skips its bytes.
+        staged = self.staged
+        tail = staged.tail_lark
+
+        def healed_tail(key: Hashable) -> str:
+            return healed_lark(tail(key), prefix)
+
+        healed = replace(
+            staged,
+            head_lark=healed_lark(staged.head_lark, prefix),
+            tail_lark=healed_tail,
+            skip=staged.skip + len(prefix.encode("utf-8")),
+        )
+        return StagedGrammarConstraint(healed, filter_factory, name=name, exact=self.exact)

@@ -205,39 +205,6 @@ class TorchPrefixProcessor:
         return apply_mask(scores, self.state.mask()[None, :].copy())  # torch wants a writable array
 
 
-def constraint_hook(constraint: Any, hook_name: str, owner: str, *, heal: str = "", max_tokens: int | None = None) -> Callable[[Any], Any]:
-    """The constraint's processor factory for one generation, bound to the healed prefix and the
-    token budget.
-
-    A plain :class:`~callbench.constrain.engine.GrammarConstraint` is healed here; a track's
-    per-sample wrapper takes ``heal`` itself. ``max_tokens`` is passed where the hook accepts it
-    (the constraint then closes the call within the budget). Missing hook: a one-line error, since
-    running unconstrained while the caller believes otherwise would corrupt a comparison.
-    """
-    import inspect
-
-    from callbench.errors import ConfigError
-
-    kwargs: dict[str, Any] = {}
-    if heal:
-        from callbench.constrain.healing import for_healed_prompt
-
-        constraint, kwargs = for_healed_prompt(constraint, heal)
-    hook = getattr(constraint, hook_name, None)
-    if not callable(hook):
-        raise ConfigError(f"{owner}: constraint {type(constraint).__name__} has no {hook_name}()")
-    params = inspect.signature(hook).parameters
-    if heal and "heal" in kwargs and "heal" not in params:
-        raise ConfigError(f"{owner}: constraint {type(constraint).__name__} cannot follow a healed prompt")
-    if max_tokens is not None and "max_tokens" in params:
-        kwargs["max_tokens"] = max_tokens
-
-    def bound(handle: Any) -> Any:
-        return hook(handle, **kwargs)
-
-    return bound
-
-
 def llama_token_bytes(llama: Any) -> list[bytes]:
     """Every token's bytes for a ``llama_cpp.Llama`` (special tokens: empty), from the constraint
     engine's vocabulary when llguidance is installed, else by detokenizing one token at a time."""

@@ -3,8 +3,8 @@ directory with transformers.
 
 Why this backend exists next to llama.cpp: it runs any architecture transformers knows, in full
 precision, and on a GPU when there is one; and like llama.cpp it exposes logits, so constrained
-decoding can plug in a ``transformers.LogitsProcessor`` (a track's constraint opts in by providing
-``hf_logits_processor(tokenizer)``).
+decoding can plug in a ``transformers.LogitsProcessor`` (a track's constraint, a
+:class:`~callbench.constrain.protocol.Constraint`, builds it: ``processor("hf", tokenizer)``).
 
 One model instance serves one call at a time (``max_concurrency = 1``), but a runner that has many
 inputs ready can call :meth:`HFBackend.generate_batch`, which pads on the left (decoder-only models
@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from callbench.constrain.protocol import require_constraint
 from callbench.errors import ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
 from callbench.models.base import GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
@@ -46,7 +47,6 @@ from callbench.models.healing import (
     Healing,
     PrefixState,
     TorchPrefixProcessor,
-    constraint_hook,
     heal_prompt,
     hf_token_bytes,
     prefix_table,
@@ -207,8 +207,8 @@ class HFBackend(ModelBackend):
             # registers itself with the engine on import (the engine knows no adapter).
             import callbench.constrain.adapters.torch_adapter  # noqa: F401
 
-            hook = constraint_hook(inp.constraint, "hf_logits_processor", self.identity, heal=heal, max_tokens=max_tokens)
-            return hook(self.tokenizer)
+            constraint = require_constraint(inp.constraint, self.identity)
+            return constraint.processor("hf", self.tokenizer, heal=heal, max_tokens=max_tokens)
         if heal:
             return TorchPrefixProcessor(PrefixState(self._prefix_table(), healing.prefix))
         return None

@@ -2,8 +2,8 @@
 
 Why in-process rather than llama.cpp's HTTP server: constrained decoding needs the logits at every
 step, and the llama-cpp-python API hands them to a ``logits_processor`` callback. The backend is
-therefore ``steerable``; a track's constraint object opts in by providing
-``llamacpp_logits_processor(llama) -> callable(input_ids, scores) -> scores``.
+therefore ``steerable``; a track's constraint (a :class:`~callbench.constrain.protocol.Constraint`)
+builds that callback: ``processor("llamacpp", llama) -> callable(input_ids, scores) -> scores``.
 
 One model instance is not thread-safe and one generation already uses the cores it was given, so
 ``max_concurrency`` is 1: the blocking call runs in a worker thread (keeping the event loop free)
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from callbench.constrain.protocol import require_constraint
 from callbench.errors import CallbenchError, ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
 from callbench.models.base import GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
@@ -28,7 +29,6 @@ from callbench.models.healing import (
     Healing,
     LlamaCppPrefixProcessor,
     PrefixState,
-    constraint_hook,
     heal_prompt,
     llama_token_bytes,
     prefix_table,
@@ -160,8 +160,9 @@ class LlamaCppBackend(ModelBackend):
             # registers itself with the engine on import (the engine knows no adapter).
             import callbench.constrain.adapters.numpy_adapter  # noqa: F401
 
-            hook = constraint_hook(inp.constraint, "llamacpp_logits_processor", self.identity, heal=heal, max_tokens=max_tokens)
-            return self._llama_cpp.LogitsProcessorList([hook(self._llama)])
+            constraint = require_constraint(inp.constraint, self.identity)
+            processor = constraint.processor("llamacpp", self._llama, heal=heal, max_tokens=max_tokens)
+            return self._llama_cpp.LogitsProcessorList([processor])
         if heal:
             state = PrefixState(self._prefix_table(), healing.prefix)
             return self._llama_cpp.LogitsProcessorList([LlamaCppPrefixProcessor(state)])

@@ -52,6 +52,7 @@ import re
 import time
 from typing import Any
 
+from callbench.constrain.protocol import Constraint, require_constraint
 from callbench.errors import ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
 from callbench.models.base import BackendError, GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
@@ -345,13 +346,10 @@ class OpenAICompatBackend(ModelBackend):
         if config.stop or config.stop_kept:
             params["stop"] = list(config.stop) + list(config.stop_kept)
         extra_body = dict(self.extra_body or {})
-        hook = getattr(inp.constraint, "vllm_extra_body", None) if inp.constraint is not None else None
-        if inp.constraint is not None and hook is None:
-            raise ConfigError(f"{self.identity}: constraint {type(inp.constraint).__name__} has no vllm_extra_body()")
         heal = healing.text if healing is not None else ""
-        if hook is not None:
+        if inp.constraint is not None:
             # Server-side constrained decoding (vLLM's structured outputs, guidance backend).
-            extra_body.update(_server_constraint(inp.constraint, heal))
+            extra_body.update(require_constraint(inp.constraint, self.identity).server_body(heal=heal))
         elif heal:
             # The removed text first, then anything (vLLM structured outputs, a regex).
             extra_body["structured_outputs"] = {"regex": re.escape(heal) + "(?s:.*)"}
@@ -479,7 +477,7 @@ class OpenAICompatBackend(ModelBackend):
 
     # -- preflight ----------------------------------------------------------------------------
 
-    async def preflight(self, constraint: Any = None) -> None:
+    async def preflight(self, constraint: Constraint | bool | None = None) -> None:
         """Check, before the first sample, that the server answers; with ``constraint``, that it
         applies grammars. Raises a one-line :class:`ConfigError`, never retries.
 
@@ -489,8 +487,9 @@ class OpenAICompatBackend(ModelBackend):
         refused key (401/403), another 4xx, or an answer that is not JSON (a web page: the URL is
         wrong) is a ConfigError; 429 and 5xx pass (the server is there; the run retries those).
 
-        ``constraint`` (any object with ``vllm_extra_body()``, e.g. the first sample's, or True for
-        the current vLLM form): one request whose body carries those fields with the grammar
+        ``constraint`` (a :class:`~callbench.constrain.protocol.Constraint`, e.g. the first
+        sample's, whose ``server_body()`` gives the request form, or True for the current vLLM
+        form): one request whose body carries those fields with the grammar
         swapped for one that allows only :data:`GRAMMAR_PROBE`; an answer other than that marker
         (or a prefix of it cut by the token limit) means the server ignored the grammar.
         """
@@ -574,9 +573,10 @@ class OpenAICompatBackend(ModelBackend):
             )
         raise ConfigError(f"{self.identity}: the server refused {what} ({detail})")
 
-    async def _grammar_probe(self, http: Any, constraint: Any) -> None:
-        hook = getattr(constraint, "vllm_extra_body", None)
-        fields = _probe_fields(hook() if callable(hook) else None)
+    async def _grammar_probe(self, http: Any, constraint: Constraint | bool) -> None:
+        # True: no constraint object yet, so the current vLLM form
+        body = None if isinstance(constraint, bool) else require_constraint(constraint, self.identity).server_body()
+        fields = _probe_fields(body)
         path = self._answer_path()
         status, body = await self._preflight_call(http, "POST", path, self._probe_params(32, fields), PREFLIGHT_ANSWER_S)
         hint = "constrained decoding over openai: needs a vLLM server started with --structured-outputs-config.backend guidance"
@@ -603,16 +603,6 @@ class OpenAICompatBackend(ModelBackend):
                 await client.close()
             except RuntimeError:  # bound to a loop that is already closed: nothing left to release
                 pass
-
-
-def _server_constraint(constraint: Any, heal: str) -> dict[str, Any]:
-    """The constraint's request fields, for a prompt healed by ``heal`` where it was."""
-    if not heal:
-        return constraint.vllm_extra_body()
-    from callbench.constrain.healing import for_healed_prompt
-
-    target, kwargs = for_healed_prompt(constraint, heal)
-    return target.vllm_extra_body(**kwargs)
 
 
 def _probe_fields(body: Any) -> dict[str, Any]:
