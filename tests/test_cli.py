@@ -223,3 +223,14 @@ def test_nested_parser_is_part_of_the_scoring_identity(tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "runs" / "r" / "summary.json").read_text())
     assert summary["compat_parser"] == "lenient" and summary["metrics"]["full_sequence_accuracy"] == 1.0
+
+
+def test_per_group_on_the_command_line(tmp_path, data_root):
+    res = _invoke("run", "webapi", "--model", "gold", "--per-group", "2", "--out", tmp_path / "runs", "--no-progress",
+                  "--data", data_root)
+    assert res.exit_code == 0, res.output
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    config = json.loads((run_dir / "config.json").read_text())
+    ids = config["selection"]["sample_ids"]
+    assert config["selection"]["per_group"] == 2 and len(ids) == 8
+    assert sorted({i.rsplit("_", 1)[0] for i in ids}) == ["asana", "google_calendar_v3", "google_sheet_v4", "slack"]

@@ -188,6 +188,21 @@ def test_limit_counts_tasks_not_samples():
     assert [s.id for s in select_samples(plain, RunOptions(limit=2))] == ["s0", "s1"]
 
 
+def test_per_group_takes_the_first_tasks_of_each_group():
+    """Issue 31: --limit 5 took 5 tasks of one API; --per-group N takes N of each (with all their
+    samples), --limit then caps the total."""
+    from callbench.runs.runner import RunOptions, select_samples
+    from callbench.tracks.base import Sample
+
+    samples = [Sample(id=f"{g}{t}#{i}", group=g, payload=None, task=f"{g}{t}") for g in "ab" for t in range(3) for i in range(2)]
+    samples += [Sample(id="c0#0", group="c", payload=None, task="c0")]
+    picked = select_samples(samples, RunOptions(per_group=2))
+    assert [s.id for s in picked] == ["a0#0", "a0#1", "a1#0", "a1#1", "b0#0", "b0#1", "b1#0", "b1#1", "c0#0"]
+    assert [s.task for s in select_samples(samples, RunOptions(per_group=2, limit=3))][::2] == ["a0", "a1", "b0"]
+    with pytest.raises(ConfigError, match="--per-group must be >= 1"):
+        select_samples(samples, RunOptions(per_group=0))
+
+
 def test_a_batch_is_scored_as_one_by_one_and_a_failing_batch_names_its_sample(data_root):
     """``evaluate_many`` (programs sent to V8 together) gives each sample the verdict that
     ``evaluate`` gives it; when the batch call fails, every sample is scored alone, so the one

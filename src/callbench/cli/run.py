@@ -65,6 +65,9 @@ def run_webapi(
         Scoring, typer.Option(help="strict (schema-aware values, case-insensitive headers) or compat (published scorer).")
     ] = Scoring.strict,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks (after --api/--ids).")] = None,
+    per_group: Annotated[
+        int | None, typer.Option("--per-group", help="The first N tasks of each API (after --api/--ids; --limit then caps the total).")
+    ] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated task ids, e.g. asana_0,slack_12.")] = None,
     api: Annotated[str | None, typer.Option(help="Comma-separated APIs, e.g. slack,asana.")] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
@@ -238,6 +241,7 @@ def run_webapi(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
+                per_group=per_group,
                 ids=id_list,
                 groups=api_list,
                 concurrency=concurrency,
@@ -291,6 +295,9 @@ def run_nested(
     max_steps: Annotated[int, typer.Option("--max-steps", help="react, tools: most model turns per task.")] = 12,
     scoring: Annotated[Scoring, typer.Option(help="strict (default) or compat (the published scorer).")] = Scoring.strict,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    per_group: Annotated[
+        int | None, typer.Option("--per-group", help="The first N tasks of each domain (--limit then caps the total).")
+    ] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 8,
     max_tokens: Annotated[int, typer.Option(help="New tokens per sample (per turn in react and tools).")] = 512,
@@ -431,6 +438,7 @@ def run_nested(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
+                per_group=per_group,
                 ids=id_list,
                 concurrency=concurrency,
                 scoring=scoring.value,
@@ -461,6 +469,7 @@ _COMMON: list[tuple[str, Any, Any]] = [
     ("model", Annotated[str, typer.Option("--model", "-m", help="Backend spec, as for 'run webapi'.")], inspect.Parameter.empty),
     ("scoring", Annotated[str | None, typer.Option(help="Scoring mode (default: the track's first).")], None),
     ("limit", Annotated[int | None, typer.Option(help="Only the first N tasks.")], None),
+    ("per_group", Annotated[int | None, typer.Option("--per-group", help="The first N tasks of each group (--limit then caps the total).")], None),
     ("ids", Annotated[str | None, typer.Option(help="Comma-separated task ids.")], None),
     ("concurrency", Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")], 8),
     ("max_tokens", Annotated[int | None, typer.Option(help="New tokens per sample (default: the track's).")], None),
@@ -559,6 +568,7 @@ def _run_generated(name: str, values: dict[str, Any]) -> None:
             out_dir=common["out"],
             run_id=common["run_id"],
             limit=common["limit"],
+            per_group=common["per_group"],
             ids=id_list,
             concurrency=common["concurrency"],
             scoring=scoring,

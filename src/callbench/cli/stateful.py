@@ -193,6 +193,9 @@ def run_stateful(
     ] = "program",
     max_steps: Annotated[int, typer.Option(help="mcp: most model turns per test case.")] = 12,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks (with all their --samples draws).")] = None,
+    per_group: Annotated[
+        int | None, typer.Option("--per-group", help="The first N tasks of each scenario (--limit then caps the total).")
+    ] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated sample ids.")] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 4,
     max_tokens: Annotated[int, typer.Option(help="New tokens per program.")] = 768,
@@ -254,6 +257,7 @@ def run_stateful(
                 out_dir=out,
                 run_id=run_id,
                 limit=limit,
+                per_group=per_group,
                 ids=id_list,
                 concurrency=concurrency,
                 scoring="strict",

@@ -83,6 +83,7 @@ class RunOptions:
     limit: int | None = None
     ids: Sequence[str] | None = None
     groups: Sequence[str] | None = None
+    per_group: int | None = None  # the first N tasks of each group (API, domain, scenario)
     concurrency: int = 8
     scoring: str = "strict"
     generation: GenerationConfig = field(default_factory=GenerationConfig)
@@ -151,6 +152,17 @@ def select_samples(samples: list[Sample], opts: RunOptions) -> list[Sample]:
             raise ConfigError(f"--ids: {len(missing)} unknown sample id(s): {', '.join(missing[:5])}{more}")
         wanted = set(opts.ids)
         out = [s for s in out if s.id in wanted]
+    if opts.per_group is not None:
+        if opts.per_group < 1:
+            raise ConfigError("--per-group must be >= 1")
+        # the first N tasks of each group, every sample of each, in the data's order
+        firsts: dict[str, list[str]] = {}
+        for s in out:
+            tasks = firsts.setdefault(s.group, [])
+            if (s.task or s.id) not in tasks and len(tasks) < opts.per_group:
+                tasks.append(s.task or s.id)
+        keep_group = {t for tasks in firsts.values() for t in tasks}
+        out = [s for s in out if (s.task or s.id) in keep_group]
     if opts.limit is not None:
         if opts.limit < 1:
             raise ConfigError("--limit must be >= 1")
@@ -293,6 +305,7 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
             "limit": opts.limit,
             "ids": list(opts.ids or []),
             "groups": list(opts.groups or []),
+            "per_group": opts.per_group,
             "sample_ids": [s.id for s in samples],  # what summary.json and report describe
         },
         "callbench_version": __version__,
