@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from callbench.errors import CallbenchError
+
+if TYPE_CHECKING:  # the type only: a backend checks what it was given (constrain.protocol.require_constraint)
+    from callbench.constrain.protocol import Constraint
 
 Mode = Literal["completion", "chat"]
 
@@ -42,7 +45,8 @@ class ModelInput:
     ``prompt`` is the completion-model text (instructions + starter code); ``messages`` the same
     request for chat models. ``reference`` is the gold answer in the form a completion model would
     produce (the continuation of ``prompt``); only the ``gold`` backend reads it.
-    ``constraint`` is an optional track-built constraint object for steerable backends.
+    ``constraint`` is an optional track-built :class:`~callbench.constrain.protocol.Constraint` for
+    steerable backends.
 
     ``tools`` asks for native tool calling: OpenAI "function" tool schemas
     (``{"type": "function", "function": {"name", "description", "parameters"}}``). Only backends
@@ -75,7 +79,7 @@ class ModelInput:
     prompt: str
     messages: list[JsonObject]
     reference: str | None = None
-    constraint: Any = None
+    constraint: Constraint | None = None
     metadata: JsonObject = field(default_factory=dict)
     tools: list[JsonObject] | None = None
     assistant_prefix: str | None = None
