@@ -161,3 +161,11 @@ def test_webapi_and_nested_cells_side_by_side(tmp_path, data_root, monkeypatch):
         if c["track"] == "webapi":
             assert summary["setup"] == c["settings"]["setup"] and summary["constrained"] is c["settings"]["constrained"]
             assert summary["metrics"]["correct_implementations_t"] == 1.0
+    # the leaderboard puts each track's headline metric side by side: gold is right everywhere
+    from callbench.sweep.leaderboard import build_leaderboard
+
+    board = build_leaderboard(out)
+    assert board.models == ["gold"] and len(board.columns) == 5
+    assert board.labels[board.columns[0]] == "webapi setup=full constrained=false"
+    assert [board.column_metric[c] for c in board.columns] == ["Correct implementations"] * 4 + ["Win rate"]
+    assert [board.entries[("gold", c)].interval.point for c in board.columns] == [1.0] * 5

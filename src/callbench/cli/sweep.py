@@ -77,3 +77,38 @@ def sweep_cmd(
     )
     if failed:
         raise typer.Exit(1)
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(
+    sweep_dir: Annotated[Path, typer.Argument(metavar="SWEEP_DIR", help="A sweep directory (the --out of 'callbench sweep').")],
+    as_csv: Annotated[bool, typer.Option("--csv", help="Write CSV to standard output (shares 0..1, with 95% bounds and n) instead of the table.")] = False,
+) -> None:
+    """Models as rows, the grid's cells as columns: each track's headline metric with its 95% bootstrap interval.
+
+    Headline metrics: webapi correct implementations, nested win rate, stateful pass@1. A cell that is not done shows its state (todo, partial, failed).
+    """
+    from callbench.sweep.leaderboard import build_leaderboard, entry_text
+
+    try:
+        board = build_leaderboard(sweep_dir)
+    except CallbenchError as exc:
+        fail(exc)
+    if as_csv:
+        typer.echo(board.csv(), nl=False)
+        return
+    from rich.table import Table
+
+    from callbench.report.compare import short_model_name
+
+    table = Table(title=f"leaderboard: {path_text(sweep_dir)}", title_justify="left")
+    table.add_column("model", max_width=32, overflow="fold")  # a long replay path folds, the numbers keep their room
+    for col in board.columns:
+        metric = board.column_metric.get(col)
+        label = board.labels.get(col, col).replace(" ", "\n")  # a setting a line: narrow columns
+        table.add_column(label + (f"\n{metric}" if metric else ""), justify="right")
+    for model in board.models:
+        table.add_row(short_model_name(model), *(entry_text(board.entries.get((model, col)), sep="\n") for col in board.columns))
+    out_console.print(table)
+    for note in board.notes:
+        out_console.print(note, highlight=False, markup=False)
