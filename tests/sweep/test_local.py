@@ -5,6 +5,7 @@ failing cell is recorded and the others go on."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import callbench
 from callbench.cli import app
 from callbench.runs.store import RunStore
 from callbench.sweep.grid import load_grid
-from callbench.sweep.local import plan, run_local
+from callbench.sweep.local import CellResult, plan, run_cell, run_local
 
 NESTED_GRID = "models: [gold]\ntracks:\n  nested: {limit: [2, 3], scoring: [strict, compat]}\n"
 
@@ -137,6 +138,32 @@ def test_a_failing_cell_does_not_stop_the_others(tmp_path):
     assert again.exit_code == 1
     assert again.output.count("skip   ") == 2 and again.output.count("start  ") == 2
     assert "2 already done, 0 run, 2 failed" in again.output
+
+
+def _dies_on_limit_3(out: str, cell: dict) -> CellResult:
+    """A cell runner whose worker process dies (as one killed or out of memory does) on the cell
+    with limit 3 and runs the others (imported by name in the spawned worker)."""
+    if cell["settings"]["limit"] == 3:
+        os._exit(9)
+    return run_cell(out, cell)
+
+
+def test_a_worker_that_dies_fails_its_cell_and_the_sweep_goes_on(tmp_path):
+    grid = load_grid(_grid(tmp_path, "models: [gold]\ntracks:\n  nested: {limit: [2, 3, 4]}\n"))
+    out = tmp_path / "sweep"
+    events: list[tuple[str, str]] = []
+    outcome = run_local(grid, out, workers=1, runner=_dies_on_limit_3, report=lambda e, c, d: events.append((e, c.name)))
+    two, three, four = grid.cells
+    assert [(r.name, r.ok) for r in outcome.results] == [(two.name, True), (three.name, False), (four.name, True)]
+    assert "a worker process died" in (outcome.results[1].error or "")
+    assert [outcome.states[c.name].state for c in grid.cells] == ["done", "failed", "done"]
+    assert events == [(e, c.name) for c in grid.cells for e in ("start", "finish")]
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert [c["state"] for c in manifest["cells"]] == ["done", "failed", "done"]
+    # the next sweep runs only that cell
+    again = run_local(grid, out, workers=1)
+    assert again.skipped == [two.name, four.name]
+    assert [(r.name, r.ok, r.generated) for r in again.results] == [(three.name, True, 3)]
 
 
 @pytest.mark.parametrize("workers", ["0", "-1"])

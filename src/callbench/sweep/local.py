@@ -12,6 +12,7 @@ cell starts and again after each one ends, so a killed sweep leaves it at most o
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.process
 import multiprocessing
 import os
 import traceback
@@ -92,10 +93,13 @@ def run_local(
     *,
     workers: int | None = None,
     report: Callable[[str, Cell, Any], None] | None = None,
+    runner: Callable[[str, dict[str, Any]], CellResult] = run_cell,
 ) -> SweepOutcome:
     """Run ``grid``'s unfinished cells under ``out`` in ``workers`` processes (default: one per
     core, at most one per cell). ``report(event, cell, detail)`` is called on the driver for each
-    ``"skip"`` (detail: the state), ``"start"`` and ``"finish"`` (detail: the :class:`CellResult`)."""
+    ``"skip"`` (detail: the state), ``"start"`` and ``"finish"`` (detail: the :class:`CellResult`).
+    ``runner(out, cell)`` runs one cell in a worker (:func:`run_cell`; a picklable, importable
+    function). A worker that dies fails the cells in flight; the others run in a fresh pool."""
     report = report or (lambda event, cell, detail: None)
     failures = previous_failures(out)
     states = {c.name: cell_state(out, c, failures) for c in grid.cells}
@@ -111,19 +115,31 @@ def run_local(
     n = workers if workers is not None else default_workers(len(todo))
     ctx = multiprocessing.get_context("spawn")
     queue = list(todo)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        running: dict[concurrent.futures.Future[CellResult], Cell] = {}
+    running: dict[concurrent.futures.Future[CellResult], Cell] = {}
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    try:
         while queue or running:
             while queue and len(running) < n:  # submitted only when a worker is free: "start" is true
                 c = queue.pop(0)
-                running[pool.submit(run_cell, str(out), c.as_dict())] = c
+                try:
+                    fut = pool.submit(runner, str(out), c.as_dict())
+                except concurrent.futures.process.BrokenProcessPool:
+                    # a worker died: the pool is unusable; the remaining cells get a fresh one
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    pool = concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+                    fut = pool.submit(runner, str(out), c.as_dict())
+                running[fut] = c
                 report("start", c, None)
             finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             for fut in finished:
                 c = running.pop(fut)
                 try:
                     res = fut.result()
-                except Exception as exc:  # the worker process itself died (killed, out of memory)
+                except concurrent.futures.process.BrokenProcessPool:
+                    # a worker process died (killed, out of memory): every cell in flight fails with
+                    # it, as which one died is not known; their runs resume on the next sweep
+                    res = CellResult(c.name, False, "a worker process died while the cell ran (killed or out of memory?); run the sweep again to resume it")
+                except Exception as exc:  # the result could not come back (e.g. not picklable)
                     res = CellResult(c.name, False, f"worker process failed: {_one_line(exc)}")
                 results.append(res)
                 if res.ok:
@@ -133,6 +149,8 @@ def run_local(
                 states[c.name] = cell_state(out, c, failures)
                 write_manifest(out, grid, states)
                 report("finish", c, res)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return SweepOutcome(states, results, skipped)
 
 
