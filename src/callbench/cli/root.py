@@ -46,13 +46,46 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+_LEVELS = ("debug", "info", "warning", "error")
+
+
+def configure_logging(level: str) -> None:
+    """callbench's log records on stderr from ``level`` up (one handler, set once per process; a
+    run also writes its own ``run.log``, see :mod:`callbench.runs.run_log`)."""
+    import logging
+
+    logger = logging.getLogger("callbench")
+    handler = next((h for h in logger.handlers if getattr(h, "_callbench_cli", False)), None)
+    if handler is None:
+        handler = logging.StreamHandler()
+        handler._callbench_cli = True  # type: ignore[attr-defined]
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    value = getattr(logging, level.upper())
+    handler.setLevel(value)
+    logger.setLevel(min(value, logging.WARNING))
+
+
 @app.callback()
 def _main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    log_level: Annotated[
+        str,
+        typer.Option(
+            "--log-level",
+            help="What callbench logs on stderr: debug, info, warning (default) or error. Every run also "
+            "writes run.log in its directory (its sessions, a progress line every 10 s, warnings).",
+        ),
+    ] = "warning",
 ) -> None:
     """Measure and improve how well LLMs write API calls."""
+    if log_level.lower() not in _LEVELS:
+        from callbench.errors import ConfigError
+
+        raise typer.BadParameter(str(ConfigError(f"--log-level {log_level}: choose from {', '.join(_LEVELS)}")))
+    configure_logging(log_level.lower())
 
 
 def reflow_help() -> None:

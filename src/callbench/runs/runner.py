@@ -62,6 +62,7 @@ from rich.progress import (
 from callbench.errors import CallbenchError, ConfigError, DataError, RunStoreError
 from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelInput, ModelOutput
 from callbench.runs.identity import build_identity, generation_digest
+from callbench.runs.run_log import RunLog
 from callbench.runs.store import START_OVER, RunStore, write_json_atomic
 from callbench.runs.text import encodable
 from callbench.tracks.base import Sample, SampleResult, Track
@@ -84,6 +85,9 @@ class RunOptions:
     ids: Sequence[str] | None = None
     groups: Sequence[str] | None = None
     per_group: int | None = None  # the first N tasks of each group (API, domain, scenario)
+    # seconds between progress lines in run.log (and on a console that is no terminal);
+    # CALLBENCH_PROGRESS_INTERVAL changes the default (tests, very long runs)
+    progress_interval: float = field(default_factory=lambda: _interval_from_env())
     concurrency: int = 8
     scoring: str = "strict"
     generation: GenerationConfig = field(default_factory=GenerationConfig)
@@ -95,6 +99,17 @@ class RunOptions:
     force: bool = False  # delete what the run directory holds and start over
     rescore: bool = False  # re-score every stored answer (a changed scoring identity is then accepted)
     recorded: dict[str, Any] = field(default_factory=dict)  # more facts for config.json (e.g. the --config file)
+
+
+def _interval_from_env() -> float:
+    raw = os.environ.get("CALLBENCH_PROGRESS_INTERVAL", "")
+    try:
+        value = float(raw) if raw else 10.0
+    except ValueError:
+        raise ConfigError(f"CALLBENCH_PROGRESS_INTERVAL={raw!r}: a number of seconds") from None
+    if not value > 0:
+        raise ConfigError(f"CALLBENCH_PROGRESS_INTERVAL={raw!r}: must be > 0")
+    return value
 
 
 BACKEND_ERROR = "backend_error"
@@ -489,6 +504,7 @@ async def run_async(
                 res = await _scored(evaluate, sample, out, "finished samples are saved: run the same command to resume")
                 await writer.put(sample.group, inp, out, res)
                 progress.advance(task_id)
+                run_log.advance()
 
         async def backend_error(sample: Sample, inp: ModelInput, exc: BackendError, latency: float, task_id: TaskID) -> None:
             # scored as an empty answer too, for --count-backend-errors (kept apart by default)
@@ -499,41 +515,64 @@ async def run_async(
             tally["answered"] += 1
             tally["failed"] += 1
             progress.advance(task_id)
+            run_log.advance(error=True)
             if tally["failed"] >= _MIN_FOR_RATE and tally["failed"] > opts.max_backend_error_rate * tally["answered"]:
                 raise BackendErrorRate(str(exc))  # the message is made once the stored rows are final
 
-        with progress:
-            task_id = progress.add_task(f"{track.name} · {encodable(model.identity)}", total=len(samples), completed=len(samples) - len(pending))
-            preflight = getattr(model, "preflight", None)
-            if to_ask and preflight is not None:
-                # a dead endpoint, or a server that ignores grammars, is one line now, not a run of errors
-                constrained = bool(getattr(getattr(track, "options", None), "constrained", False))
-                await preflight(True if constrained else None)
-            if pending:
-                await evaluate.start()  # worker processes load while the first requests are in flight
+        run_log = RunLog(
+            run_dir, track.name, len(samples), len(samples) - len(pending), interval=opts.progress_interval,
+            console=console, plain=opts.progress and not console.is_terminal,
+        )
+        run_log.write(
+            f"session: {track.name} · {encodable(model.identity)}: {len(samples)} samples selected, "
+            f"{len(samples) - len(pending)} done before, {len(to_ask)} to ask, {len(unscored)} stored unscored"
+            + (" (resumed)" if resumed else "")
+        )
 
-            async def asking_done() -> None:
+        async def ticker() -> None:
+            while True:  # a line at the interval even while no sample finishes (a slow first answer)
+                await asyncio.sleep(min(1.0, opts.progress_interval))
+                run_log.tick()
+
+        ticking = asyncio.create_task(ticker())
+        outcome_text = "stopped"
+        try:
+            with progress:
+                task_id = progress.add_task(f"{track.name} · {encodable(model.identity)}", total=len(samples), completed=len(samples) - len(pending))
+                preflight = getattr(model, "preflight", None)
+                if to_ask and preflight is not None:
+                    # a dead endpoint, or a server that ignores grammars, is one line now, not a run of errors
+                    constrained = bool(getattr(getattr(track, "options", None), "constrained", False))
+                    await preflight(True if constrained else None)
+                if pending:
+                    await evaluate.start()  # worker processes load while the first requests are in flight
+
+                async def asking_done() -> None:
+                    try:
+                        await asyncio.gather(*(ask(task_id) for _ in range(min(in_flight, len(to_ask)))))
+                    finally:
+                        backlog.close()  # no more answers of this session: scorers end when the backlog is empty
+
+                scorers = min(max(1, evaluate.width), len(pending)) if pending else 0
+                jobs = [asyncio.create_task(asking_done()), *(asyncio.create_task(score(task_id)) for _ in range(scorers))]
                 try:
-                    await asyncio.gather(*(ask(task_id) for _ in range(min(in_flight, len(to_ask)))))
-                finally:
-                    backlog.close()  # no more answers of this session: scorers end when the backlog is empty
-
-            scorers = min(max(1, evaluate.width), len(pending)) if pending else 0
-            jobs = [asyncio.create_task(asking_done()), *(asyncio.create_task(score(task_id)) for _ in range(scorers))]
-            try:
-                await asyncio.gather(*jobs)
-            except BaseException as exc:
-                for j in jobs:
-                    j.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
-                # a stop abandons scoring in progress (its answers stay stored for the next resume)
-                await evaluate.close(abandon=True)
-                await writer.close()  # rows already handed over are written before the store closes
-                if isinstance(exc, BackendErrorRate):
-                    raise _rate_stop(store, to_ask, opts.max_backend_error_rate, str(exc)) from None
-                raise
-            await evaluate.close()
-            await writer.close()
+                    await asyncio.gather(*jobs)
+                except BaseException as exc:
+                    for j in jobs:
+                        j.cancel()
+                    await asyncio.gather(*jobs, return_exceptions=True)
+                    # a stop abandons scoring in progress (its answers stay stored for the next resume)
+                    await evaluate.close(abandon=True)
+                    await writer.close()  # rows already handed over are written before the store closes
+                    if isinstance(exc, BackendErrorRate):
+                        raise _rate_stop(store, to_ask, opts.max_backend_error_rate, str(exc)) from None
+                    raise
+                await evaluate.close()
+                await writer.close()
+            outcome_text = "finished"
+        finally:
+            ticking.cancel()
+            run_log.close(outcome_text)
         summary = summarize(track, store, samples, opts.scoring, opts.count_backend_errors)
         return RunOutcome(
             run_dir=run_dir,
