@@ -88,6 +88,10 @@ def test_list_valued_settings_expand_only_as_lists_of_lists(tmp_path):
         ("models: [gold, gold]\ntracks: {nested: {}}\n", "grid.yaml: models: 'gold' is listed twice"),
         ("models: [gold]\ntracks: {nested: {concurrency: [1, 2]}}\n", "grid.yaml: tracks.nested: two cells differ only in run settings"),
         ("- just a list\n", "grid.yaml: a grid is a mapping"),
+        ("models: [gold, 'foo:bar']\ntracks: {nested: {}}\n", "grid.yaml: models.1: 'foo:bar': unknown backend 'foo'"),
+        ("models: [gold, 7]\ntracks: {nested: {}}\n", "grid.yaml: models.1: Input should be a valid string"),
+        ("models: [gold]\ntracks: {nested: {limit: []}}\n", "grid.yaml: tracks.nested.limit: an empty list expands to no cells"),
+        ("models: [gold]\ntracks: {nested: {model_options: {bogus: 1}}}\n", "grid.yaml: tracks.nested.model_options: model 'gold': unknown option(s) bogus"),
         ("models: [gold\n", "grid.yaml: not valid YAML at line"),
     ],
 )
@@ -106,3 +110,27 @@ def test_webapi_setup_is_checked_by_the_track(tmp_path, data_root, monkeypatch):
     path = _grid(tmp_path, "models: [gold]\ntracks: {webapi: {setup: [full, fulll]}}\n")
     with pytest.raises(ConfigError, match=r"grid\.yaml: tracks\.webapi\.setup: --setup 'fulll': choose from full, args"):
         load_grid(path)
+
+
+def test_a_track_without_settings_runs_with_its_defaults(tmp_path):
+    grid = load_grid(_grid(tmp_path, "models: [gold]\ntracks:\n  nested:\n"))
+    assert [(c.track, c.settings) for c in grid.cells] == [("nested", {})]
+
+
+def test_an_api_key_stays_out_of_the_manifest_and_the_name(tmp_path):
+    from typer.testing import CliRunner
+
+    from callbench.cli import app
+    from callbench.sweep.manifest import write_manifest
+
+    text = "models: ['openai:m@http://127.0.0.1:9/v1']\ntracks:\n  nested: {model_options: {api_key: %s, mode: chat}}\n"
+    one = load_grid(_grid(tmp_path, text % "sk-secret-1", "a.yaml"))
+    two = load_grid(_grid(tmp_path, text % "sk-secret-2", "b.yaml"))
+    assert one.cells[0].settings["model_options"]["api_key"] == "sk-secret-1"  # the worker gets it
+    assert one.cells[0].name == two.cells[0].name  # another key is the same cell
+    write_manifest(tmp_path / "s", one, {})
+    written = (tmp_path / "s" / "sweep.json").read_text()
+    assert "sk-secret" not in written and '"api_key": "<redacted>"' in written and '"mode": "chat"' in written
+    dry = CliRunner().invoke(app, ["sweep", str(tmp_path / "a.yaml"), "--out", str(tmp_path / "s"), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "sk-secret" not in dry.output and "<redacted>" in dry.output

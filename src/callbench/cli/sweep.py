@@ -40,7 +40,7 @@ def sweep_cmd(
         if dry_run:
             states = plan(grid, out)
             for cell in grid.cells:
-                settings = " ".join(f"{k}={json.dumps(v)}" for k, v in cell.settings.items())
+                settings = " ".join(f"{k}={json.dumps(v)}" for k, v in cell.public_dict()["settings"].items())
                 st = states[cell.name]
                 error = f"  error: {st.error}" if st.state == "failed" else ""
                 state = "failed" if st.state == "failed" else st.text()

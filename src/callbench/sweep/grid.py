@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from callbench.errors import CallbenchError, ConfigError, DataError
 from callbench.files import read_text
+from callbench.models.registry import available_models, check_model_options, parse_model_spec
 from callbench.tracks.definition import get_definition, resolve
 
 #: The keyword arguments of :func:`callbench.api.run` a grid may set per track, with their types.
@@ -61,7 +62,16 @@ RUN_SETTINGS: dict[str, Any] = {
 #: a sweep re-run with more concurrency finds its cells again.
 RUNTIME_SETTINGS = frozenset({"concurrency", "eval_workers", "max_backend_error_rate", "retry_errors"})
 
-TOP_KEYS = ("models", "tracks")
+#: Backend options that are secrets: kept out of a cell's name and written to sweep.json redacted.
+SECRET_OPTIONS = frozenset({"api_key"})
+
+
+def _public(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with secret backend options redacted (what the manifest and the name hold)."""
+    options = settings.get("model_options")
+    if not isinstance(options, dict) or not SECRET_OPTIONS & set(options):
+        return settings
+    return {**settings, "model_options": {k: "<redacted>" if k in SECRET_OPTIONS else v for k, v in options.items()}}
 
 
 @dataclass(frozen=True)
@@ -74,7 +84,12 @@ class Cell:
     name: str
 
     def as_dict(self) -> dict[str, Any]:
+        """What a worker runs (the settings whole, secrets too)."""
         return {"name": self.name, "track": self.track, "model": self.model, "settings": self.settings}
+
+    def public_dict(self) -> dict[str, Any]:
+        """What the manifest records (secret backend options redacted)."""
+        return {**self.as_dict(), "settings": _public(self.settings)}
 
 
 @dataclass(frozen=True)
@@ -100,7 +115,7 @@ def _slug(text: str) -> str:
 def cell_name(track: str, model: str, settings: dict[str, Any]) -> str:
     """A cell's run directory name: stable (the same track, model and settings give the same name
     in any grid and any order), readable, and unique (a hash of all but the runtime settings)."""
-    measured = {k: v for k, v in settings.items() if k not in RUNTIME_SETTINGS}
+    measured = {k: v for k, v in _public(settings).items() if k not in RUNTIME_SETTINGS}
     blob = json.dumps({"track": track, "model": model, "settings": measured}, sort_keys=True, separators=(",", ":"))
     return f"{track}-{_slug(model)}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
@@ -147,7 +162,7 @@ def _first_error(exc: ValidationError) -> tuple[tuple[Any, ...], str]:
     return tuple(first.get("loc") or ()), str(first.get("msg"))
 
 
-def _expand(track: str, raw: dict[str, Any], fields: dict[str, Any]) -> list[dict[str, Any]]:
+def _expand(track: str, raw: dict[str, Any], fields: dict[str, Any], path: Path) -> list[dict[str, Any]]:
     """The product of the settings' lists, in the file's order of keys."""
     axes: list[list[Any]] = []
     for key, value in raw.items():
@@ -155,6 +170,8 @@ def _expand(track: str, raw: dict[str, Any], fields: dict[str, Any]) -> list[dic
             many = isinstance(value, list) and bool(value) and all(isinstance(v, list) for v in value)
         else:
             many = isinstance(value, list)
+            if many and not value:
+                raise ConfigError(f"{path}: tracks.{track}.{key}: an empty list expands to no cells (give a value)")
         axes.append(list(value) if many else [value])
     return [dict(zip(raw, combo, strict=True)) for combo in itertools.product(*axes)]
 
@@ -173,6 +190,8 @@ def parse_grid(text: str, path: Path) -> Grid:
         raise ConfigError(f"{path}: a grid is a mapping with 'models' and 'tracks' (got {type(doc).__name__})")
     if isinstance(doc.get("models"), str):  # models: gold
         doc = {**doc, "models": [doc["models"]]}
+    if isinstance(doc.get("tracks"), dict):  # "nested:" with nothing after it: the track's defaults
+        doc = {**doc, "tracks": {k: {} if v is None else v for k, v in doc["tracks"].items()}}
     try:
         top = _GridFile.model_validate(doc)
     except ValidationError as exc:
@@ -181,6 +200,11 @@ def parse_grid(text: str, path: Path) -> Grid:
     if len(set(top.models)) != len(top.models):
         dup = next(m for m in top.models if top.models.count(m) > 1)
         raise ConfigError(f"{path}: models: '{dup}' is listed twice")
+    known = available_models()
+    for i, model in enumerate(top.models):
+        backend, _ = parse_model_spec(model)
+        if backend not in known:
+            raise ConfigError(f"{path}: models.{i}: '{model}': unknown backend '{backend}' (available: {', '.join(known)})")
     cells: list[Cell] = []
     for track, raw in top.tracks.items():
         try:
@@ -188,7 +212,7 @@ def parse_grid(text: str, path: Path) -> Grid:
         except ConfigError as exc:
             raise ConfigError(f"{path}: tracks.{track}: {exc}") from None
         validator = _validator(track, fields)
-        for settings in _expand(track, raw, fields):
+        for settings in _expand(track, raw, fields, path):
             try:
                 checked = validator.model_validate(settings)
             except ValidationError as exc:
@@ -228,6 +252,12 @@ def _check_with_tracks(cells: list[Cell], path: Path) -> None:
     here is not checked (``--dry-run`` works anywhere; the cell fails with the track's message)."""
     seen: set[str] = set()
     for c in cells:
+        model_options = c.settings.get("model_options")
+        if model_options:
+            try:
+                check_model_options(c.model, model_options)
+            except (CallbenchError, TypeError, ValueError) as exc:
+                raise ConfigError(f"{path}: tracks.{c.track}.model_options: {' '.join(str(exc).split())}") from None
         definition = get_definition(c.track)
         options = {k: v for k, v in c.settings.items() if k not in _TRACK_ONLY}
         if definition.model_option is not None:

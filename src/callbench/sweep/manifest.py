@@ -113,7 +113,7 @@ def write_manifest(out: Path, grid: Grid, states: dict[str, CellState]) -> None:
         st = states.get(cell.name) or CellState("todo")
         cells.append(
             {
-                **cell.as_dict(),
+                **cell.public_dict(),
                 "run_dir": f"{RUNS}/{cell.name}",
                 "state": st.state,
                 "done": st.done,
