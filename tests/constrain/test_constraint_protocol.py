@@ -35,11 +35,13 @@ from callbench.constrain.staged import StagedGrammarConstraint  # noqa: E402
 from callbench.constrain.vllm import vllm_extra_body  # noqa: E402
 from callbench.errors import CallbenchError, ConfigError  # noqa: E402
 from callbench.models.base import GenerationConfig, ModelInput  # noqa: E402
-from callbench.testing.constrain import SIMPLE_CALL_REGEX, SIMPLE_CALL_WITH_TAIL_LARK  # noqa: E402
 
 OLD_NAMES = ("hf_logits_processor", "llamacpp_logits_processor", "vllm_extra_body")
 CHOICE_LARK = 'start: "get(" ("1" | "22" | "333") ")"'
 CHOICE_REGEX = r"get\((?:1|22|333)\)"
+#: A budget far beyond these short calls: the budget planner (time-capped searches in the last 96
+#: tokens) never starts, so the texts compared below cannot depend on the machine's load.
+LONG = 150
 
 SPEC = {
     "openapi": "3.0.0",
@@ -229,9 +231,9 @@ def test_single_and_per_sample_processors_constrain_alike(hf_backend):
     """The random model writes the grammar's language only; the per-sample view gives the same text
     as the shared grammar itself (one implementation) and keeps that generation's statistics."""
     shared = GrammarConstraint(CHOICE_LARK, name="choice")
-    single = asyncio.run(hf_backend.generate(_inp("// one", shared), GenerationConfig(max_tokens=40)))
+    single = asyncio.run(hf_backend.generate(_inp("// one", shared), GenerationConfig(max_tokens=LONG)))
     view = SampleConstraint(shared)
-    viewed = asyncio.run(hf_backend.generate(_inp("// one", view), GenerationConfig(max_tokens=40)))
+    viewed = asyncio.run(hf_backend.generate(_inp("// one", view), GenerationConfig(max_tokens=LONG)))
     assert re.fullmatch(CHOICE_REGEX, single.text) and viewed.text == single.text
     stats = view.stats()
     assert stats["steps"] >= 3 and not stats["unsatisfiable"] and stats["changed_top"] >= 1
@@ -241,14 +243,14 @@ def test_single_and_per_sample_processors_constrain_alike(hf_backend):
 def test_healed_prompt_is_constrained_through_the_per_sample_view(hf_backend):
     """The prompt ends inside a token (``axios.``): the backend removes it, and the constraint's
     language starts with the removed text; the output still continues the original prompt."""
-    shared = GrammarConstraint(SIMPLE_CALL_WITH_TAIL_LARK, name="simple")
+    shared = GrammarConstraint(CHOICE_LARK, name="choice")
     view = SampleConstraint(shared)
     prompt = "const r = await axios."
-    out = asyncio.run(hf_backend.generate(_inp(prompt, view, heal=True), GenerationConfig(max_tokens=30)))
+    out = asyncio.run(hf_backend.generate(_inp(prompt, view, heal=True), GenerationConfig(max_tokens=LONG)))
     removed = out.extra["token_healing"]["removed"]
     assert removed and prompt.endswith(removed)
-    assert re.match(SIMPLE_CALL_REGEX, out.text), out.text
+    assert re.fullmatch(CHOICE_REGEX, out.text), out.text
     healed = healed_constraint(shared, removed)
-    assert view.stats() == healed.last_stats[0] and view.stats()["steps"] >= 1
-    plain = asyncio.run(hf_backend.generate(_inp(prompt, shared, heal=True), GenerationConfig(max_tokens=30)))
+    assert view.stats() == healed.last_stats[0] and view.stats()["steps"] >= 3
+    plain = asyncio.run(hf_backend.generate(_inp(prompt, shared, heal=True), GenerationConfig(max_tokens=LONG)))
     assert plain.text == out.text
