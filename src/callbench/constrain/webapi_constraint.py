@@ -12,7 +12,6 @@ the URL (the same reading that picks the operation's keys, so grammar and tracke
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
 
 from callbench.constrain.engine import GrammarConstraint
 from callbench.constrain.key_tracker import KeyTracker, make_key_tracker
@@ -65,7 +64,7 @@ def staged_parts(grammar: WebApiGrammar, spec: ApiSpec) -> StagedGrammar:
     )
 
 
-def webapi_constraint(grammar: WebApiGrammar, spec: ApiSpec, *, name: str = "", exact: bool = True) -> Any:
+def webapi_constraint(grammar: WebApiGrammar, spec: ApiSpec, *, name: str = "", exact: bool = True) -> GrammarConstraint:
     """The constraint (key tracker included) for ``grammar``: staged where the grammar is."""
 
     def factory() -> KeyTracker:
