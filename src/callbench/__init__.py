@@ -2,13 +2,14 @@
 
 The public Python API mirrors the CLI: ``callbench.run(...)``, ``callbench.report(...)``,
 ``callbench.fetch_data(...)``; ``callbench.load_run(dir)`` reads a run's samples as rows (a pandas
-DataFrame when pandas is installed, else a list of dicts; ``as_frame=False``: always the list).
+DataFrame when pandas is installed, else a list of dicts; ``as_frame=False``: always the list);
+``callbench.load_runs(dir)`` one row per run below a directory, as ``callbench runs`` lists them.
 """
 
 from callbench.errors import CallbenchError
 from callbench.version import __version__
 
-__all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data", "load_run"]
+__all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data", "load_run", "load_runs"]
 
 
 def __getattr__(name: str):
@@ -29,4 +30,8 @@ def __getattr__(name: str):
         from callbench.results import load_run
 
         return load_run
+    if name == "load_runs":
+        from callbench.results import load_runs
+
+        return load_runs
     raise AttributeError(name)

@@ -224,6 +224,28 @@ def load_run(run_dir: str | os.PathLike[str], *, as_frame: bool | None = None) -
     return pd.DataFrame.from_records(rows, columns=columns)
 
 
+def load_runs(root: str | os.PathLike[str] = "runs", *, as_frame: bool | None = None) -> Any:
+    """One row per run directory below ``root``, as ``callbench runs`` lists them: track, model,
+    setup, settings, n, n_selected, status (complete, partial k/n, running, broken: reason), one
+    column per headline metric (a share, 0..1) and the directory. A DataFrame when pandas is
+    installed (``as_frame`` as in :func:`load_run`), else a list of dicts.
+
+    >>> callbench.load_runs("runs").query("track == 'webapi'")
+    """
+    from callbench.report.runs_table import flat_rows, runs_table
+
+    columns, rows = flat_rows(runs_table(Path(root)))
+    if as_frame is False:
+        return rows
+    try:
+        import pandas as pd
+    except ImportError:
+        if as_frame:
+            raise ConfigError("load_runs(as_frame=True) needs pandas: pip install pandas") from None
+        return rows
+    return pd.DataFrame.from_records(rows, columns=columns)
+
+
 # -- writing ---------------------------------------------------------------------------------------
 
 
@@ -392,8 +414,9 @@ def _candidates(run: StoredRun, source: TaskSource, data: Path | None) -> tuple[
     paths: list[Path] = []
     if data is not None:
         paths.append(source.given(data))
-    if ident.get(source.path_key):
-        paths.append(Path(ident[source.path_key]))
+    for recorded_path in (run.config.get("data_file"), ident.get(source.path_key)):  # where the run read it
+        if isinstance(recorded_path, str) and recorded_path:
+            paths.append(Path(recorded_path))
     paths.extend(source.defaults(data_dir()))
     unique = []
     for p in paths:
@@ -581,6 +604,7 @@ __all__ = [
     "find_sample",
     "flatten_verdicts",
     "load_run",
+    "load_runs",
     "read_run",
     "reference_for",
 ]

@@ -28,6 +28,7 @@ from callbench.cli import (  # noqa: F401 - registers the commands
     serve,
     stateful,
     sweep,
+    view,
 )
 from callbench.cli.root import app, reflow_help
 
