@@ -323,18 +323,26 @@ def test_show_side_by_side_on_a_wide_terminal(webapi_runs, monkeypatch):
 
 
 def test_show_finds_the_reference_by_its_digest(tmp_path, data_root):
-    """The run records a digest of its task file, not its path: show picks the file that matches
-    (--data first), and says so when none does."""
+    """The run records a digest of its task file and, in its config, where it read it (issue 31:
+    a run made with --data FILE could not find its data again): show picks the file that matches
+    (--data first, then the recorded file, then the defaults), and says so when none does."""
     default = data_root / "wapiibench/data/synthetic/all/test_data_final.json"
     tasks = json.loads(default.read_text())
     tasks[0]["task"] = "EDITED " + tasks[0]["task"]
     copy = tmp_path / "tasks.json"
     copy.write_text(json.dumps(tasks))
     run_dir = run("webapi", "gold", out_dir=tmp_path / "runs", limit=1, data=str(data_root), tasks_file=str(copy)).run_dir
+    assert json.loads((run_dir / "config.json").read_text())["data_file"] == str(copy.resolve())
     sid = _rows(run_dir)[0]["id"]
+    res = _invoke("show", run_dir, sid)  # found where the run read it
+    assert res.exit_code == 0, res.output
+    assert f"reference: {copy.resolve()}" in res.stdout and "EDITED" in res.stdout
+    moved = tmp_path / "moved.json"
+    copy.rename(moved)
     res = _invoke("show", run_dir, sid)  # the data dir's file is not the one the run used
     assert res.exit_code == 0, res.output
     assert "differs from the data the run used" in res.stdout and "pass --data" in res.stdout
+    moved.rename(copy)
     res = _invoke("show", run_dir, sid, "--data", copy)
     assert res.exit_code == 0, res.output
     assert f"reference: {copy}" in res.stdout and "EDITED" in res.stdout and "differs from" not in res.stdout
@@ -440,3 +448,23 @@ def test_show_prints_latency_as_people_read_it(webapi_runs, tmp_path):
     res = _invoke("show", run_dir, sid)
     assert res.exit_code == 0, res.output
     assert "latency: 20.1 s" in res.stdout and "20.134" not in res.stdout
+
+
+def test_a_nested_run_made_with_data_finds_its_data_again(tmp_path):
+    """Issue 31: a nested run made with --data FILE could not find its data again (report: gold
+    calls not shown; show looked in the built-in set)."""
+    from callbench.report.data import task_data
+    from callbench.tracks.nested.dataset import builtin_tasks
+
+    data = tmp_path / "my_nested.jsonl"
+    lines = builtin_tasks().read_text().splitlines()[:3]
+    data.write_text("\n".join(lines) + "\n")
+    run_dir = run("nested", "gold", out_dir=tmp_path / "runs", data=str(data)).run_dir
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["data_file"] == str(data.resolve())
+    tasks, note = task_data("nested", config["identity"], "gold calls", config["data_file"])
+    assert tasks is not None and note is None and len(tasks) == 3
+    sid = _rows(run_dir)[0]["id"]
+    res = _invoke("show", run_dir, sid)
+    assert res.exit_code == 0, res.output
+    assert f"reference: {data.resolve()}" in res.stdout and "differs from" not in res.stdout

@@ -46,14 +46,14 @@ def digest(track: str, path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _candidates(track: str, identity: dict[str, Any]) -> list[Path]:
+def _candidates(track: str, identity: dict[str, Any], data_file: str | None = None) -> list[Path]:
     from callbench.data.paths import data_dir
 
     source = _source(track)
     paths: list[Path] = []
-    old = identity.get(source.path_key)
-    if isinstance(old, str) and old:
-        paths.append(Path(old))
+    for old in (data_file, identity.get(source.path_key)):  # where the run read its tasks
+        if isinstance(old, str) and old:
+            paths.append(Path(old))
     try:
         root: Path | None = data_dir()
     except (CallbenchError, OSError):
@@ -73,12 +73,15 @@ def _load(track: str, path: Path) -> dict[str, Any]:
     return _CACHE[key]
 
 
-def task_data(track: str, identity: dict[str, Any], what: str) -> tuple[dict[str, Any] | None, str | None]:
-    """``(tasks by id, note)``; ``what`` names what is missing without them (for the note)."""
+def task_data(
+    track: str, identity: dict[str, Any], what: str, data_file: str | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """``(tasks by id, note)``; ``what`` names what is missing without them (for the note);
+    ``data_file``: where the run read its tasks (its config's ``data_file``), tried first."""
     try:
         key = _source(track).digest_key
         want = recorded(identity, key)
-        candidates = _candidates(track, identity)
+        candidates = _candidates(track, identity, data_file)
         if not candidates:
             return None, f"the run's task data was not found: {what} not shown"
         note = None

@@ -216,7 +216,7 @@ class TrackView:
             return None, None
         from callbench.report.data import task_data
 
-        return task_data(self.track, config.get("identity") or {}, self.context_what)
+        return task_data(self.track, config.get("identity") or {}, self.context_what, config.get("data_file"))
 
     def tables(self, runs: list[RunInfo]) -> list[Table]:
         """Metric tables and breakdowns, for one run or side by side."""

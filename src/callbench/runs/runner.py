@@ -101,6 +101,15 @@ class RunOptions:
     recorded: dict[str, Any] = field(default_factory=dict)  # more facts for config.json (e.g. the --config file)
 
 
+def _data_path(track: Track) -> Path | None:
+    """The file or folder a track read its tasks from (its ``tasks_file``, ``task_file`` or ``path``)."""
+    for name in ("tasks_file", "task_file", "path"):
+        value = getattr(track, name, None)
+        if value:
+            return Path(value)
+    return None
+
+
 def _interval_from_env() -> float:
     raw = os.environ.get("CALLBENCH_PROGRESS_INTERVAL", "")
     try:
@@ -297,8 +306,9 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
     if opts.run_id is not None and (opts.run_id in ("", ".", "..") or "/" in opts.run_id or os.sep in opts.run_id):
         raise ConfigError(f"--run-id {opts.run_id!r}: must be a plain directory name (it is created under --out)")
     data = track.load_samples()
+    source = _data_path(track)
     if not data:
-        where = next((str(getattr(track, a)) for a in ("tasks_file", "task_file", "path") if getattr(track, a, None)), "the data")
+        where = str(source) if source is not None else "the data"
         if track.data_findings:
             first = track.data_findings[0]
             raise DataError(f"{where}: every row was skipped: its data contradicts its spec (first: row {first['row']}: {first['reason']})")
@@ -323,6 +333,9 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
             "per_group": opts.per_group,
             "sample_ids": [s.id for s in samples],  # what summary.json and report describe
         },
+        # where the data came from (not in the identity: the data's digest is): show and report
+        # find a run's tasks again there (a nested run made with --data FILE)
+        "data_file": str(source.resolve()) if source is not None else None,
         "callbench_version": __version__,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         **opts.recorded,
