@@ -122,7 +122,7 @@ def load_run(run_dir: Path, scoring: str | None, count_backend_errors: bool = Fa
             "n_stored": n_stored,  # the whole store: earlier sessions may have selected more
             "finished": bool(stored),  # the last session wrote its summary.json
             **agg,
-            **({"data_findings": cfg["data_findings"]} if cfg.get("data_findings") else {}),
+            **_findings_of(cfg.get("data_findings"), {r["id"] for r in rows}),
             "run_id": run_dir.name,
         }
     finally:
@@ -142,16 +142,35 @@ def load_run(run_dir: Path, scoring: str | None, count_backend_errors: bool = Fa
 _FINDINGS_SHOWN = 20
 
 
+def _findings_of(findings: Any, ids: set[str]) -> dict[str, Any]:
+    """The data findings a report of these samples shows: the rows kept with findings among its
+    samples (issue 31: a 5-sample report listed a finding of a task not in the run), and how many
+    rows of the data set were skipped (they are no sample of any run)."""
+    if not isinstance(findings, list) or not findings:
+        return {}
+    out: dict[str, Any] = {}
+    mine = [f for f in findings if isinstance(f, dict) and f.get("action") != "skipped" and f.get("task") in ids]
+    if mine:
+        out["data_findings"] = mine
+    skipped = sum(1 for f in findings if isinstance(f, dict) and f.get("action") == "skipped")
+    if skipped:
+        out["data_rows_skipped"] = skipped
+    return out
+
+
 def data_finding_notes(summary: dict[str, Any]) -> list[str]:
     """One line per row the run skipped (or kept) because its data contradicts its spec; the
     first ``_FINDINGS_SHOWN``, then how many more summary.json lists."""
     findings = summary.get("data_findings") or []
-    if not findings:
+    skipped = summary.get("data_rows_skipped") or sum(1 for f in findings if f.get("action") == "skipped")
+    findings = [f for f in findings if f.get("action") != "skipped"]
+    if not findings and not skipped:
         return []
-    skipped = sum(1 for f in findings if f.get("action") == "skipped")
-    lines = [f"data: {skipped} row(s) skipped, {len(findings) - skipped} kept with findings (their data contradicts the spec):"]
+    lines = [f"data: {skipped} row(s) of the data set skipped (config.json: data_findings), "
+             f"{len(findings)} sample(s) of this run kept with findings (their data contradicts the spec)" + (":" if findings else "")]
     for f in findings[:_FINDINGS_SHOWN]:
-        lines.append(f"  {f.get('file')} row {f.get('row')} ({f.get('task')}): {f.get('reason')} [{f.get('action')}]")
+        name = Path(str(f.get("file"))).name  # the file's name: its folder is the data dir's
+        lines.append(f"  {name} row {f.get('row')} ({f.get('task')}): {f.get('reason')} [{f.get('action')}]")
     if len(findings) > _FINDINGS_SHOWN:
         lines.append(f"  ... and {len(findings) - _FINDINGS_SHOWN} more (summary.json: data_findings)")
     return lines
@@ -222,6 +241,7 @@ def build_report(
     if n_boot < 100:
         raise ConfigError(f"--bootstrap {n_boot}: use at least 100 resamples")
     given = check_labels(labels, len(run_dirs))
+    _refuse_runs_dirs(run_dirs)
     runs = [load_run(Path(d), scoring, count_backend_errors) for d in run_dirs]
     tracks = {r.summary["track"] for r in runs}
     if len(tracks) > 1:
@@ -253,6 +273,21 @@ def build_report(
 
         print_model(model, console)
     return report
+
+
+def _refuse_runs_dirs(run_dirs: list[Path]) -> None:
+    """A directory that holds runs rather than being one (``report runs``) is pointed to
+    ``callbench runs``, which lists them."""
+    from callbench.report.runs_table import find_run_dirs
+
+    for d in map(Path, run_dirs):
+        if d.is_dir() and not is_run_dir(d):
+            found = find_run_dirs(d)
+            if found:
+                raise ConfigError(
+                    f"{d}: not a callbench run directory but holds {len(found)} run(s); list them with "
+                    f"'callbench runs {d}' (or 'callbench view {d}') and pass one or more of them to report"
+                )
 
 
 def _keep_stored(run: LoadedRun, mode: str | None) -> LoadedRun:

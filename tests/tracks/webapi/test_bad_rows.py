@@ -56,7 +56,17 @@ def test_bad_rows_are_skipped_and_listed(tmp_path: Path, data_root: Path):
     # the report lists them
     r = CliRunner().invoke(app, ["report", str(out.run_dir)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
-    assert "3 row(s) skipped, 1 kept" in r.output and "row 1 (petstore_1)" in r.output
+    flat = " ".join(r.output.split())
+    assert "3 row(s) of the data set skipped" in flat and "1 sample(s) of this run kept with findings" in flat
+    assert "tasks.jsonl row 4 (petstore_4)" in flat and "row 1 (petstore_1)" not in flat  # skipped: no sample
+    assert str(tasks) not in flat  # the file's name, not its absolute path
+    # a report of samples without findings lists none (issue 31: a 5-sample report listed a
+    # finding of a task not in the run)
+    few = run("webapi", "gold", out_dir=tmp_path / "runs3", tasks_file=str(tasks), ids=["petstore_0"])
+    r = CliRunner().invoke(app, ["report", str(few.run_dir)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.output.split())
+    assert "petstore_4" not in flat and "0 sample(s) of this run kept with findings" in flat
 
 
 def test_strict_data_fails_on_the_first_bad_row(tmp_path: Path, data_root: Path, one_line_error):
