@@ -79,3 +79,26 @@ def test_log_level_is_checked(tmp_path):
 
     res = CliRunner().invoke(app, ["--log-level", "chatty", "list"])
     assert res.exit_code == 2 and "choose from debug, info, warning, error" in " ".join(res.output.split())
+
+
+def test_the_progress_bar_keeps_its_time_columns_on_80_columns(tmp_path, data_root):
+    """Issue 31: a long model identity pushed the bar's time columns off the terminal; and a
+    '[chat,heal]' in it is text, not markup."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    import callbench
+    from callbench.runs.runner import _bar_label
+
+    label = _bar_label("webapi", "llamacpp:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf[chat,heal]")
+    assert len(label) <= len("webapi · ") + 36 and label.endswith("…")
+    long = tmp_path / ("a-rather-long-folder-name-for-predictions" * 2) / "preds.jsonl"
+    long.parent.mkdir()
+    long.write_text(json.dumps({"id": "asana_0", "output": "get('x');"}) + "\n")
+    buf = io.StringIO()
+    console = Console(file=buf, width=80, force_terminal=True, color_system=None)
+    callbench.run("webapi", f"replay:{long}", out_dir=tmp_path / "runs", ids=["asana_0"], progress=True, console=console)
+    last = [line for line in buf.getvalue().splitlines() if "1/1" in line][-1]
+    assert "0:00:0" in last, last  # the elapsed column is on the line

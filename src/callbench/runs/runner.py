@@ -101,6 +101,13 @@ class RunOptions:
     recorded: dict[str, Any] = field(default_factory=dict)  # more facts for config.json (e.g. the --config file)
 
 
+def _bar_label(track: str, identity: str, width: int = 36) -> str:
+    """The progress bar's label: the model's identity cut to ``width`` characters (a long one
+    pushed the bar's time columns off an 80-column terminal; issue 31)."""
+    text = identity if len(identity) <= width else identity[: width - 1] + "…"
+    return encodable(f"{track} · {text}")
+
+
 def _data_path(track: Track) -> Path | None:
     """The file or folder a track read its tasks from (its ``tasks_file``, ``task_file`` or ``path``)."""
     for name in ("tasks_file", "task_file", "path"):
@@ -551,7 +558,7 @@ async def run_async(
         outcome_text = "stopped"
         try:
             with progress:
-                task_id = progress.add_task(f"{track.name} · {encodable(model.identity)}", total=len(samples), completed=len(samples) - len(pending))
+                task_id = progress.add_task(escape(_bar_label(track.name, model.identity)), total=len(samples), completed=len(samples) - len(pending))
                 preflight = getattr(model, "preflight", None)
                 if to_ask and preflight is not None:
                     # a dead endpoint, or a server that ignores grammars, is one line now, not a run of errors
