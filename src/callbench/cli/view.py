@@ -5,13 +5,11 @@ prints."""
 
 from __future__ import annotations
 
-import io
 import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from callbench.cli.options import fail, out_console
@@ -58,23 +56,21 @@ _show_lock = threading.Lock()
 
 
 def show_text(run_dir: Path, sample_id: str) -> str:
-    """What ``callbench show RUN SAMPLE`` prints, as text: its printer is run on a recording
-    console (under a lock: it prints to the module's console, swapped for the call)."""
-    from callbench.cli import results as results_cli
+    """What ``callbench show RUN SAMPLE`` prints, as plain text: the registered ``show`` command
+    (looked up on the app: command modules do not import each other) run with its console's
+    output captured, under a lock (a capture is the console's, not the thread's)."""
+    from rich.text import Text
+
     from callbench.results import find_sample, read_run
 
     find_sample(read_run(run_dir), sample_id)  # an unknown id: a ConfigError, not a printed error
-    rec = Console(file=io.StringIO(), record=True, width=120, color_system=None, force_terminal=False)
-    with _show_lock:
-        saved = results_cli.out_console
-        results_cli.out_console = rec
+    show = next(c.callback for c in app.registered_commands if c.name == "show" and c.callback is not None)
+    with _show_lock, out_console.capture() as captured:
         try:
-            results_cli.show_cmd(run_dir, sample_id, None)
+            show(run_dir, sample_id, None)
         except typer.Exit as exc:
             raise ConfigError(f"{run_dir}: cannot show '{sample_id}'") from exc
-        finally:
-            results_cli.out_console = saved
-    return rec.export_text()
+    return Text.from_ansi(captured.get()).plain
 
 
 @app.command("view")

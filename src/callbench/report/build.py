@@ -278,7 +278,7 @@ def build_report(
 def _refuse_runs_dirs(run_dirs: list[Path]) -> None:
     """A directory that holds runs rather than being one (``report runs``) is pointed to
     ``callbench runs``, which lists them."""
-    from callbench.report.runs_table import find_run_dirs
+    from callbench.report.run_dirs import find_run_dirs
 
     for d in map(Path, run_dirs):
         if d.is_dir() and not is_run_dir(d):

@@ -14,13 +14,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from callbench.errors import CallbenchError
+from callbench.report.run_dirs import find_run_dirs
 
 #: A run whose ``run.log`` was written this recently (seconds) is shown as running.
 RUNNING_WINDOW_S = 60.0
@@ -48,32 +48,6 @@ class RunRow:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def is_run_dir(path: Path) -> bool:
-    return (path / "config.json").is_file() or os.path.lexists(path / "run.sqlite")
-
-
-def find_run_dirs(root: Path) -> list[Path]:
-    """Every run directory at or below ``root`` (a run's own subdirectories are not searched)."""
-    found: list[Path] = []
-    if not root.is_dir():
-        return found
-    if is_run_dir(root):
-        return [root]
-    for dirpath, dirnames, _files in os.walk(root, followlinks=False):
-        here = Path(dirpath)
-        keep = []
-        for name in sorted(dirnames):
-            sub = here / name
-            if name.startswith("."):
-                continue
-            if is_run_dir(sub):
-                found.append(sub)
-            else:
-                keep.append(name)
-        dirnames[:] = keep
-    return found
 
 
 def _scalar_text(value: Any) -> str:

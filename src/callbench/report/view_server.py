@@ -28,7 +28,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from callbench.errors import CallbenchError, ConfigError
-from callbench.report.runs_table import find_run_dirs, runs_table
+from callbench.report.run_dirs import find_run_dirs
+from callbench.report.runs_table import runs_table
 
 #: ``sample_text(run_dir, sample_id)``: one sample as text (the CLI gives ``callbench show``'s).
 SampleText = Callable[[Path, str], str]

@@ -1,0 +1,187 @@
+"""``callbench runs``, ``callbench.load_runs`` and ``callbench view`` over a directory holding three
+small gold runs (one per track), a directory that is no run, and a broken run."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+import callbench
+from callbench.cli import app
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def _only(d: Path) -> Path:
+    (sub,) = [p for p in d.iterdir() if p.is_dir()]
+    return sub
+
+
+@pytest.fixture(scope="module")
+def runs_root(tmp_path_factory, data_root) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    for args in (
+        ("run", "nested", "--model", "gold", "--limit", 3, "--out", root / "nested"),
+        ("run", "webapi", "--model", "gold", "--api", "asana", "--limit", 3, "--out", root / "webapi", "--data", data_root),
+        ("run", "stateful", "--model", "gold", "--scenario", "voice", "--limit", 2, "--out", root / "stateful"),
+    ):
+        res = invoke(*args, "--no-progress")
+        assert res.exit_code == 0, res.output
+    (root / "notes").mkdir()
+    (root / "notes" / "readme.txt").write_text("not a run\n")
+    broken = root / "broken-run"
+    broken.mkdir()
+    (broken / "config.json").write_text("{ not json")
+    (broken / "run.sqlite").write_bytes(b"")
+    return root
+
+
+def _rows(root: Path) -> list[dict]:
+    res = invoke("runs", root, "--json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_runs_lists_every_run_and_the_broken_one(runs_root):
+    rows = _rows(runs_root)
+    assert [r["track"] for r in rows] == ["nested", "stateful", "webapi", None]  # by track; unknown last
+    by_track = {r["track"]: r for r in rows}
+    for track, n in (("nested", 3), ("webapi", 3), ("stateful", 2)):
+        r = by_track[track]
+        assert r["model"] == "gold" and r["status"] == "complete", r
+        assert r["n"] == n and r["n_selected"] == n
+        assert Path(r["directory"]) == _only(runs_root / track)
+        assert r["metrics"] and all(v == 1.0 for v in r["metrics"].values()), r  # gold scores every sample
+    # the headline metrics: the first higher-is-better metrics the track's report view has intervals on
+    assert list(by_track["nested"]["metrics"]) == ["F1 function", "F1 parameter", "Partial sequence accuracy"]
+    assert list(by_track["webapi"]["metrics"])[:2] == ["Executable implementations", "Correct implementations"]
+    assert list(by_track["stateful"]["metrics"])[0] == "pass@1"
+    assert "constrained=false" in by_track["nested"]["settings"]
+    broken = rows[-1]
+    assert broken["directory"] == str(runs_root / "broken-run")
+    assert broken["status"].startswith("broken: ") and "config.json" in broken["status"], broken
+    assert not any("notes" in r["directory"] for r in rows)
+
+
+def test_runs_table_csv_and_load_runs_agree(runs_root):
+    rows = _rows(runs_root)
+    res = invoke("runs", runs_root, "--csv")
+    assert res.exit_code == 0, res.output
+    table = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [t["directory"] for t in table] == [r["directory"] for r in rows]
+    for t, r in zip(table, rows, strict=True):
+        assert t["status"] == r["status"] and t["model"] == (r["model"] or "")
+        assert t["n"] == ("" if r["n"] is None else str(r["n"]))
+        for label, value in r["metrics"].items():
+            assert float(t[label]) == value
+    df = callbench.load_runs(runs_root)
+    assert list(df["directory"]) == [r["directory"] for r in rows]
+    assert list(df["status"]) == [r["status"] for r in rows]
+    assert df.loc[0, "F1 function"] == 1.0
+    assert callbench.load_runs(runs_root, as_frame=False)[1]["pass@1"] == 1.0
+    # the terminal table names every run and its status
+    res = CliRunner().invoke(app, ["runs", str(runs_root)], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    for r in rows:
+        assert Path(r["directory"]).name in res.stdout
+    assert "broken" in res.stdout and res.stdout.count("complete") == 3
+
+
+def test_runs_status_partial_and_running(runs_root, tmp_path):
+    import shutil
+
+    run = tmp_path / "r" / "copy"
+    shutil.copytree(_only(runs_root / "nested"), run)
+    (run / "summary.json").unlink()  # as while a session runs
+    log = run / "run.log"
+    log.write_text("x\n")
+    old = time.time() - 600
+    os.utime(log, (old, old))
+    (row,) = _rows(tmp_path / "r")
+    assert row["status"] == "partial 3/3"
+    os.utime(log, None)  # written just now
+    (row,) = _rows(tmp_path / "r")
+    assert row["status"] == "running"
+
+
+def test_runs_of_a_missing_directory_and_report_of_a_runs_directory(runs_root, tmp_path):
+    res = invoke("runs", tmp_path / "nope")
+    assert res.exit_code == 2 and "no such directory" in res.output
+    res = invoke("report", runs_root)
+    assert res.exit_code == 2
+    assert "holds 4 run(s)" in " ".join(res.output.split()) and "'callbench runs" in res.output
+
+
+@pytest.fixture(scope="module")
+def server(runs_root):
+    from callbench.cli.view import show_text
+    from callbench.report.view_server import make_server, url_of
+
+    srv = make_server(runs_root, port=0, sample_text=show_text)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield url_of(srv)
+    srv.shutdown()
+    srv.server_close()
+
+
+def _rel(runs_root: Path, track: str) -> str:
+    return _only(runs_root / track).relative_to(runs_root).as_posix()
+
+
+def test_view_pages(server, runs_root):
+    index = httpx.get(server)
+    assert index.status_code == 200 and "<script src" not in index.text and "http" not in index.text.split("<body>")[1]
+    data = json.loads(re.search(r"id=runs-data>(.*?)</script>", index.text, re.S).group(1))
+    assert [r["directory"] for r in data] == [r["directory"] for r in _rows(runs_root)]
+    assert httpx.get(server + "runs.json").json() == data
+    rel = _rel(runs_root, "nested")
+    page = httpx.get(server + "run", params={"d": rel})
+    assert page.status_code == 200 and "id=cb-bar" in page.text
+    ids = re.findall(r"<option>([^<]+)</option>", page.text)
+    assert len(ids) == 3
+    sample = httpx.get(server + "sample", params={"d": rel, "id": ids[0]})
+    assert sample.status_code == 200
+    assert f"run: {Path(rel).name}" in sample.text and "Raw output" in sample.text and "Verdicts" in sample.text
+    comp = httpx.get(server + "compare", params=[("d", _rel(runs_root, "webapi")), ("d", rel)])
+    assert comp.status_code == 400 and "different tracks" in comp.text
+    assert not list(runs_root.rglob("report.html"))  # read-only: reports are built elsewhere
+
+
+def test_view_compare_and_refusals(server, runs_root, tmp_path):
+    import shutil
+
+    rel = _rel(runs_root, "stateful")
+    shutil.copytree(runs_root / rel, runs_root / "stateful-copy" / "again")
+    try:
+        comp = httpx.get(server + "compare", params=[("d", rel), ("d", "stateful-copy/again")])
+        assert comp.status_code == 200 and "McNemar" in comp.text and "id=cb-bar" in comp.text
+    finally:
+        shutil.rmtree(runs_root / "stateful-copy")
+    assert httpx.get(server + "run", params={"d": "../" + runs_root.name}).status_code == 400
+    assert httpx.get(server + "run", params={"d": "notes"}).status_code == 400
+    assert httpx.get(server + "sample", params={"d": rel, "id": "no-such"}).status_code == 400
+    assert httpx.post(server).status_code == 405
+    assert httpx.get(server + "nothing").status_code == 404
+
+
+def test_view_refuses_a_remote_host_unless_named(runs_root):
+    from callbench.errors import ConfigError
+    from callbench.report.view_server import make_server
+
+    with pytest.raises(ConfigError, match="not a loopback"):
+        make_server(runs_root, host="0.0.0.0", port=0)
+    srv = make_server(runs_root, host="0.0.0.0", port=0, allow_remote=True)
+    srv.server_close()
