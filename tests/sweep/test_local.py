@@ -196,3 +196,30 @@ def test_webapi_and_nested_cells_side_by_side(tmp_path, data_root, monkeypatch):
     assert board.labels[board.columns[0]] == "webapi setup=full constrained=false"
     assert [board.column_metric[c] for c in board.columns] == ["Correct implementations"] * 4 + ["Win rate"]
     assert [board.entries[("gold", c)].interval.point for c in board.columns] == [1.0] * 5
+
+
+def test_ctrl_c_stops_the_sweep_and_a_rerun_resumes(tmp_path):
+    """SIGINT to the sweep's process group (what Ctrl-C sends): the sweep stops with one line and
+    status 130 and the cell keeps what it stored (a partial cell, which the next sweep resumes)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    grid_file = _grid(tmp_path, "models: [gold]\ntracks:\n  nested: {limit: 300}\n")
+    out = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "callbench", "sweep", str(grid_file), "--out", str(out), "--workers", "1"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run_db = out / "runs" / load_grid(grid_file).cells[0].name / "run.sqlite"
+    while not run_db.exists() and proc.poll() is None:  # the cell has started storing samples
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    output, _ = proc.communicate()
+    assert proc.returncode == 130, output
+    assert "interrupted: finished samples of each cell are saved; run the same command to resume" in output
+    assert "Traceback" not in output
+    state = plan(load_grid(grid_file), out)
+    (only,) = state.values()
+    assert only.state == "partial" and only.total == 300 and only.done < 300  # resumed as in the test above
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert (manifest["cells"][0]["state"], manifest["cells"][0]["done"]) == ("partial", only.done)  # updated on the way out

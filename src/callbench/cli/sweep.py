@@ -68,6 +68,12 @@ def sweep_cmd(
         outcome = run_local(grid, out, workers=workers, report=report)
     except CallbenchError as exc:
         fail(exc)
+    except KeyboardInterrupt:  # Ctrl-C reaches the workers too: each cell's run keeps what it finished
+        err_console.print(
+            "[yellow]interrupted: finished samples of each cell are saved; run the same command to resume[/yellow]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(130) from None
     failed = outcome.failed
     err_console.print(
         f"{len(grid.cells)} cells: {len(outcome.skipped)} already done, {len(outcome.results) - len(failed)} run, "

@@ -151,6 +151,10 @@ def run_local(
                 report("finish", c, res)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        if running:  # stopped (Ctrl-C) with cells in flight: the manifest says how far each got
+            for c in running.values():
+                states[c.name] = cell_state(out, c, failures)
+            write_manifest(out, grid, states)
     return SweepOutcome(states, results, skipped)
 
 
