@@ -4,6 +4,8 @@ failing cell is recorded and the others go on."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 from pathlib import Path
@@ -57,6 +59,11 @@ def test_a_local_sweep_runs_every_cell_into_an_ordinary_run_directory(tmp_path):
     exp = _invoke("export", str(one), "--out", str(tmp_path / "rows.csv"))
     assert exp.exit_code == 0, exp.output
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == 1 + 2
+    first_id = next(csv.DictReader(io.StringIO((tmp_path / "rows.csv").read_text())))["sample_id"]
+    shown = _invoke("show", str(one), first_id)
+    assert shown.exit_code == 0 and first_id in shown.output, shown.output
+    rescored = callbench.run("nested", "gold", out_dir=out / "runs", run_id=grid.cells[0].name, rescore=True, **grid.cells[0].settings)
+    assert rescored.rescored == 2 and rescored.generated == 0
     # ... and callbench.run resumes it as its own (same identity, nothing asked again)
     again = callbench.run("nested", "gold", out_dir=out / "runs", run_id=grid.cells[0].name, **grid.cells[0].settings)
     assert again.resumed and again.generated == 0
