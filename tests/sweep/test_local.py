@@ -205,7 +205,7 @@ def test_webapi_and_nested_cells_side_by_side(tmp_path, data_root, monkeypatch):
     assert [board.entries[("gold", c)].interval.point for c in board.columns] == [1.0] * 5
 
 
-def test_ctrl_c_stops_the_sweep_and_a_rerun_resumes(tmp_path):
+def test_ctrl_c_stops_the_sweep_and_keeps_the_partial_cell(tmp_path):
     """SIGINT to the sweep's process group (what Ctrl-C sends): the sweep stops with one line and
     status 130 and the cell keeps what it stored (a partial cell, which the next sweep resumes)."""
     import signal
