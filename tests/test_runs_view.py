@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import sys
 import threading
 import time
 from pathlib import Path
@@ -166,10 +167,13 @@ def test_view_compare_and_refusals(server, runs_root, tmp_path):
     rel = _rel(runs_root, "stateful")
     shutil.copytree(runs_root / rel, runs_root / "stateful-copy" / "again")
     try:
+        # the directory is re-read on every request: a run added since the server started is listed
+        assert "stateful-copy/again" in [r["rel"] for r in httpx.get(server + "runs.json").json()]
         comp = httpx.get(server + "compare", params=[("d", rel), ("d", "stateful-copy/again")])
         assert comp.status_code == 200 and "McNemar" in comp.text and "id=cb-bar" in comp.text
     finally:
         shutil.rmtree(runs_root / "stateful-copy")
+    assert "stateful-copy/again" not in [r["rel"] for r in httpx.get(server + "runs.json").json()]
     assert httpx.get(server + "run", params={"d": "../" + runs_root.name}).status_code == 400
     assert httpx.get(server + "run", params={"d": "notes"}).status_code == 400
     assert httpx.get(server + "sample", params={"d": rel, "id": "no-such"}).status_code == 400
@@ -185,3 +189,81 @@ def test_view_refuses_a_remote_host_unless_named(runs_root):
         make_server(runs_root, host="0.0.0.0", port=0)
     srv = make_server(runs_root, host="0.0.0.0", port=0, allow_remote=True)
     srv.server_close()
+
+
+# -- in a real browser ------------------------------------------------------------------------------
+
+# Appended to the index page (served from a file with <base> at the server): filters, sorts, ticks
+# the runs left, records what the page shows in <pre id="probe">, and with CLICK opens the comparison.
+_PROBE = """<script>(function () {
+  function rels() { return Array.prototype.map.call(document.querySelectorAll("#body tr"), function (t) { return t.dataset.dir; }); }
+  var out = {all: rels()};
+  var f = document.getElementById("filter"); f.value = "NESTED"; f.dispatchEvent(new Event("input"));
+  out.filtered = rels(); out.count = document.getElementById("count").textContent;
+  function header(k) { return Array.prototype.filter.call(document.querySelectorAll("#head th"), function (t) { return t.dataset.key === k; })[0]; }
+  header("directory").click(); header("directory").click(); out.sorted = rels();
+  var btn = document.getElementById("compare"); out.before = btn.disabled;
+  document.querySelectorAll("#body input.pick").forEach(function (b) { b.click(); });
+  out.after = btn.disabled; out.href = btn.dataset.href;
+  var pre = document.createElement("pre"); pre.id = "probe"; pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+  if (CLICK) btn.click();
+})();</script>"""
+
+
+def _chromium() -> str:
+    """The browser tests/report/test_browser.py uses (skipped, or failed under
+    CALLBENCH_REQUIRE_BROWSER=1, as there when none is installed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_callbench_browser_tests", Path(__file__).parent / "report" / "test_browser.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = module  # its dataclasses look their module up
+        spec.loader.exec_module(module)
+    return module._browser()
+
+
+def test_view_in_a_browser(runs_root, tmp_path):
+    import shutil
+    import subprocess
+
+    from callbench.cli.view import show_text
+    from callbench.report.view_server import make_server, url_of
+
+    exe = _chromium()
+    root = tmp_path / "runs"
+    shutil.copytree(_only(runs_root / "nested"), root / "a")
+    shutil.copytree(_only(runs_root / "nested"), root / "b")
+    shutil.copytree(_only(runs_root / "stateful"), root / "s")
+    srv = make_server(root, port=0, sample_text=show_text)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = url_of(srv)
+        page = httpx.get(url).text.replace("<head>", f"<head><base href='{url}'>", 1)
+
+        def dump(click: bool) -> str:
+            file = tmp_path / f"index-{click}.html"
+            file.write_text(page.replace("</body>", _PROBE.replace("CLICK", "true" if click else "false") + "</body>"))
+            proc = subprocess.run(
+                [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--enable-logging=stderr", "--v=0",
+                 f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=30000", "--dump-dom", file.as_uri()],
+                capture_output=True, text=True, timeout=180,
+            )
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            assert "Uncaught" not in proc.stderr, proc.stderr[-2000:]
+            return proc.stdout
+
+        import html as html_mod
+
+        probe = json.loads(html_mod.unescape(re.search(r'<pre id="probe">(.*?)</pre>', dump(False), re.S).group(1)))
+        assert sorted(probe["all"]) == ["a", "b", "s"]
+        assert probe["filtered"] == ["a", "b"] and probe["count"] == "2 of 3 runs"
+        assert probe["sorted"] == ["b", "a"]  # directory, descending (second click)
+        assert probe["before"] is True and probe["after"] is False
+        assert probe["href"] == "compare?d=b&d=a"
+        compared = dump(True)  # the Compare button navigates to the comparison report
+        assert "McNemar" in compared and 'id="cb-bar"' in compared and "<title>callbench comparison" in compared
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -115,6 +115,7 @@ _INDEX_JS = r"""
     var btn = document.getElementById("compare");
     btn.disabled = picked.length < 2;
     btn.textContent = "Compare (" + picked.length + ")";
+    btn.dataset.href = picked.length < 2 ? "" : "compare?" + picked.map(function (d) { return "d=" + encodeURIComponent(d); }).join("&");
   }
   function tracks() {
     var sel = document.getElementById("track"), have = Array.prototype.map.call(sel.options, function (o) { return o.value; });
@@ -131,8 +132,7 @@ _INDEX_JS = r"""
   document.getElementById("filter").addEventListener("input", render);
   document.getElementById("track").addEventListener("change", render);
   document.getElementById("compare").addEventListener("click", function () {
-    if (picked.length < 2) return;
-    window.location.href = "compare?" + picked.map(function (d) { return "d=" + encodeURIComponent(d); }).join("&");
+    if (picked.length >= 2) window.location.href = document.getElementById("compare").dataset.href;
   });
   tracks(); render(); schedule();
 })();
