@@ -267,3 +267,20 @@ def test_view_in_a_browser(runs_root, tmp_path):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_view_escapes_what_a_sample_holds_and_cli_errors(runs_root, tmp_path):
+    from callbench.report.view_server import RunsView
+
+    view = RunsView(runs_root, sample_text=lambda d, i: "<script>alert(1)</script> & </pre>")
+    page = view.sample_page(_rel(runs_root, "nested"), "<b>id</b>")
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;/pre&gt;" in page
+    assert "&lt;b&gt;id&lt;/b&gt;" in page
+    res = invoke("view", tmp_path / "nope", "--port", 0)
+    assert res.exit_code == 2 and "no such directory" in res.output
+    res = invoke("runs", runs_root, "--json", "--csv")
+    assert res.exit_code == 2 and "not both" in res.output
+    from callbench.report.view_server import _json_for_script
+
+    text = _json_for_script([{"model": "</script><script>alert(1)</script>&"}])
+    assert "<" not in text and ">" not in text and json.loads(text) == [{"model": "</script><script>alert(1)</script>&"}]

@@ -313,7 +313,8 @@ def make_server(
 
 def url_of(server: ThreadingHTTPServer) -> str:
     host, port = server.server_address[:2]
-    shown = f"[{host}]" if ":" in str(host) else str(host)
+    name = host.decode() if isinstance(host, bytes) else str(host)
+    shown = f"[{name}]" if ":" in name else name
     return f"http://{shown}:{port}/"
 
 
