@@ -191,22 +191,27 @@ def test_rescore_refuses_answers_to_other_prompts_or_from_another_model(bench):
 
 
 def test_limit_80_then_10_summary_config_and_report_agree(tmp_path, data_root):
+    """A narrower session (limit 10 on an 80-sample run) returns its own summary and leaves the
+    run describing its 80 samples (issue 31: a later comparison said "samples per run: 20" after
+    callbench.run(..., limit=20) on a 395-sample run); a wider one extends the run."""
     run("webapi", "gold", out_dir=tmp_path, run_id="x", limit=80)
     out = run("webapi", "gold", out_dir=tmp_path, run_id="x", limit=10)
     assert out.resumed and out.generated == 0
+    assert out.summary["n"] == out.summary["n_selected"] == 10 and out.summary["selection"]["limit"] == 10
     run_dir = tmp_path / "x"
     summary = json.loads((run_dir / "summary.json").read_text())
     config = json.loads((run_dir / "config.json").read_text())
     loaded = load_run(run_dir, None)  # what 'callbench report' shows
-    assert summary["n"] == summary["n_selected"] == loaded.summary["n"] == loaded.summary["n_selected"] == 10
-    assert summary["selection"]["limit"] == config["selection"]["limit"] == loaded.summary["selection"]["limit"] == 10
-    assert len(config["selection"]["sample_ids"]) == 10 and len(loaded.rows) == 10
+    assert summary["n"] == summary["n_selected"] == loaded.summary["n"] == loaded.summary["n_selected"] == 80
+    assert summary["selection"]["limit"] == config["selection"]["limit"] == loaded.summary["selection"]["limit"] == 80
+    assert len(config["selection"]["sample_ids"]) == 80 and len(loaded.rows) == 80
     assert {r["id"] for r in loaded.rows} == set(config["selection"]["sample_ids"])
-    assert summary["n_stored"] == loaded.summary["n_stored"] == 80  # the other 70 are kept, not reported
+    assert summary["n_stored"] == loaded.summary["n_stored"] == 80
     assert summary["complete"] is loaded.summary["complete"] is True
     assert summary["metrics"] == loaded.summary["metrics"] and summary["by_api"] == loaded.summary["by_api"]
-    back = run("webapi", "gold", out_dir=tmp_path, run_id="x", limit=80)
-    assert back.generated == 0 and back.summary["n"] == 80
+    wider = run("webapi", "gold", out_dir=tmp_path, run_id="x", limit=90)  # extends the run: it now describes 90
+    assert wider.generated == 10 and wider.summary["n"] == 90
+    assert json.loads((run_dir / "summary.json").read_text())["n"] == load_run(run_dir, None).summary["n"] == 90
 
 
 def test_a_stopped_session_leaves_no_summary_of_another_selection(bench, calls):

@@ -63,7 +63,7 @@ from callbench.errors import CallbenchError, ConfigError, DataError, RunStoreErr
 from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelInput, ModelOutput
 from callbench.runs.identity import build_identity, generation_digest
 from callbench.runs.run_log import RunLog
-from callbench.runs.store import START_OVER, RunStore, write_json_atomic
+from callbench.runs.store import RUN_IDS, START_OVER, RunStore, write_json_atomic
 from callbench.runs.text import encodable
 from callbench.tracks.base import Sample, SampleResult, Track
 from callbench.version import __version__
@@ -249,10 +249,21 @@ def run_identity(track: Track, model: ModelBackend, gen: GenerationConfig) -> tu
     return name, ident
 
 
-def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str, count_backend_errors: bool = False) -> dict[str, Any]:
+def summarize(
+    track: Track,
+    store: RunStore,
+    samples: list[Sample],
+    scoring: str,
+    count_backend_errors: bool = False,
+    *,
+    write: bool = True,
+    selection: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Metrics over the samples the model answered; backend errors are counted apart (they are
     not the model's mistakes, and ``--retry-errors`` asks again for them). With
-    ``count_backend_errors`` they are scored as failed samples instead (as an empty answer)."""
+    ``count_backend_errors`` they are scored as failed samples instead (as an empty answer).
+    ``write``: also as the run's ``summary.json`` (not for a narrower session, see
+    :class:`_Prepared`); ``selection``: the session's, where it is not the run's recorded one."""
     results = store.results()
     failed = [s.id for s in samples if s.id in results and results[s.id].status == BACKEND_ERROR]
     done = [s for s in samples if s.id in results and results[s.id].status != BACKEND_ERROR]
@@ -260,8 +271,8 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
     agg = aggregate_stored(track, store, scored, results, scoring)
     cfg = store.config()
     ident = cfg.get("identity", {})
-    stored_selection = cfg.get("selection")
-    selection: dict[str, Any] = stored_selection if isinstance(stored_selection, dict) else {}
+    stored_selection = selection if selection is not None else cfg.get("selection")
+    selection = stored_selection if isinstance(stored_selection, dict) else {}
     summary = {
         "track": track.name,
         "model": ident.get("model"),
@@ -283,7 +294,8 @@ def summarize(track: Track, store: RunStore, samples: list[Sample], scoring: str
         "callbench_version": __version__,
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    write_json_atomic(store.dir / "summary.json", summary)
+    if write:
+        write_json_atomic(store.dir / "summary.json", summary)
     return summary
 
 
@@ -295,6 +307,10 @@ class _Prepared:
     store: RunStore
     resumed: bool
     config: dict[str, Any]
+    # a resumed session that selected a strict subset of the run's recorded selection (limit=20 on
+    # a 395-sample run): the run keeps its selection and summary.json; the session's own summary
+    # is returned only, so a later report or comparison still describes the whole run (issue 31)
+    narrower: bool = False
 
 
 def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
@@ -355,14 +371,21 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
             results = store.results()
             answered = [s for s in samples if s.id in results and results[s.id].status != BACKEND_ERROR]
             aggregate_stored(track, store, answered, results, opts.scoring)
-        if resumed:
+        narrower = False
+        if resumed and not opts.rescore:
+            old = store.config().get("selection")
+            old_ids = old.get("sample_ids") if isinstance(old, dict) else None
+            narrower = isinstance(old_ids, list) and {s.id for s in samples} < set(old_ids)
+        if resumed and not narrower:
             store.drop_summary()  # written again when this session ends, for its selection
             if not opts.rescore:  # a re-score records the new identity once every answer is re-scored
                 store.update_config(config)
+        elif narrower and RUN_IDS not in store.config():
+            store.update_config(store.config())  # a run from before the list: it adopts the ids it holds
     except BaseException:
         store.close()
         raise
-    return _Prepared(samples, data, run_dir, store, resumed, config)
+    return _Prepared(samples, data, run_dir, store, resumed, config, narrower)
 
 
 def _stored_output(row: dict[str, Any]) -> tuple[ModelOutput, dict[str, Any]]:
@@ -593,7 +616,16 @@ async def run_async(
         finally:
             ticking.cancel()
             run_log.close(outcome_text)
-        summary = summarize(track, store, samples, opts.scoring, opts.count_backend_errors)
+        session_selection = {k: v for k, v in prep.config["selection"].items() if k != "sample_ids"}
+        summary = summarize(
+            track, store, samples, opts.scoring, opts.count_backend_errors,
+            write=not prep.narrower, selection=session_selection if prep.narrower else None,
+        )
+        if prep.narrower:
+            console.print(
+                f"[dim]{len(samples)} of the run's selected samples scored; {escape(str(run_dir))} keeps describing "
+                "its whole selection (summary.json, report)[/dim]"
+            )
         return RunOutcome(
             run_dir=run_dir,
             summary=summary,
