@@ -143,3 +143,16 @@ def test_partly_shared_comparison_counts_the_shared_samples_only(webapi_three_ru
         assert sum(mine.values()) == 3
         stored = _stored_classes(run_dir, ids[:3])
         assert {label_of[k]: v for k, v in stored.items()} == {k: v for k, v in mine.items() if v}, run_label
+
+
+def test_axes_say_which_way_is_better_and_runs_never_wear_an_outcome_colour():
+    """Issue 31: the fine-grained chart mixed higher- and lower-is-better axes without saying
+    which; run colours reused the outcome colours (a run drawn green like "correct")."""
+    from callbench.report.charts import PALETTE
+
+    lower = {"missing_arguments_t", "unexpected_arguments_t", "illegal_urls_t", "illegal_methods_t", "illegal_arguments_t"}
+    for label, key in PARALLEL_METRICS:
+        assert label.endswith(" ↓" if key in lower else " ↑"), (label, key)
+    outcome_colours = {c.lower() for _, _, c, _ in OUTCOME_CLASSES}
+    assert not outcome_colours & {c.lower() for c in PALETTE}
+    assert len(set(PALETTE)) == len(PALETTE)

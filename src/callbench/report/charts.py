@@ -25,7 +25,10 @@ import re
 
 from callbench.report.model import Chart, ChartSpec
 
-PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D")
+# Colours of runs (a chart's series without their own colour). None is an outcome's colour
+# (report/webapi.py OUTCOME_CLASSES: green correct, red illegal, ...), so a run is never drawn in
+# the colour of a verdict (issue 31); dark and light hues alternate for neighbours.
+PALETTE = ("#332288", "#F58518", "#882255", "#88CCEE", "#999933", "#FF9DA6", "#333333", "#6F4E7C")
 
 
 def available() -> bool:

@@ -43,20 +43,21 @@ _HEADLINE = (
     ("Correct arg. values", "correct_argument_values_t"),
     ("Illegal arguments", "illegal_arguments_t"),
 )
-# the paper's parallel-coordinate plot: the fine-grained metrics (_t), one axis each
+# the paper's parallel-coordinate plot: the fine-grained metrics (_t), one axis each; each axis
+# says which way is better (↑ higher, ↓ lower: the plot mixes both, issue 31)
 PARALLEL_METRICS = (
-    ("Correct URLs", "correct_urls_t"),
-    ("Correct methods", "correct_methods_t"),
-    ("Correct arg. names", "correct_argument_names_t"),
-    ("Correct arg. values", "correct_argument_values_t"),
-    ("Arg. precision", "mean_argument_precision_t"),
-    ("Arg. recall", "mean_argument_recall_t"),
-    ("Value cond. acc.", "mean_argument_value_conditional_accuracy_t"),
-    ("Missing args", "missing_arguments_t"),
-    ("Unexpected args", "unexpected_arguments_t"),
-    ("Illegal URLs", "illegal_urls_t"),
-    ("Illegal methods", "illegal_methods_t"),
-    ("Illegal args", "illegal_arguments_t"),
+    ("Correct URLs ↑", "correct_urls_t"),
+    ("Correct methods ↑", "correct_methods_t"),
+    ("Correct arg. names ↑", "correct_argument_names_t"),
+    ("Correct arg. values ↑", "correct_argument_values_t"),
+    ("Arg. precision ↑", "mean_argument_precision_t"),
+    ("Arg. recall ↑", "mean_argument_recall_t"),
+    ("Value cond. acc. ↑", "mean_argument_value_conditional_accuracy_t"),
+    ("Missing args ↓", "missing_arguments_t"),
+    ("Unexpected args ↓", "unexpected_arguments_t"),
+    ("Illegal URLs ↓", "illegal_urls_t"),
+    ("Illegal methods ↓", "illegal_methods_t"),
+    ("Illegal args ↓", "illegal_arguments_t"),
 )
 # how a sample ends (the stacked bars): (verdict key, label, colour, where summary["metrics"] counts it)
 OUTCOME_CLASSES = (
@@ -272,7 +273,7 @@ class WebApiView(TrackView):
         :func:`outcome_counts`)."""
         parallel = ChartSpec(
             "parallel",
-            "Fine-grained metrics (_t), one line per run",
+            "Fine-grained metrics (_t), one line per run: ↑ higher is better, ↓ lower is better",
             [n for n, _ in PARALLEL_METRICS],
             [Series(r.label, [r.summary["metrics"].get(key) for _, key in PARALLEL_METRICS], title=r.model) for r in runs],
             kind="parallel",
