@@ -212,3 +212,21 @@ def test_readability_check_rejects_dictated_text():
     problems = _readability_problems(old, ref + "speech_1 = api.text_to_speech(text_1, voices_1[0]['id'])\nresult = speech_1\n")
     assert any("call the result" in p for p in problems) and any("None" in p for p in problems)
     assert any("dead read" in p for p in problems)
+
+
+def test_coverage_plot_shades_the_spread_across_seeds(tmp_path: Path, monkeypatch):
+    """Issue 31: coverage plots showed no spread across seeds; the band spans the lowest and the
+    highest seed at each number of programs (by hand on three curves)."""
+    from callbench.tracks.stateful import coverage
+
+    assert coverage.spread([[1, 3, 4], [2, 2, 6], [0, 5, 5]]) == ([0.0, 2.0, 4.0], [2.0, 5.0, 6.0])
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+
+    bands = []
+    real = matplotlib.axes.Axes.fill_between
+    monkeypatch.setattr(matplotlib.axes.Axes, "fill_between", lambda self, x, lo, hi, **kw: bands.append((list(lo), list(hi))) or real(self, x, lo, hi, **kw))
+    res = {"scenario": "s", "seeds": 3, "goal": 0.95, "reachable_pairs": 6,
+           "samplers": {"energy": {"mean_curve": [1, 10 / 3, 5], "curves": [[1, 3, 4], [2, 2, 6], [0, 5, 5]]}}}
+    coverage.plot([res], tmp_path / "c.png")
+    assert bands == [([0.0, 2.0, 4.0], [2.0, 5.0, 6.0])] and (tmp_path / "c.png").stat().st_size > 1000

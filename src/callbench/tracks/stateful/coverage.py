@@ -109,8 +109,16 @@ def run_coverage(
     return result
 
 
+def spread(curves: list[list[int]]) -> tuple[list[float], list[float]]:
+    """Per number of programs, the lowest and highest covered pairs over the seeds (the band the
+    plot shades around each mean curve)."""
+    cols = list(zip(*curves, strict=True))
+    return [float(min(c)) for c in cols], [float(max(c)) for c in cols]
+
+
 def plot(results: list[dict[str, Any]], path: Path) -> Path:
-    """One panel per scenario: mean covered pairs vs programs, one line per sampler (matplotlib)."""
+    """One panel per scenario: mean covered pairs vs programs, one line per sampler, shaded
+    between the lowest and the highest seed (issue 31: the plots showed no spread) (matplotlib)."""
     try:
         import matplotlib
 
@@ -124,7 +132,11 @@ def plot(results: list[dict[str, Any]], path: Path) -> Path:
     for ax, res in zip(axes[0], results, strict=True):
         for sampler, data in res["samplers"].items():
             ys = data["mean_curve"]
-            ax.plot(range(1, len(ys) + 1), ys, label=sampler)
+            xs = range(1, len(ys) + 1)
+            (line,) = ax.plot(xs, ys, label=f"{sampler} (mean of {res['seeds']} seeds)")
+            if len(data.get("curves") or []) > 1:
+                lo, hi = spread(data["curves"])
+                ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.18, linewidth=0, label=f"{sampler}: lowest-highest seed")
         ax.axhline(res["goal"] * res["reachable_pairs"], ls="--", lw=0.8, color="grey", label=f"{res['goal']:.0%} of reachable")
         ax.set_title(res["scenario"])
         ax.set_xlabel("programs")
