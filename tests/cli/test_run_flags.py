@@ -72,3 +72,22 @@ def test_run_commands_keep_their_flags_defaults_and_help():
         assert [p.get("name") for p in got[name]] == [p.get("name") for p in want[name]], name
         for g, w in zip(got[name], want[name], strict=True):
             assert g == w, f"run {name}: {w.get('name')}"
+
+
+def test_run_options_are_grouped_in_help_panels():
+    """Issue 31: `run webapi --help` listed 40 options in one panel. The console script's command
+    puts every option of the run commands into a named panel."""
+    import subprocess
+    import sys
+
+    from callbench.cli import command
+
+    run = command().commands["run"]
+    for name in ("webapi", "nested", "stateful"):
+        loose = [p.name for p in run.commands[name].params if getattr(p, "rich_help_panel", None) is None]
+        assert loose == [], (name, loose)
+    out = subprocess.run([sys.executable, "-m", "callbench", "run", "webapi", "--help"], capture_output=True, text=True,
+                         env={**__import__("os").environ, "COLUMNS": "120"}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for panel in ("Model", "Data and selection", "Prompt and setting", "Constrained decoding", "Scoring", "Run directory"):
+        assert f"─ {panel} ─" in out.stdout, panel

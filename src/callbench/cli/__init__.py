@@ -11,10 +11,13 @@ this package):
   stateful``, ``coverage``), :mod:`~callbench.cli.generate`, :mod:`~callbench.cli.constrain`,
   :mod:`~callbench.cli.results` (``report``, ``export``, ``show``, ``list``, ``models``)
 
-Importing this package registers every command on :data:`app` (the console script).
+Importing this package registers every command on :data:`app`; :func:`main` (the console
+script) runs it with the ``run`` commands' options in help panels.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from callbench.cli import (  # noqa: F401 - registers the commands
     analyze,
@@ -30,12 +33,20 @@ from callbench.cli import (  # noqa: F401 - registers the commands
     sweep,
     view,
 )
-from callbench.cli.root import app, reflow_help
+from callbench.cli.root import app, group_run_options, reflow_help
 
 reflow_help()
 
 __all__ = ["app", "main"]
 
 
-def main() -> None:  # pragma: no cover
-    app()
+def command() -> Any:
+    """The ``callbench`` click command as the console script runs it: typer's, with the ``run``
+    commands' options in help panels (:func:`callbench.cli.root.group_run_options`)."""
+    import typer
+
+    return group_run_options(typer.main.get_command(app))
+
+
+def main() -> None:  # pragma: no cover - the console script and python -m callbench
+    command()()
