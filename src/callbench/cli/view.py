@@ -43,12 +43,19 @@ def runs_cmd(
         typer.echo(to_json(rows) if as_json else to_csv(rows), nl=False)
         return
     table = Table(title=f"{len(rows)} run(s) in {directory}", title_justify="left")
-    for col in ("track", "model", "setup", "settings", "n", "status", "headline metrics (%)", "directory"):
+    for col in ("track", "model", "setup", "settings", "n", "status", "headline metrics (%)"):
         table.add_column(col, overflow="fold", justify="right" if col == "n" else "left")
+    # the directory whole, on one line (a path to copy; the other columns fold around it)
+    table.add_column("directory", no_wrap=True, overflow="ignore")
     for r in rows:
         style = "red" if r.status.startswith("broken") else "cyan" if r.status == "running" else None
         n = "–" if r.n is None else f"{r.n}" + (f"/{r.n_selected}" if r.n_selected not in (None, r.n) else "")
-        table.add_row(r.track or "?", r.model or "?", r.setup or "", r.settings, n, r.status, headline_text(r), r.directory, style=style)
+        shown = r.directory
+        try:  # below DIR: the part after it (the table's title names DIR)
+            shown = str(Path(r.directory).resolve().relative_to(directory.resolve()))
+        except (ValueError, OSError):
+            pass
+        table.add_row(r.track or "?", r.model or "?", r.setup or "", r.settings, n, r.status, headline_text(r), shown, style=style)
     out_console.print(table, markup=False, highlight=False)
 
 
