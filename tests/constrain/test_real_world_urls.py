@@ -384,3 +384,18 @@ def test_an_unknown_base_joined_by_plus(spec):
     t = make_key_tracker(g, spec)
     t.feed(b"get(cfg.root + '/artists/' + id + '/albums', ")
     assert t.operation_label == "GET /artists/{id}/albums"
+
+
+def test_enum_values_are_held_where_the_spec_has_too_many_query_keys():
+    """Above 4,000 characters of query keys (EC2-size specs) the grammar takes any key and free
+    values in the URL; the key tracker then holds every enum value to its operation's enum."""
+    params = [{"name": f"Filter.{i}.SomeRatherLongParameterName", "in": "query", "schema": {"type": "string"}} for i in range(200)]
+    params.append({"name": "mode", "in": "query", "schema": {"type": "string", "enum": ["fast", "slow"]}})
+    big = build_spec(
+        {"openapi": "3.0.0", "info": {"title": "big", "version": "1"}, "servers": [{"url": BASE}],
+         "paths": {"/things": {"get": {"parameters": params, "responses": {"200": {"description": "ok"}}}}}},
+        Path("/big/openapi.json"), "big.json",
+    )
+    ok(big, f"get('{BASE}/things?mode=fast&Filter.7.SomeRatherLongParameterName=x')")
+    rejected(big, f"get('{BASE}/things?mode=medium')", "not one of the allowed values", at="medium")
+    rejected(big, f"get('{BASE}/things?nope=1')", "query parameter 'n...'", at="nope")

@@ -399,6 +399,9 @@ class GrammarModel(SpecModel):
         # every build of this spec with those inputs, so later builds only name them.
         self.url_defs: dict[tuple[Any, ...], str] = {}
         self._url_words: dict[tuple[Any, ...], UrlWords] = {}
+        # the spec's query keys are too many for the URL tails (_QUERY_KEYS_MAX): any key and
+        # free values there, the key tracker holds every enum value (query_values_held)
+        self.query_keys_free = False
 
     def templates(self) -> Templates:
         """The spec's path templates (hole schemas, shadowing), built once."""
@@ -622,7 +625,7 @@ _QUERY_KEYS_MAX = 4000
 #: holds it to the operation's own enum (Microsoft Graph's ``$orderby`` made a 300 KB lexeme).
 _QUERY_ENUM_MAX = 1000
 _VALUE_SOURCES: dict[int, tuple[Any, dict[str, list[Any] | None]]] = {}
-_HELD: dict[int, tuple[Any, frozenset[str]]] = {}
+_HELD: dict[int, tuple[Any, frozenset[str], bool]] = {}
 
 
 def query_value_sources(spec: ApiSpec, model: SpecModel) -> dict[str, list[Any] | None]:
@@ -663,9 +666,11 @@ def query_value_sources(spec: ApiSpec, model: SpecModel) -> dict[str, list[Any] 
 def query_values_held(spec: ApiSpec, model: SpecModel) -> frozenset[str]:
     """Query names whose URL value the grammar takes wider than some operation's enum (several
     operations' enums joined, an enum beside free text, or past :data:`_QUERY_ENUM_MAX`): the key
-    tracker holds each such value to its own operation's enum, byte by byte."""
+    tracker holds each such value to its own operation's enum, byte by byte. Where the spec's
+    keys were too many for the grammar's URL tails (``query_keys_free``), every enum name."""
+    every = bool(getattr(model, "query_keys_free", False))
     hit = _HELD.get(id(model))
-    if hit is not None and hit[0] is model:
+    if hit is not None and hit[0] is model and hit[2] == every:
         return hit[1]
     sources = query_value_sources(spec, model)
     held = set()
@@ -676,11 +681,11 @@ def query_values_held(spec: ApiSpec, model: SpecModel) -> frozenset[str]:
             kind = _value_kind(model, desc)
             if kind is not None and kind[0] == "enum":
                 descs = sources.get(name)
-                if descs is None or len(descs) > 1:
+                if every or descs is None or len(descs) > 1:
                     held.add(name)
     if len(_HELD) > 64:
         _HELD.clear()
-    _HELD[id(model)] = (model, frozenset(held))
+    _HELD[id(model)] = (model, frozenset(held), every)
     return _HELD[id(model)][1]
 
 
@@ -1911,6 +1916,8 @@ class _Builder:
             hit = "|".join([query_key_rx(n) for n in names] + members)
             if len(hit) > _QUERY_KEYS_MAX:
                 hit = FREE_QUERY_KEY
+                if isinstance(self.model, GrammarModel):
+                    self.model.query_keys_free = True
             self.memo[key] = hit
         return hit
 
