@@ -1094,10 +1094,7 @@ class KeyTracker:
             if url is not None:  # the URL as JavaScript reads it: \' is ' (azure's /indexers('{x}'))
                 if b not in _PLAIN_ESCAPES:
                     url.append(_BSL)
-                if b > 1:
-                    url.append(b)
-                else:
-                    url += b"%%%02X" % b
+                _url_text(url, b)
             return
         if self._hole:
             if b == _RBRACE:
@@ -1144,10 +1141,7 @@ class KeyTracker:
                 self._query_key(url, end=b == _AMP)
                 if self.violation is not None:
                     return
-            if b > 1:
-                url.append(b)
-            else:  # \0 and \x01 mark a server variable and a hole here: a literal one is text
-                url += b"%%%02X" % b  # (as axios sends it)
+            _url_text(url, b)
             if self._qenum is not None:
                 self._query_value(url, end=False)
             elif b != _QMARK and self._in_query_key():
@@ -1172,15 +1166,13 @@ class KeyTracker:
         if not self._reads_query(url) or (self._method is None and self._cap != "url"):
             return False
         assert url is not None
-        return _EQ not in url[max(url.rfind(b"&"), url.find(b"?")) :]
+        return _EQ not in _last_pair(url)
 
     def _query_key_prefix(self, url: bytearray) -> None:
         """A query key written so far must start a key some operation of the URL takes (else no
         ``=``, ``&`` or closing quote could follow it: the grammar's keys are the spec's)."""
-        text = bytes(url[max(url.rfind(b"&"), url.find(b"?")) + 1 :]).decode("utf-8", "replace")
-        if not text or re.search(r"%[0-9A-Fa-f]?$", text) or chr(_HOLE) in text or "\0" in text:
-            return
-        if self._q == _BQ and text.endswith("$"):
+        text = _last_pair(url).decode("utf-8", "replace")
+        if not text or self._unfinished(text) or chr(_HOLE) in text or "\0" in text:
             return
         prefix = unquote_plus(text)
         raw = bytes(url[: url.find(b"?")]).decode("utf-8", "replace")
@@ -1191,11 +1183,7 @@ class KeyTracker:
         if any(n.startswith(prefix) for n in fixed):
             return  # judged at the URL's end
         matched = None
-        for m in methods:
-            match = self._spec.match(m, raw.replace(chr(_HOLE), "1"), real_world=self.grammar.options.real_world)
-            if match is None:
-                continue
-            args = self._model.op_args(match.operation, self.grammar.options.credentials, True)
+        for _, args in self._path_args(raw, methods):
             params = args.config.props["params"]
             if params.extra is not NO or any(n.startswith(prefix) for n in params.props):
                 return
@@ -1204,6 +1192,22 @@ class KeyTracker:
             matched = matched or args
         if matched is not None:
             self._fail(f"query parameter '{prefix}...' in the URL is no argument of {matched.label}")
+
+    def _unfinished(self, text: str) -> bool:
+        """Does a URL query key or value written so far end where its next bytes decide what it
+        is: a half-written escape (``%2``), or in backticks a ``$`` that may start ``${``?"""
+        return re.search(r"%[0-9A-Fa-f]?$", text) is not None or (self._q == _BQ and text.endswith("$"))
+
+    def _path_args(self, raw: str, methods: Iterable[str]) -> list[tuple[str, OpArgs]]:
+        """Of ``methods``, those for which ``raw`` (a URL up to its query, holes marked) names an
+        operation, with that operation's arguments (query keys allowed in the URL)."""
+        out = []
+        url = raw.replace(chr(_HOLE), "1")
+        for m in methods:
+            match = self._spec.match(m, url, real_world=self.grammar.options.real_world)
+            if match is not None:
+                out.append((m, self._model.op_args(match.operation, self.grammar.options.credentials, True)))
+        return out
 
     def _method_keys_pending(self) -> bool:
         """Does the request form's method follow a URL with a query (URL first: the method's
@@ -1219,13 +1223,8 @@ class KeyTracker:
             return [], None
         ok: list[str] = []
         refusal: str | None = None
-        for m in methods:
-            match = self._spec.match(m, raw.replace(chr(_HOLE), "1"), real_world=self.grammar.options.real_world)
-            if match is None:
-                continue
-            op = match.operation
-            args = self._model.op_args(op, self.grammar.options.credentials, True)
-            bad, _ = _query_keys("?" + query, args, url_plan(self._spec, op).in_url)
+        for m, args in self._path_args(raw, methods):
+            bad, _ = _query_keys("?" + query, args, url_plan(self._spec, args.operation).in_url)
             if bad is None or bad in _fixed_names(self._spec):
                 ok.append(m)
             elif refusal is None:
@@ -1246,7 +1245,7 @@ class KeyTracker:
         operation's query parameters (the grammar allows any key of the spec: one set for every
         path). The operation is the one the URL's path names; where that is not known yet (a
         path key's fixed query, a base of unknown value) the key is judged at the URL's end."""
-        pair = bytes(url[max(url.rfind(b"&"), url.find(b"?")) + 1 :])
+        pair = _last_pair(url)
         if end and b"=" in pair:
             return  # judged at its '='
         key = unquote_plus(pair.decode("utf-8", "replace"))
@@ -1268,13 +1267,11 @@ class KeyTracker:
     def _enum_of(self, url: str, methods: list[str], key: str) -> tuple[str, ...] | None:
         """The values ``key``'s parameter allows in the operations of ``methods`` for ``url``'s
         path (their union; None where any of them leaves the value free)."""
-        raw = url.partition("?")[0].replace(chr(_HOLE), "1")
+        found = self._path_args(url.partition("?")[0], methods)
+        if len(found) < len(methods):
+            return None
         out: dict[str, None] = {}
-        for m in methods:
-            match = self._spec.match(m, raw, real_world=self.grammar.options.real_world)
-            if match is None:
-                return None
-            args = self._model.op_args(match.operation, self.grammar.options.credentials, True)
+        for _, args in found:
             desc = args.config.props["params"].child(key)
             scal = self._model.scalars(desc) if isinstance(desc, Mapping) else None
             enums = scal[0] if scal is not None else None
@@ -1293,8 +1290,8 @@ class KeyTracker:
         if chr(_HOLE) in text or "\0" in text:
             self._qenum = None
             return
-        if not end and (re.search(r"%[0-9A-Fa-f]?$", text) or (self._q == _BQ and text.endswith("$"))):
-            return  # an escape half written, a `$` that may start `${`
+        if not end and self._unfinished(text):
+            return
         if end and not text:
             return  # `key=' + name`: the grammar lets an empty value end only where + follows
         value = unquote_plus(text)
@@ -1749,6 +1746,20 @@ class KeyTracker:
             self._fail(
                 f"key '{shown}…' can only become keys already given ({given}) in {self._label(top.path)}"
             )
+
+
+def _last_pair(url: bytearray) -> bytes:
+    """The URL's query pair being written: what follows its last ``&``, or its ``?``."""
+    return bytes(url[max(url.rfind(b"&"), url.find(b"?")) + 1 :])
+
+
+def _url_text(url: bytearray, b: int) -> None:
+    """Append a byte the URL literal holds as text. ``\0`` and ``\x01`` mark a server variable
+    and a hole in ``url``: a literal one is written as axios sends it, percent-encoded."""
+    if b > 1:
+        url.append(b)
+    else:
+        url += b"%%%02X" % b
 
 
 _FIXED_NAMES: dict[int, tuple[ApiSpec, frozenset[str]]] = {}
