@@ -48,7 +48,7 @@ import numpy as np
 from callbench.constrain.engine import TokenClass
 from callbench.constrain.webapi_grammar import AXIOS_METHODS, WebApiGrammar, query_values_held
 from callbench.specs import ApiSpec
-from callbench.specs.call_model import BODY_METHODS, NO, ObjShape, OpArgs, url_plan
+from callbench.specs.call_model import BODY_METHODS, NO, ObjShape, OpArgs, fixed_query_names, url_plan
 from callbench.specs.credentials import CredentialValue
 from callbench.specs.openapi import request_query
 
@@ -1179,7 +1179,7 @@ class KeyTracker:
         if raw.startswith("\0"):
             return
         methods = (self._method,) if self._method is not None else AXIOS_METHODS
-        fixed = _fixed_names(self._spec)
+        fixed = fixed_query_names(self._spec)
         if any(n.startswith(prefix) for n in fixed):
             return  # judged at the URL's end
         matched = None
@@ -1225,7 +1225,7 @@ class KeyTracker:
         refusal: str | None = None
         for m, args in self._path_args(raw, methods):
             bad, _ = _query_keys("?" + query, args, url_plan(self._spec, args.operation).in_url)
-            if bad is None or bad in _fixed_names(self._spec):
+            if bad is None or bad in fixed_query_names(self._spec):
                 ok.append(m)
             elif refusal is None:
                 refusal = f"query parameter '{bad}' in the URL is not an argument of {args.label}"
@@ -1760,20 +1760,6 @@ def _url_text(url: bytearray, b: int) -> None:
         url.append(b)
     else:
         url += b"%%%02X" % b
-
-
-_FIXED_NAMES: dict[int, tuple[ApiSpec, frozenset[str]]] = {}
-
-
-def _fixed_names(spec: ApiSpec) -> frozenset[str]:
-    """The query names any path key of ``spec`` fixes (``UrlPlan.in_url``), cached per spec."""
-    hit = _FIXED_NAMES.get(id(spec))
-    if hit is None or hit[0] is not spec:
-        if len(_FIXED_NAMES) > 64:
-            _FIXED_NAMES.clear()
-        names = frozenset(n for op in spec.operations for n in url_plan(spec, op).in_url)
-        hit = _FIXED_NAMES[id(spec)] = (spec, names)
-    return hit[1]
 
 
 def _server_prefixes(servers: tuple[str, ...]) -> list[str]:

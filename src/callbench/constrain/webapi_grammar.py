@@ -185,6 +185,7 @@ from callbench.specs.call_model import (
     OpArgs,
     SpecModel,
     UrlPlan,
+    fixed_query_names,
     url_plan,
 )
 from callbench.specs.credentials import CredentialValue
@@ -1935,7 +1936,7 @@ class _Builder:
                     params = self.model.op_args(op, "any", True).config.props["params"]
                     names.update(dict.fromkeys(params.props))
                     prefixes.update(dict.fromkeys(p for p, _ in params.patterns))
-            fixed = {n for op in self.spec.operations for n in url_plan(self.spec, op).in_url}
+            fixed = fixed_query_names(self.spec)
             members = [query_key_rx(p) + r"[^\x5b\x5d&=#\x27\x22\x60\x5c\s$]*" + query_key_rx("]") for p in sorted(prefixes)]
             hit = self.memo[key] = (sorted(names.keys() - fixed, key=lambda n: (-len(n), n)), members)
         return hit  # type: ignore[no-any-return]

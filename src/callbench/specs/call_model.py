@@ -36,6 +36,7 @@ __all__ = [
     "OpArgs",
     "SpecModel",
     "UrlPlan",
+    "fixed_query_names",
     "form_only_types",
     "url_plan",
 ]
@@ -80,6 +81,21 @@ def url_plan(spec: ApiSpec, op: Operation) -> UrlPlan:
                 items.append(f"{x}={{{unquote(x)}}}")
     in_url = frozenset(x.partition("=")[0] for x in items)
     return UrlPlan(path, tuple(dict.fromkeys(items)), label, in_url, frozenset(in_params - in_url))
+
+
+_FIXED_NAMES: dict[int, tuple[ApiSpec, frozenset[str]]] = {}
+
+
+def fixed_query_names(spec: ApiSpec) -> frozenset[str]:
+    """The query names any path key of ``spec`` fixes (:attr:`UrlPlan.in_url`: S3's
+    ``/{Bucket}#cors`` written ``?cors=...``), cached per spec."""
+    hit = _FIXED_NAMES.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_FIXED_NAMES) > 64:
+            _FIXED_NAMES.clear()
+        names = frozenset(n for op in spec.operations for n in url_plan(spec, op).in_url)
+        hit = _FIXED_NAMES[id(spec)] = (spec, names)
+    return hit[1]
 
 
 class _No:
