@@ -651,7 +651,7 @@ def query_value_sources(spec: ApiSpec, model: SpecModel) -> dict[str, list[Any] 
                 continue
             known = out.setdefault(name, [])
             assert known is not None
-            if all(_value_kind(model, d) != kind for d in known):
+            if all(not _same_kind(_value_kind(model, d), kind) for d in known):
                 known.append(desc)
             if kind[0] == "enum":
                 sizes.setdefault(name, set()).update(kind[1])
@@ -690,23 +690,34 @@ def query_values_held(spec: ApiSpec, model: SpecModel) -> frozenset[str]:
     return _HELD[id(model)][1]
 
 
-def _value_kind(model: SpecModel, desc: Any) -> tuple[str, frozenset[str]] | None:
-    """How a schema types a query value in a URL: ("enum", its values), ("integer"|"number"|
-    "boolean", {}) or None (free text), as :meth:`_Builder.typed_value_rx` writes it."""
+def _value_kind(model: SpecModel, desc: Any) -> tuple[str, tuple[str, ...]] | None:
+    """How a schema types a value in a URL (a path hole or a query value): ("enum", its values
+    as the URL writes them, in the schema's order), ("integer"|"number"|"boolean", ()) or None
+    (free text); :meth:`_Builder._hole_rx` writes the regex of each."""
     scal = model.scalars(desc) if is_map(desc) else None
     if scal is None:
         return None
     enums, types = scal
     if enums is not None:
-        vals = frozenset(v if isinstance(v, str) else json.dumps(v) for v in enums if v is not None)
+        vals = tuple(v if isinstance(v, str) else json.dumps(v) for v in enums if v is not None)
         return ("enum", vals) if vals else None
     if types and types <= {"integer", "null"}:
-        return ("integer", frozenset())
+        return ("integer", ())
     if types and types <= {"integer", "number", "null"}:
-        return ("number", frozenset())
+        return ("number", ())
     if types and types <= {"boolean", "null"}:
-        return ("boolean", frozenset())
+        return ("boolean", ())
     return None
+
+
+def _same_kind(a: tuple[str, tuple[str, ...]] | None, b: tuple[str, tuple[str, ...]] | None) -> bool:
+    """Do two :func:`_value_kind` results admit the same values (enums compared as sets)?"""
+    if a is None or b is None:
+        return a is b
+    return a[0] == b[0] and set(a[1]) == set(b[1])
+
+
+_KIND_RX = {"integer": r"-?[0-9]+", "number": r"-?[0-9]+(?:\.[0-9]+)?", "boolean": "true|false"}
 
 
 def _url_like(value: str) -> bool:
@@ -2037,20 +2048,10 @@ class _Builder:
         rx = FREE_QUERY_HOLE[quote == "`"] if query else FREE_HOLE[q]
         # a path hole of the real-world profile never starts a dot segment (FREE_SEGMENT_HOLE)
         first = FREE_SEGMENT_START[q] if self.opt.real_world and not query else rx[:-1]
-        free = True
-        scal = self.model.scalars(schema) if is_map(schema) else None
-        if scal is not None:
-            enums, types = scal
-            if enums is not None:
-                vals = [json.dumps(v) if not isinstance(v, str) else v for v in enums if v is not None]
-                if vals:
-                    rx, free = "|".join(_url_value_rx(v) for v in vals), False
-            elif types and types <= {"integer", "null"}:
-                rx, free = r"-?[0-9]+", False
-            elif types and types <= {"integer", "number", "null"}:
-                rx, free = r"-?[0-9]+(?:\.[0-9]+)?", False
-            elif types and types <= {"boolean", "null"}:
-                rx, free = "true|false", False
+        kind = _value_kind(self.model, schema)
+        free = kind is None
+        if kind is not None:
+            rx = _KIND_RX.get(kind[0]) or "|".join(_url_value_rx(v) for v in kind[1])
         real = self.opt.real_world and not query
         seg = f"{first}{rx[:-1]}*" if free and real else rx  # a free hole: its first character, then any
         if quote == "`" and self.has_vars:
