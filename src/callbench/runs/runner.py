@@ -63,7 +63,7 @@ from callbench.errors import CallbenchError, ConfigError, DataError, RunStoreErr
 from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelInput, ModelOutput
 from callbench.runs.identity import build_identity, generation_digest
 from callbench.runs.run_log import RunLog
-from callbench.runs.store import RUN_IDS, START_OVER, RunStore, write_json_atomic
+from callbench.runs.store import RUN_IDS, START_OVER, RunStore, selected_ids, write_json_atomic
 from callbench.runs.text import encodable
 from callbench.tracks.base import Sample, SampleResult, Track
 from callbench.version import __version__
@@ -373,9 +373,8 @@ def _prepare(track: Track, model: ModelBackend, opts: RunOptions) -> _Prepared:
             aggregate_stored(track, store, answered, results, opts.scoring)
         narrower = False
         if resumed and not opts.rescore:
-            old = store.config().get("selection")
-            old_ids = old.get("sample_ids") if isinstance(old, dict) else None
-            narrower = isinstance(old_ids, list) and {s.id for s in samples} < set(old_ids)
+            old_ids = selected_ids(store.config())
+            narrower = old_ids is not None and {s.id for s in samples} < set(old_ids)
         if resumed and not narrower:
             store.drop_summary()  # written again when this session ends, for its selection
             if not opts.rescore:  # a re-score records the new identity once every answer is re-scored

@@ -247,7 +247,7 @@ def _id_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(i, str) for i in value)
 
 
-def _selected_ids(config: dict[str, Any] | None) -> list[str] | None:
+def selected_ids(config: dict[str, Any] | None) -> list[str] | None:
     """The ids ``config`` says its session selected (None when it does not say: no run list is kept)."""
     sel = (config or {}).get("selection")
     ids = sel.get("sample_ids") if isinstance(sel, dict) else None
@@ -422,7 +422,7 @@ class RunStore:
                         f"{cfg_path}: missing, but {store.db_path} holds {n} finished samples of a run "
                         f"nothing describes; restore config.json, or {START_OVER}"
                     )
-                selected = _selected_ids(config)
+                selected = selected_ids(config)
                 config = {**config, **({RUN_IDS: selected} if selected is not None else {})}
                 write_json_atomic(cfg_path, config)
                 store._config = config
@@ -467,9 +467,9 @@ class RunStore:
         run was created."""
         old = self._config or {}
         created = old.get("created_at")
-        selected = _selected_ids(config)
+        selected = selected_ids(config)
         if selected is not None:  # the ids of every session's selection (a run from before the list: the ids it stored)
-            earlier = old[RUN_IDS] if _id_list(old.get(RUN_IDS)) else [*(_selected_ids(old) or []), *sorted(self.done_ids())]
+            earlier = old[RUN_IDS] if _id_list(old.get(RUN_IDS)) else [*(selected_ids(old) or []), *sorted(self.done_ids())]
             config = {**config, RUN_IDS: list(dict.fromkeys([*earlier, *selected]))}
         config = encodable_object({**config, **({"created_at": created} if created else {})})
         write_json_atomic(self.dir / "config.json", config)
