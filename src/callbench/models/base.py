@@ -106,6 +106,13 @@ class ModelOutput:
     tool_calls: list[JsonObject] | None = None
 
 
+def one_line(text: object, limit: int = 300) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``limit`` characters with
+    ``...``: how a backend quotes a server's message in its errors."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 class BackendError(CallbenchError):
     """The backend gave no usable answer for one sample (refused, kept failing after its retries,
     or sent a malformed body). The runner stores it as that sample's ``backend_error`` outcome --

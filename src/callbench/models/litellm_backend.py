@@ -31,7 +31,14 @@ from typing import Any
 
 from callbench.errors import ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
-from callbench.models.base import BackendError, GenerationConfig, ModelBackend, ModelInput, ModelOutput
+from callbench.models.base import (
+    BackendError,
+    GenerationConfig,
+    ModelBackend,
+    ModelInput,
+    ModelOutput,
+    one_line,
+)
 from callbench.models.registry import register_model
 
 OPTIONS: dict[str, Opt] = {
@@ -55,11 +62,6 @@ def _litellm() -> Any:
     except ImportError as exc:
         raise MissingExtraError("litellm", "litellm", what="the litellm: backend") from exc
     return litellm
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _status(exc: BaseException) -> int | None:
@@ -180,10 +182,10 @@ class LiteLLMBackend(ModelBackend):
                 raise
             what = "gave up after" if self._retryable(exc) else "request refused after"
             raise BackendError(
-                f"{self.identity}: {what} {attempts} attempt(s): {type(exc).__name__}: {_one_line(str(exc))}",
+                f"{self.identity}: {what} {attempts} attempt(s): {type(exc).__name__}: {one_line(str(exc))}",
                 status=_status(exc),
                 attempts=attempts,
-                body=_one_line(str(exc), 500),
+                body=one_line(str(exc), 500),
             ) from exc
         return self._output(reply, inp, attempts, latency, time.perf_counter() - started)
 

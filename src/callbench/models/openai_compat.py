@@ -55,7 +55,15 @@ from typing import Any
 from callbench.constrain.protocol import Constraint, require_constraint
 from callbench.errors import ConfigError, MissingExtraError
 from callbench.models._options import Opt, read_options
-from callbench.models.base import BackendError, GenerationConfig, Mode, ModelBackend, ModelInput, ModelOutput
+from callbench.models.base import (
+    BackendError,
+    GenerationConfig,
+    Mode,
+    ModelBackend,
+    ModelInput,
+    ModelOutput,
+    one_line,
+)
 from callbench.models.registry import register_model
 
 OPTIONS: dict[str, Opt] = {
@@ -125,7 +133,7 @@ def _decode(raw: bytes, headers: Any) -> Any:
         raise MalformedResponse(f"{problem} ({kind}, {len(raw)} bytes)") from None
     except ValueError as exc:
         text = raw[:400].decode("utf-8", errors="replace")
-        raise MalformedResponse(f"the reply is not valid JSON ({kind}, {len(raw)} bytes: {_one_line(text, 120)})") from exc
+        raise MalformedResponse(f"the reply is not valid JSON ({kind}, {len(raw)} bytes: {one_line(text, 120)})") from exc
 
 
 def _aiohttp() -> Any:
@@ -139,7 +147,7 @@ def _aiohttp() -> Any:
 def _check_reply(reply: Any, mode: str, tools: bool) -> dict[str, Any]:
     """The first choice of ``reply``, or :class:`MalformedResponse` unless it holds an answer."""
     if not isinstance(reply, dict) or "choices" not in reply:
-        raise MalformedResponse(f"the reply is not a completion object: {_one_line(json.dumps(reply), 200)}")
+        raise MalformedResponse(f"the reply is not a completion object: {one_line(json.dumps(reply), 200)}")
     choices = reply["choices"]
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("the reply has no choices")
@@ -172,11 +180,6 @@ def parse_target(target: str) -> tuple[str, str | None]:
             # without this, 'm@127.0.0.1:8000/v1' would be a model name sent to the public OpenAI API
             raise ConfigError(f"model 'openai:{target}': base URL must start with http:// or https:// (got {tail!r})")
     return target, None
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class OpenAICompatBackend(ModelBackend):
@@ -266,7 +269,7 @@ class OpenAICompatBackend(ModelBackend):
                     # A piece of a multi-byte character detokenizes to U+FFFD: leave such endings alone.
                     last[ids[-1]] = b"" if "\ufffd" in text else text.encode("utf-8")
             except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
-                raise ModelRequestError(f"{self.identity}: token healing failed: {_one_line(str(exc))}") from exc
+                raise ModelRequestError(f"{self.identity}: token healing failed: {one_line(str(exc))}") from exc
         return heal_prompt(ids, lambda i: last.get(i, b""))
 
     @property
@@ -317,7 +320,7 @@ class OpenAICompatBackend(ModelBackend):
             return f"timed out after {self.timeout:g} s"
         if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
             cause = exc.__cause__ or exc
-            detail = f"({type(cause).__name__}: {_one_line(str(cause), 120) or type(exc).__name__})"
+            detail = f"({type(cause).__name__}: {one_line(str(cause), 120) or type(exc).__name__})"
             if isinstance(exc, aiohttp.ClientPayloadError):  # e.g. fewer bytes than Content-Length said
                 return f"response cut off before its end {detail}"
             if isinstance(exc, aiohttp.ServerDisconnectedError):
@@ -330,8 +333,8 @@ class OpenAICompatBackend(ModelBackend):
             if isinstance(detail, dict):
                 err = detail.get("error", detail.get("detail", detail))
                 detail = err.get("message", err) if isinstance(err, dict) else err
-            return f"HTTP {exc.status_code}: {_one_line(str(detail or ''))}".rstrip(": ")
-        return f"{type(exc).__name__}: {_one_line(str(exc))}"
+            return f"HTTP {exc.status_code}: {one_line(str(detail or ''))}".rstrip(": ")
+        return f"{type(exc).__name__}: {one_line(str(exc))}"
 
     async def _request(self, client: Any, inp: ModelInput, config: GenerationConfig, healing: Any = None) -> Any:
         """Send one request; the decoded JSON reply, or an error for a non-2xx or broken reply."""
@@ -443,7 +446,7 @@ class OpenAICompatBackend(ModelBackend):
                 msg = f"{self.identity}: request refused: {self._describe(exc)}"
             body = getattr(exc, "body", None)
             raise ModelRequestError(
-                msg, status=status, attempts=attempts, body=_one_line(json.dumps(body) if body else "", 500) or None
+                msg, status=status, attempts=attempts, body=one_line(json.dumps(body) if body else "", 500) or None
             ) from exc
         elapsed = time.perf_counter() - started
 
@@ -546,14 +549,14 @@ class OpenAICompatBackend(ModelBackend):
             raise ConfigError(f"{self.identity}: {self._describe(exc)}; is the server running?") from exc
         except aiohttp.ClientError as exc:  # dropped, reset, not HTTP
             raise ConfigError(
-                f"{self.identity}: {method} /{path} failed ({type(exc).__name__}: {_one_line(str(exc), 120)}); "
+                f"{self.identity}: {method} /{path} failed ({type(exc).__name__}: {one_line(str(exc), 120)}); "
                 "is this an OpenAI-compatible server?"
             ) from exc
         try:
             body: Any = json.loads(raw)
         except (ValueError, RecursionError):
             if status < 300:
-                text = _one_line(raw[:400].decode("utf-8", errors="replace"), 80)
+                text = one_line(raw[:400].decode("utf-8", errors="replace"), 80)
                 raise ConfigError(
                     f"{self.identity}: {method} /{path} answered {ctype.split(';')[0]}, not JSON ({text!r}): "
                     "not an OpenAI-compatible API; check the URL (it usually ends in /v1)"
@@ -593,7 +596,7 @@ class OpenAICompatBackend(ModelBackend):
         if text != GRAMMAR_PROBE and not cut:
             raise ConfigError(
                 f"{self.identity}: the server ignored the grammar: asked for exactly {GRAMMAR_PROBE!r}, "
-                f"it answered {_one_line(text, 80)!r}; {hint}"
+                f"it answered {one_line(text, 80)!r}; {hint}"
             )
 
     async def aclose(self) -> None:
