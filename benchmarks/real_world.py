@@ -142,11 +142,13 @@ def check_gold_call(spec: Any, starter: str, completion: str, *, setup: str, met
         if fixed is None:
             return False, f"the call does not continue the fixed starter axios.{method}('{url}',"
         rest = rest[fixed.end():]
-    from callbench.tracks.webapi.constraints import url_values_in_scope
+    from callbench.tracks.webapi.constraints import request_configs_in_scope, url_values_in_scope
 
-    res = check_continuation(spec, rest, setup=setup, method=method if setup == "args" else None,
-                             url=url if setup == "args" else None, identifiers=identifiers,
-                             url_values=url_values_in_scope(starter))
+    full = setup == "full"
+    res = check_continuation(spec, rest, setup=setup, method=None if full else method,
+                             url=None if full else url, identifiers=identifiers,
+                             url_values=url_values_in_scope(starter),
+                             request_configs=request_configs_in_scope(starter, spec) if full else ())
     return res.allowed, f"{res.reason} (at offset {res.offset})"
 
 

@@ -219,12 +219,13 @@ def test_request_keys_are_unique_and_required_ones_given():
 
 def test_request_object_starts_with_method_and_url():
     """Other keys first are refused (documented): the operation, hence which keys are legal, is
-    known only from the method and the URL; a config held in a variable cannot be checked."""
+    known only from the method and the URL; a config held in a variable is taken only where the
+    starter states it whole (request_configs, below)."""
     why = reason(f"request({{ params: {{ limit: 1 }}, url: '{BASE}/pets' }})")
     assert "starts with method and url" in why, why
     assert not allowed(f"request({{ method: 'get', params: {{}}, url: '{BASE}/pets' }})")
     why = reason("request(cfg)")
-    assert "a config held in a variable cannot be checked" in why, why
+    assert "a config held in a variable is taken only where the starter binds it" in why, why
     assert not allowed(f"request({{ method: cfg.method, url: '{BASE}/pets' }})")
     assert not allowed("request({ method: 'get', url: cfg.url })")
 
@@ -480,3 +481,112 @@ def test_accepted_forms_run_and_score_legal():
             v = compare_requests({"method": res.request["method"], "url": res.request["url"]}, res.request, PETS, "strict")
             bad = [a for a in v.arguments if a.verdict == "illegal"]
             assert v.url != "illegal" and v.method != "illegal" and not bad, (text, res.request, v.as_dict())
+
+
+# ------------------------------------------------------------------------------ request(config)
+CONFIG_STARTER = (
+    "const axios = require('axios');\n"
+    "let config = {\n  method: 'post',\n  maxBodyLength: Infinity,\n"
+    f"  url: '{BASE}/pets',\n  headers: {{ 'Content-Type': 'application/json' }},\n"
+    "  data: { name: 'rex', age: 3 },\n};\n// {task}\naxios."
+)
+
+
+def _configs(starter: str):
+    from callbench.tracks.webapi.constraints import in_scope, request_configs_in_scope
+
+    return request_configs_in_scope(starter, PETS), tuple(sorted(in_scope(starter)))
+
+
+def _check_config_call(starter: str, text: str, options: GrammarOptions = DEFAULT):
+    configs, idents = _configs(starter)
+    return check_continuation(PETS, text, identifiers=idents, options=options, request_configs=configs)
+
+
+def test_request_of_a_config_the_starter_states_is_a_call():
+    """``axios.request(config)`` where the starter binds ``config`` to a whole literal config
+    the spec allows (Pizzawookiee/CS411-Team4's Spotify call): the request is the one the code
+    states, checked when the name is offered; a transport option may be any expression."""
+    assert _configs(CONFIG_STARTER)[0] == ("config",)
+    for text in ["request(config)", "request( config ).then((r) => console.log(r.data));", "request(config);"]:
+        res = _check_config_call(CONFIG_STARTER, text)
+        assert res.allowed, (text, res.reason)
+    # another name in scope, or a different call on the name, is no such call
+    starter = CONFIG_STARTER.replace("// {task}", "const other = 1;\n// {task}")
+    assert not _check_config_call(starter, "request(other)").allowed
+    assert not _check_config_call(CONFIG_STARTER, "post(config)").allowed
+    assert not _check_config_call(CONFIG_STARTER, "request(config, config)").allowed
+    # the paper profile has no request form at all
+    assert not _check_config_call(CONFIG_STARTER, "request(config)", PAPER).allowed
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        (f"url: '{BASE}/pets'", f"url: '{BASE}/cats'"),  # a path the spec lacks
+        ("method: 'post'", "method: 'put'"),  # a method the path lacks
+        ("data: { name: 'rex', age: 3 }", "data: { age: 3 }"),  # the body's required name left out
+        ("data: { name: 'rex', age: 3 }", "data: { name: 'rex', colour: 'red' }"),  # an undeclared property
+        ("data: { name: 'rex', age: 3 }", "data: { name: petName }"),  # a value the code does not state
+        ("data: { name: 'rex', age: 3 }", "data: { name: `${x}` }"),  # a template with a hole
+        ("maxBodyLength: Infinity,", "...defaults,"),  # a spread: the config is not all stated
+        ("// {task}", "config.method = 'delete';\n// {task}"),  # changed after its declaration
+        ("// {task}", "function f(config) {}\n// {task}"),  # the name bound again
+    ],
+)
+def test_request_of_a_config_is_refused_unless_the_spec_allows_all_it_states(change):
+    starter = CONFIG_STARTER.replace(*change)
+    assert starter != CONFIG_STARTER
+    assert _configs(starter)[0] == ()
+    res = _check_config_call(starter, "request(config)")
+    assert not res.allowed
+    assert "literal config the spec allows" in (res.reason or "")
+
+
+def test_request_configs_read_literal_values_only():
+    from callbench.sandbox.js_values import request_configs
+
+    code = (
+        "const a = { url: 'https://x.io/p', method: 'GET', params: { n: 0x10, f: 1.5, ok: true, no: null, l: [1, 'b'] }, timeout: t };\n"
+        "const b = { url: 'u', 'headers': { \"X-Key\": 'k' } };\n"
+        "const c = { method: 'get' };\n"  # no url: no whole config
+        "const d = { url: 'u', [k]: 1 };\n"  # a computed key
+        "const e = { url: 'u', url: 'v' };\n"  # a key given twice
+        "const f = { url: 'u', method };\n"  # a shorthand name
+        "const g = { url: 'u', auth: { username: 'a', password: 'b' } };\n"  # sends a header the dict would not show
+        "const h = { url: '/p', baseURL: 'https://x.io' };\n"
+    )
+    assert request_configs(code) == {
+        "a": {"url": "https://x.io/p", "method": "GET", "params": {"n": 16, "f": 1.5, "ok": True, "no": None, "l": [1, "b"]}},
+        "b": {"url": "u", "headers": {"X-Key": "k"}},
+    }
+
+
+def test_a_request_config_call_runs_and_scores_legal():
+    """The accepted ``request(config)`` sends the stated request, which the strict scorer finds
+    legal (no illegal URL, method or argument)."""
+    from callbench.sandbox import JsSandbox
+    from callbench.tracks.webapi.scoring import compare_requests
+
+    assert _check_config_call(CONFIG_STARTER, "request(config);").allowed
+    with JsSandbox() as sb:
+        res = sb.run(CONFIG_STARTER + "request(config);")
+    assert res.status == "ok", res.error
+    assert res.request["method"].lower() == "post" and res.request["url"] == f"{BASE}/pets"
+    v = compare_requests({"method": "post", "url": f"{BASE}/pets"}, res.request, PETS, "strict")
+    assert v.url != "illegal" and v.method != "illegal"
+    assert not [a for a in v.arguments if a.verdict == "illegal"], v.as_dict()
+
+
+def test_the_factory_offers_the_starters_request_configs():
+    """ConstraintFactory (setup full, real-world profile) builds the grammar with the configs
+    the starter states; the paper profile and setup args get none."""
+    from callbench.tracks.webapi.constraints import ConstraintFactory
+    from callbench.tracks.webapi.dataset import WebApiTask
+
+    task = WebApiTask(index=0, api="pets", task="Add a pet.", config={"method": "post", "url": f"{BASE}/pets"})
+    for options, setup, want in [(DEFAULT, "full", ("config",)), (PAPER, "full", ()), (DEFAULT, "args", ())]:
+        factory = ConstraintFactory(setup, options)
+        factory.for_task(task, PETS, CONFIG_STARTER)
+        ((grammar_key, shared),) = factory._shared.items()
+        assert (grammar_key[5] if setup == "full" else ()) == want, (options.profile, setup)

@@ -246,10 +246,11 @@ def check_continuation(
     identifiers: Iterable[str] = (),
     options: GrammarOptions = GrammarOptions(),  # noqa: B008
     url_values: Mapping[str, str] | None = None,
+    request_configs: Iterable[str] = (),
 ) -> CheckResult:
     """Check the text a model wrote after the starter (``get('…', {…})`` for setup full; the
-    arguments after ``axios.<method>('<url>',`` for setup args). ``url_values``: what names in
-    scope hold (``build_webapi_grammar``'s)."""
+    arguments after ``axios.<method>('<url>',`` for setup args). ``url_values``, ``request_configs``:
+    what names in scope hold (``build_webapi_grammar``'s)."""
     grammar = build_webapi_grammar(
         spec,
         setup=setup,  # type: ignore[arg-type]
@@ -258,6 +259,7 @@ def check_continuation(
         identifiers=identifiers,
         options=options,
         url_values=url_values,
+        request_configs=request_configs,
     )
     matcher = matcher_for(grammar)
     tracker = make_key_tracker(grammar, spec)
@@ -365,7 +367,8 @@ def _request_reason(
     if form is None and state == "url":  # right after `request(`
         return (
             "axios.request takes one object literal that starts with its method and url "
-            "({ method: 'get', url: '...', ... }); a config held in a variable cannot be checked"
+            "({ method: 'get', url: '...', ... }); a config held in a variable is taken only where the "
+            "starter binds it to a literal config the spec allows"
         )
     if form != "head":
         return None

@@ -52,7 +52,9 @@ identifiers or URL templates), so the grammar is generated here. Structure:
   (:meth:`SpecModel.request_config`). Keys before the two are refused (the operation, hence the
   legal keys, is known only from them), as are a request without ``method`` (axios' GET
   default: the operation would be known only at the next key, where no staged grammar can
-  switch), a config held in a variable (``request(config)``: its content cannot be checked)
+  switch), a config held in a variable (``request(config)``: its content cannot be checked,
+  unless the starter binds the name to a whole config of literal values the spec allows:
+  ``build_webapi_grammar``'s ``request_configs``, :meth:`_Builder.config_calls`)
   and a method or URL that is not a literal. ``axios(config)`` cannot follow the starter's
   ``axios.``. Offered on specs of at most :data:`REQUEST_FORM_MAX_OPERATIONS` operations.
   Values (``real_world``, identifiers in scope): a string may be a concatenation
@@ -490,6 +492,9 @@ class WebApiGrammar:
     #: names in scope whose value the starter fixes, as URL patterns (``build_webapi_grammar``'s
     #: ``url_values``), which the key tracker reads in their place
     url_values: tuple[tuple[str, str], ...] = ()
+    #: names the starter binds to a whole request config the spec allows (``build_webapi_grammar``'s
+    #: ``request_configs``): ``request(name)`` is a call
+    request_configs: tuple[str, ...] = ()
     _tails: dict[int, tuple[str, frozenset[int]]] = field(default_factory=dict, repr=False, compare=False)
 
     def op_args(self, op: Operation) -> OpArgs:
@@ -538,6 +543,7 @@ def build_webapi_grammar(
     identifiers: Iterable[str] = (),
     options: GrammarOptions = GrammarOptions(),  # noqa: B008 - frozen, hashable default
     url_values: Mapping[str, str] | None = None,
+    request_configs: Iterable[str] = (),
 ) -> WebApiGrammar:
     """Build (or fetch from the cache) the grammar of the text the model writes after the starter.
 
@@ -549,6 +555,10 @@ def build_webapi_grammar(
     :func:`callbench.sandbox.js_values.url_values` reads the starter (text, ``\x01`` for unknown
     parts): a name whose value is a URL of the spec may be the URL (``axios.get(url)``), then
     go on with ``+`` into its query (:meth:`_Builder.known_urls`).
+    ``request_configs`` (setup ``full``, real-world profile, not staged): names in scope the
+    starter binds to a whole request config of literal values the spec allows
+    (:func:`callbench.tracks.webapi.constraints.request_configs_in_scope`): ``request(name)``
+    is a call (what it sends is what the starter states, checked against the spec there).
     """
     idents = tuple(sorted(dict.fromkeys(i for i in identifiers if _JS_IDENT.match(i))))
     if setup not in ("full", "args"):
@@ -565,7 +575,10 @@ def build_webapi_grammar(
     if setup == "full" and options.real_world and url_values:
         # a name in scope, or a property of ``this`` where ``this`` is (``this.baseUrl``)
         vals = tuple(sorted((k, v) for k, v in url_values.items() if k.split(".")[0] in idents and _url_like(v)))
-    key = (id(spec), setup, m, url, idents, options, vals)
+    configs: tuple[str, ...] = ()
+    if setup == "full" and options.real_world and not options.staged:
+        configs = tuple(sorted({c for c in request_configs if c in idents}))
+    key = (id(spec), setup, m, url, idents, options, vals, configs)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is not None and hit.spec is spec:
@@ -583,7 +596,7 @@ def build_webapi_grammar(
             _remember(by_op, base)
         g = base if base.url == url else replace(base, method=m, url=url)
     else:
-        g = _build(spec, setup, m, url, idents, options, None, vals)
+        g = _build(spec, setup, m, url, idents, options, None, vals, configs)
     _remember(key, g)
     return g
 
@@ -771,10 +784,11 @@ def _build(
     options: GrammarOptions,
     op: Operation | None,
     vals: tuple[tuple[str, str], ...] = (),
+    configs: tuple[str, ...] = (),
 ) -> WebApiGrammar:
     t0 = time.perf_counter()
     with _deep_recursion():
-        return _build_deep(spec, setup, m, url, idents, options, op, t0, vals)
+        return _build_deep(spec, setup, m, url, idents, options, op, t0, vals, configs)
 
 
 _DEEP_LOCK = threading.Lock()
@@ -824,10 +838,12 @@ def _build_deep(
     op: Operation | None,
     t0: float,
     vals: tuple[tuple[str, str], ...] = (),
+    configs: tuple[str, ...] = (),
 ) -> WebApiGrammar:
     model = spec_model(spec)
     b = _Builder(spec, model, idents, options)
     b.values = dict(vals)
+    b.configs = configs
     args = None
     if op is not None:
         args = model.op_args(op, options.credentials, options.allow_url_query, transport=options.real_world)
@@ -854,6 +870,7 @@ def _build_deep(
         n_terminals=len(b.terms),
         staged=setup == "full" and bool(options.staged),
         url_values=vals,
+        request_configs=configs,
     )
 
 
@@ -892,6 +909,7 @@ class _Builder:
         self.term_by_def: dict[str, str] = {}
         self.memo: dict[Any, Any] = {}
         self.values: dict[str, str] = {}  # names in scope whose value is a URL pattern (url_values)
+        self.configs: tuple[str, ...] = ()  # names holding a whole request config (request_configs)
         self.key_memo: dict[tuple[str, bool], str] = {}
         self.pending: dict[str, bool] = {}  # schema rules being built -> referred to from inside
         self.key_bytes: set[int] = set()
@@ -1517,7 +1535,8 @@ class _Builder:
             else:
                 found = found_by[method] = [words.of(self, templates, op.path, method) for op in ops]
             if any(f is None for f in found):  # a shadowing the segment lexemes cannot express
-                return self._full_start_regex(by_method, templates, head)
+                configs = not head and only_op is None and only is None
+                return self._full_start_regex(by_method, templates, head, configs=configs)
         ws = self.ws()
         calls = []
         if self.request_form_offered():
@@ -1556,6 +1575,8 @@ class _Builder:
             alts += whole
             if alts:
                 calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {self.alt("urls", alts)}'))
+        if not head and only_op is None and only is None:
+            calls += self.config_calls()
         if not calls:
             raise GrammarError(f"{self.spec.source}: no URL is left for method {only!r}")
         return "start: " + " | ".join(calls)
@@ -1743,7 +1764,9 @@ class _Builder:
     def _args(self, op: Operation) -> OpArgs:
         return self.model.op_args(op, self.opt.credentials, self.opt.allow_url_query, transport=self.opt.real_world)
 
-    def _full_start_regex(self, by_method: dict[str, list[Operation]], templates: Templates, head: bool) -> str:
+    def _full_start_regex(
+        self, by_method: dict[str, list[Operation]], templates: Templates, head: bool, *, configs: bool = False
+    ) -> str:
         """The URLs as one regex lexeme per template, shadowing cut out by regex negation: exact
         for any overlap, but too big for llguidance on the largest specs; used only where the
         segment words cannot express a template's shadowing."""
@@ -1772,7 +1795,18 @@ class _Builder:
                 alts.append(f"{u} {ws} {self.after_url_rule(self._args(op))}")
             urls = self.rule("urls", " | ".join(dict.fromkeys(alts)))
             calls.append(self.rule("call", f'"{method}" {ws} "(" {ws} {urls}'))
+        if configs:
+            calls += self.config_calls()
         return "start: " + " | ".join(calls)
+
+    def config_calls(self) -> list[str]:
+        """``request(config)``: a name holding a whole request config the spec allows
+        (``request_configs``); what it sends was checked when the name was offered."""
+        if not self.configs:
+            return []
+        ws = self.ws()
+        names = self.term("RC", "/(?:" + "|".join(map(_rx, self.configs)) + ")/")
+        return [self.rule("call", f'"request" {ws} "(" {ws} {names} {ws} {self.end()}')]
 
     def url_term(self, templates: Templates, path: str, method: str) -> str:
         base = self.url_base(templates, path)

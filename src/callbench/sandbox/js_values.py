@@ -142,3 +142,108 @@ def url_values(code: str) -> dict[str, str]:
             else:
                 ev.values[name] = None  # url += ...: changed after its declaration
     return {k: v for k, v in ev.values.items() if v is not None}
+
+
+#: axios config options that shape the transport, not the request the spec judges: a config
+#: object may set them to any expression (``maxBodyLength: Infinity``).
+TRANSPORT_OPTIONS = frozenset({
+    "maxBodyLength", "maxContentLength", "maxRedirects", "timeout", "responseType", "responseEncoding",
+    "decompress", "withCredentials", "validateStatus", "proxy", "httpAgent", "httpsAgent", "signal",
+    "transitional", "xsrfCookieName", "xsrfHeaderName", "maxRate", "beforeRedirect", "onUploadProgress",
+    "onDownloadProgress", "adapter", "transformRequest", "transformResponse", "paramsSerializer",
+})
+_LITERALS = {"true": True, "false": False, "null": None}
+#: The config keys that state the request a spec judges (the data check reads exactly these).
+_REQUEST_KEYS = frozenset({"method", "url", "params", "headers", "data"})
+
+
+def request_configs(code: str) -> dict[str, dict[str, Any]]:
+    """Each name the code declares (``const``/``let``/``var``) to an object literal that is a
+    whole axios request config of literal values (``let config = { method: 'get', url: '...',
+    headers: {...} }``; ``axios.request(config)``): the config as a dict. Only a name that
+    occurs once in the code (its declaration: nothing reads it, changes it or declares it
+    again before the cut) and whose members are all literal (strings without ``${...}``,
+    numbers, ``true``/``false``/``null``, objects and arrays of those; any expression only in a
+    transport option, :data:`TRANSPORT_OPTIONS`, which is left out of the dict) and whose keys
+    are ``method``, ``url``, ``params``, ``headers``, ``data`` and transport options (``auth``
+    or ``baseURL`` change the request in ways the dict would not show): what the request sends
+    is then exactly what the code states."""
+    if not code or "{" not in code:
+        return {}
+    data = code.encode("utf-8", "surrogatepass")
+    seen: dict[str, int] = {}
+    found: dict[str, Any] = {}
+    for node in _walk(_parser().parse(data).root_node):
+        if node.type in ("identifier", "shorthand_property_identifier"):
+            name = _text(node, data)
+            seen[name] = seen.get(name, 0) + 1
+        elif node.type == "variable_declarator":
+            name_node, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            if name_node is not None and name_node.type == "identifier" and value is not None and value.type == "object":
+                config = _literal(value, data, top=True)
+                if isinstance(config, dict) and isinstance(config.get("url"), str):
+                    found[_text(name_node, data)] = config
+    return {k: v for k, v in found.items() if seen.get(k) == 1}
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+def _literal(node: Any, data: bytes, *, top: bool = False) -> Any:
+    """The JSON value of a literal expression; raises :class:`_NotLiteral` (caught at the top:
+    None) for anything else. ``top``: the config object itself (its transport options may be
+    any expression, and are left out)."""
+    try:
+        return _literal_value(node, data, top)
+    except _NotLiteral:
+        return None
+
+
+def _literal_value(node: Any, data: bytes, top: bool) -> Any:
+    t = node.type
+    if t == "parenthesized_expression" and node.named_child_count == 1:
+        return _literal_value(node.named_children[0], data, False)
+    if t == "string" or (t == "template_string" and not any(c.type == "template_substitution" for c in node.named_children)):
+        out = []
+        for c in node.named_children:
+            if c.type == "string_fragment":
+                out.append(_text(c, data))
+            elif c.type == "escape_sequence":
+                out.append(_escape(_text(c, data)))
+        return "".join(out)
+    if t == "number":
+        text = _text(node, data).replace("_", "")
+        try:
+            return int(text, 0) if text.isdigit() or text[:2].lower() in ("0x", "0o", "0b") else float(text)
+        except ValueError as exc:
+            raise _NotLiteral from exc
+    if t in _LITERALS:
+        return _LITERALS[t]
+    if t == "array":
+        return [_literal_value(c, data, False) for c in node.named_children if c.type != "comment"]
+    if t == "object":
+        out_obj: dict[str, Any] = {}
+        for pair in node.named_children:
+            if pair.type == "comment":
+                continue
+            if pair.type != "pair":
+                raise _NotLiteral  # a spread, a method, a shorthand name
+            key_node, value = pair.child_by_field_name("key"), pair.child_by_field_name("value")
+            if key_node is None or value is None:
+                raise _NotLiteral
+            if key_node.type == "property_identifier":
+                key = _text(key_node, data)
+            elif key_node.type == "string":
+                key = _literal_value(key_node, data, False)
+            else:
+                raise _NotLiteral  # a computed key
+            if top and key in TRANSPORT_OPTIONS:
+                continue
+            if top and key not in _REQUEST_KEYS:
+                raise _NotLiteral  # auth, baseURL, ...: parts of the request the dict would not show
+            if key in out_obj:
+                raise _NotLiteral  # a key given twice: the last wins in JavaScript; not worth reading
+            out_obj[key] = _literal_value(value, data, False)
+        return out_obj
+    raise _NotLiteral

@@ -47,6 +47,25 @@ def url_values_in_scope(starter: str) -> dict[str, str]:
         return {}
 
 
+def request_configs_in_scope(starter: str, spec: ApiSpec) -> tuple[str, ...]:
+    """Names the starter binds to a whole request config of literal values
+    (:func:`callbench.sandbox.js_values.request_configs`) whose request the spec allows (the
+    data check's rules, :func:`callbench.tracks.webapi.audit.cross_check_config`): the grammar
+    takes ``request(name)`` for them (``build_webapi_grammar``'s ``request_configs``), as the
+    request is then exactly the one the starter states. A config the spec refuses is not offered."""
+    if not starter:
+        return ()
+    from callbench.sandbox.js_values import request_configs
+    from callbench.tracks.webapi.audit import cross_check_config
+
+    try:
+        configs = request_configs(starter)
+    except Exception:  # noqa: BLE001 - a starter we cannot read offers no config
+        return ()
+    names = in_scope(starter) if configs else set()
+    return tuple(sorted(n for n, c in configs.items() if n in names and not cross_check_config(c, spec)))
+
+
 class ConstraintFactory:
     """Builds (and caches) the constraint for a task."""
 
@@ -62,17 +81,21 @@ class ConstraintFactory:
         options = self.options or GrammarOptions()
         idents = tuple(sorted(set(task.definitions or {}) | in_scope(starter, real_world=options.real_world)))
         values: dict[str, str] = {}
+        configs: tuple[str, ...] = ()
         if self.setup == "args":
             key: tuple[Any, ...] = (id(spec), "args", task.config.method, task.config.url, idents)
             method, url = task.config.method, task.config.url
         else:
             if options.real_world:
                 values = {k: v for k, v in url_values_in_scope(starter).items() if k in idents}
-            key = (id(spec), "full", None, None, idents, tuple(sorted(values.items())))
+                configs = request_configs_in_scope(starter, spec)
+            key = (id(spec), "full", None, None, idents, configs, tuple(sorted(values.items())))
             method = url = None
         shared = self._shared.get(key)
         if shared is None:
-            extra = {"url_values": values} if values else {}  # names whose value the starter fixes
+            extra: dict[str, Any] = {"url_values": values} if values else {}  # names whose value the starter fixes
+            if configs:  # names holding a whole request config the spec allows
+                extra["request_configs"] = configs
             grammar = build_webapi_grammar(
                 spec, setup=self.setup, method=method, url=url, identifiers=idents, options=options, **extra
             )
