@@ -80,6 +80,10 @@ OPTIONS: dict[str, Opt] = {
     "retry_after_max": Opt(float, 300.0),
     # vLLM only: heal the prompt boundary through the server's /tokenize and structured outputs.
     "token_healing": Opt(bool, False),
+    # Several replicas (MODEL@URL1,URL2): seconds a failed replica stays out before a probe (the
+    # cool-down doubles after each failed probe, up to replica_cooldown_max); see models/replicas.py.
+    "replica_cooldown": Opt(float, 10.0),
+    "replica_cooldown_max": Opt(float, 120.0),
 }
 
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -98,6 +102,11 @@ _TARGET = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$")
 
 class ModelRequestError(BackendError):
     """A request the server refused, or that kept failing after every retry (message is one line)."""
+
+
+class Unreachable(ConfigError):
+    """The preflight found no server there (refused, unknown host, no answer in time, not HTTP):
+    with several replicas that one is taken out and the others serve the run."""
 
 
 class MalformedResponse(Exception):
@@ -167,13 +176,22 @@ def _check_reply(reply: Any, mode: str, tools: bool) -> dict[str, Any]:
 
 
 def parse_target(target: str) -> tuple[str, str | None]:
-    """Split ``MODEL@URL`` (the URL part optional); the model name may itself contain ``@``."""
+    """Split ``MODEL@URL`` (the URL part optional); the model name may itself contain ``@``.
+    ``MODEL@URL1,URL2,...`` names replicas of one model: the URL part is then their list, checked
+    (no empty entry, each http(s), none twice) and joined with ``,``."""
     target = target.strip()
     if not target:
         raise ConfigError("model 'openai': missing model name (expected openai:MODEL[@http://HOST:PORT/v1])")
     match = _TARGET.match(target)
     if match:
-        return match["model"], match["url"].rstrip("/")
+        url = match["url"]
+        if "," not in url:
+            return match["model"], url.rstrip("/")
+        from callbench.models.replicas import split_urls
+
+        return match["model"], ",".join(split_urls(match["model"], url))
+    if target.endswith("@"):
+        raise ConfigError(f"model 'openai:{target}': no base URL after '@' (expected openai:MODEL@http://HOST:PORT/v1)")
     if "@" in target:
         tail = target.rsplit("@", 1)[1]
         if "://" in tail or "/" in tail or re.match(r"^[\w.-]+:\d+$", tail) or tail.startswith("localhost"):
@@ -204,6 +222,8 @@ class OpenAICompatBackend(ModelBackend):
         backoff_max: float = 30.0,
         retry_after_max: float = 300.0,
         token_healing: bool = False,
+        replica_cooldown: float = 10.0,
+        replica_cooldown_max: float = 120.0,
     ):
         super().__init__(mode)
         self.token_healing = token_healing
@@ -214,7 +234,14 @@ class OpenAICompatBackend(ModelBackend):
         if timeout <= 0:
             raise ConfigError(f"model 'openai:{model}': timeout must be > 0, got {timeout}")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip("/")
+        urls = (base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL).rstrip("/")
+        if "," in urls:
+            from callbench.models.replicas import split_urls
+
+            self.base_urls = split_urls(model, urls)
+        else:
+            self.base_urls = [urls]
+        self.base_url = self.base_urls[0]
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -226,10 +253,34 @@ class OpenAICompatBackend(ModelBackend):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
+        # Set on a replica of a pool: True for a failure after which its retries stop (the pool
+        # asks another replica instead); see models/replicas.py.
+        self._fail_over: Any = None
+        self._pool: Any = None
+        if len(self.base_urls) > 1:
+            from callbench.models.replicas import ReplicaPool
+
+            if replica_cooldown <= 0:
+                raise ConfigError(f"model 'openai:{model}': replica_cooldown must be > 0, got {replica_cooldown}")
+            each = {
+                "mode": self.mode, "timeout": timeout, "max_retries": max_retries, "concurrency": concurrency,
+                "extra_body": extra_body, "api_key": self.api_key, "backoff": backoff, "backoff_max": backoff_max,
+                "retry_after_max": retry_after_max, "token_healing": token_healing,
+            }  # fmt: skip
+            self._pool = ReplicaPool(
+                [OpenAICompatBackend(model, url, **each) for url in self.base_urls],
+                cooldown=float(replica_cooldown),
+                cooldown_max=float(replica_cooldown_max),
+            )
+            for r in self._pool.replicas:
+                r.backend._fail_over = self._replica_gone(r)
+            # the per-request bound is per replica: the fleet takes one set of requests per replica
+            self.max_concurrency = int(concurrency) * len(self.base_urls)
 
     @property
     def identity(self) -> str:
-        return f"openai:{self.model}@{self.base_url}" + ("[heal]" if self.token_healing else "")
+        """``openai:MODEL@URL`` (replicas: ``openai:MODEL@URL1,URL2,...`` in the given order)."""
+        return f"openai:{self.model}@{','.join(self.base_urls)}" + ("[heal]" if self.token_healing else "")
 
     @property
     def identity_options(self) -> dict[str, Any]:
@@ -389,14 +440,98 @@ class OpenAICompatBackend(ModelBackend):
             retry_after = self._retry_after(state.outcome.exception() if state.outcome else None)
             return max(delay, min(retry_after, self.retry_after_max)) if retry_after else delay
 
+        def retryable(exc: BaseException) -> bool:
+            return self._is_retryable(exc) and not (self._fail_over is not None and self._fail_over(exc))
+
         return AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=wait,
-            retry=retry_if_exception(self._is_retryable),
+            retry=retry_if_exception(retryable),
             reraise=True,
         )
 
+    def _replica_gone(self, replica: Any) -> Any:
+        """The fail-over test of one replica: stop retrying it after a connection that is refused,
+        reset or dropped, or once another request has taken it out, while another replica that
+        this request has not failed on is in service (else its retries go on, as a single URL's)."""
+        from callbench.models.replicas import TRIED
+
+        aiohttp = _aiohttp()
+
+        def gone(exc: BaseException) -> bool:
+            connection = isinstance(exc, aiohttp.ClientConnectionError) and not isinstance(exc, aiohttp.ClientPayloadError)
+            if not (connection or not replica.up):
+                return False
+            tried = TRIED.get()
+            return any(o.up and o is not replica and o.url not in tried for o in self._pool.replicas)
+
+        return gone
+
+    def _replica_failure(self, exc: BaseException) -> bool:
+        """Does this error (the cause of a replica's ModelRequestError) say the replica is broken?"""
+        aiohttp = _aiohttp()
+        if isinstance(exc, (aiohttp.ClientConnectionError, TimeoutError, ReplyTimeout)):
+            return not isinstance(exc, aiohttp.ClientPayloadError)
+        return isinstance(exc, HTTPStatusError) and exc.status_code >= 500
+
+    async def _generate_replicated(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        """Ask the replicas in turn until one answers (see models/replicas.py)."""
+        from callbench.models.replicas import TRIED
+
+        pool = self._pool
+        tried: set[str] = set()
+        attempts = 0
+        last: ModelRequestError | None = None
+        while (replica := pool.choose(tried)) is not None:
+            answered = False
+            in_service = replica.up  # False: every replica it has not tried is out
+            token = TRIED.set(frozenset(tried))
+            try:
+                replica.backend.mode = self.mode
+                out = await replica.backend.generate(inp, config)
+                answered = True
+            except ModelRequestError as exc:
+                attempts += exc.attempts
+                cause = exc.__cause__
+                if cause is not None and self._replica_failure(cause):
+                    pool.take_out(replica, str(exc))
+                elif not (cause is not None and not replica.up and self._is_retryable(cause)):
+                    raise
+                tried.add(replica.url)
+                last = exc
+                if not in_service:  # it had its full retries, as a single URL has: the request fails
+                    break
+                continue
+            finally:
+                TRIED.reset(token)
+                pool.release(replica, answered=answered)
+            out.extra["attempts"] = attempts + int(out.extra.get("attempts", 1))
+            out.extra["replica"] = replica.url
+            return out
+        assert last is not None  # choose() gives a replica to a request that has tried none
+        raise ModelRequestError(
+            f"{self.identity}: no replica answered (failed on {len(tried)} of {len(self.base_urls)}; last: {last})",
+            status=last.status,
+            attempts=attempts,
+            body=last.body,
+        ) from last
+
+    async def is_up(self) -> bool:
+        """Does the server answer ``GET /models`` below 500 (any HTTP answer: 404 too) within the
+        preflight's deadline? The probe that brings a replica back (no retries)."""
+        aiohttp = _aiohttp()
+        client, _ = self._bind_loop()
+        try:
+            async with asyncio.timeout(min(self.timeout, PREFLIGHT_LIST_S)):
+                async with client.get(f"{self.base_url}/models") as response:
+                    await response.read()
+                    return response.status < 500
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            return False
+
     async def generate(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
+        if self._pool is not None:
+            return await self._generate_replicated(inp, config)
         client, semaphore = self._bind_loop()
         attempts = 0
         started = time.perf_counter()
@@ -424,7 +559,7 @@ class OpenAICompatBackend(ModelBackend):
                 # a retryable failure hands over to tenacity, which then waits and asks again.
                 reply, choice, latency = await attempt_once()
             except Exception as exc:
-                if self.max_retries < 1 or not self._is_retryable(exc):
+                if self.max_retries < 1 or not self._is_retryable(exc) or (self._fail_over is not None and self._fail_over(exc)):
                     raise
                 first: BaseException | None = exc
                 async for attempt in self._retrying():
@@ -495,7 +630,14 @@ class OpenAICompatBackend(ModelBackend):
         form): one request whose body carries those fields with the grammar
         swapped for one that allows only :data:`GRAMMAR_PROBE`; an answer other than that marker
         (or a prefix of it cut by the token limit) means the server ignored the grammar.
+
+        Replicas: each is checked; one that is not there (:class:`Unreachable`) is taken out (the
+        run starts on the others and probes it after the cool-down), unless none is there; any
+        other refusal (a key, a grammar ignored) by any replica is the run's ConfigError.
         """
+        if self._pool is not None:
+            await self._preflight_replicas(constraint)
+            return
         aiohttp = _aiohttp()
         proxied = any(os.environ.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"))
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(self.timeout, PREFLIGHT_CONNECT_S))
@@ -513,6 +655,18 @@ class OpenAICompatBackend(ModelBackend):
             self._preflight_status(status, body, "a test request")
             if constraint is not None:
                 await self._grammar_probe(http, constraint)
+
+    async def _preflight_replicas(self, constraint: Constraint | bool | None) -> None:
+        pool = self._pool
+        outcomes = await asyncio.gather(*(r.backend.preflight(constraint) for r in pool.replicas), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, Unreachable):
+                raise outcome
+        missing = [(r, o) for r, o in zip(pool.replicas, outcomes, strict=True) if isinstance(o, Unreachable)]
+        if len(missing) == len(pool.replicas):
+            raise Unreachable(f"{self.identity}: no replica answers (first: {missing[0][1]})")
+        for r, exc in missing:
+            pool.take_out(r, str(exc))
 
     def _answer_path(self) -> str:
         return "chat/completions" if self.mode == "chat" else "completions"
@@ -542,13 +696,13 @@ class OpenAICompatBackend(ModelBackend):
         try:
             status, raw, ctype = await asyncio.wait_for(call(), timeout=deadline)
         except TimeoutError as exc:
-            raise ConfigError(
+            raise Unreachable(
                 f"{self.identity}: no answer from {method} /{path} within {deadline:g} s; is the server up and reachable?"
             ) from exc
         except aiohttp.ClientConnectorError as exc:  # refused, unknown host, unreachable network
-            raise ConfigError(f"{self.identity}: {self._describe(exc)}; is the server running?") from exc
+            raise Unreachable(f"{self.identity}: {self._describe(exc)}; is the server running?") from exc
         except aiohttp.ClientError as exc:  # dropped, reset, not HTTP
-            raise ConfigError(
+            raise Unreachable(
                 f"{self.identity}: {method} /{path} failed ({type(exc).__name__}: {one_line(str(exc), 120)}); "
                 "is this an OpenAI-compatible server?"
             ) from exc
@@ -600,6 +754,8 @@ class OpenAICompatBackend(ModelBackend):
             )
 
     async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
         client, self._client = self._client, None
         if client is not None:
             try:
