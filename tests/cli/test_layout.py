@@ -107,7 +107,7 @@ def test_every_command_is_registered():
     assert _commands(typer.main.get_command(app)) == {
         "data fetch", "data path", "run webapi", "run nested", "run stateful", "constrain webapi",
         "generate nested", "generate stateful", "report", "models", "export", "show", "list", "coverage", "analyze complexity",
-        "generate webapi", "audit webapi", "model infer", "serve mock", "sweep", "leaderboard", "runs", "view",
+        "generate webapi", "audit webapi", "model infer", "serve mock", "sweep", "leaderboard", "runs", "view", "log",
     }
 
 

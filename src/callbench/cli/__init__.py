@@ -31,6 +31,7 @@ from callbench.cli import (  # noqa: F401 - registers the commands
     serve,
     stateful,
     sweep,
+    tracking,
     view,
 )
 from callbench.cli.root import app, group_run_options, reflow_help

@@ -1,0 +1,57 @@
+"""``callbench log RUN_DIR... --to mlflow|wandb`` (runs that exist) and ``run ... --log-to mlflow``
+(at the end of a run), against a local MLflow store under tmp_path (issue 31, item 6)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import callbench
+from callbench.cli import app
+
+pytest.importorskip("mlflow")
+
+
+@pytest.fixture
+def mlflow_store(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.chdir(tmp_path)  # MLflow puts a new experiment's artifacts in ./mlruns
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "cli")
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("DO_NOT_TRACK", "true")
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(uri)
+
+
+def _runs(client):
+    exp = client.get_experiment_by_name("cli")
+    return [] if exp is None else client.search_runs([exp.experiment_id])
+
+
+def test_log_command_logs_each_run_given(tmp_path, data_root, mlflow_store):
+    a = callbench.run("webapi", "gold", out_dir=tmp_path / "runs", limit=2, data=str(data_root)).run_dir
+    b = callbench.run("webapi", "gold", out_dir=tmp_path / "runs", limit=1, data=str(data_root)).run_dir
+    res = CliRunner().invoke(app, ["log", str(a), str(b), "--to", "mlflow"])
+    assert res.exit_code == 0, res.output
+    runs = {r.info.run_name: r for r in _runs(mlflow_store)}
+    assert set(runs) == {a.name, b.name}
+    for d in (a, b):
+        run = runs[d.name]
+        summary = json.loads((d / "summary.json").read_text())
+        assert run.data.metrics["run.n"] == summary["n"]
+        assert run.data.metrics["correct_implementations_t"] == summary["metrics"]["correct_implementations_t"] == 1.0
+        assert f"{d}: logged to MLflow run {run.info.run_id}" in " ".join(res.output.split())
+
+
+def test_log_command_errors_are_one_line(tmp_path, mlflow_store):
+    res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "neptune"])
+    assert res.exit_code == 2
+    assert res.output.strip() == "error: --log-to neptune: choose from mlflow, wandb"
+    res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "mlflow"])
+    assert res.exit_code == 2
+    assert res.output.strip() == f"error: {tmp_path}: not a callbench run directory (no config.json or run.sqlite)"
