@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from callbench.services.json_http import OUT_OF_MEMORY
 from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, loads_json
 
 __all__ = ["Channel", "IsolatedService", "Quotas", "ServiceLimitError", "spawn"]
@@ -393,6 +394,8 @@ class IsolatedService:
         self.quotas = quotas or Quotas()
         self._channel: Channel | None = None
         self._closed = False
+        # the process ran out of memory or ended since it started: a reset replaces it
+        self._breached = False
 
     def _listen_config(self) -> dict[str, Any]:
         return {
@@ -436,8 +439,14 @@ class IsolatedService:
         return f"http://127.0.0.1:{self.port}"
 
     def _call(self, op: str, **fields: Any) -> dict[str, Any]:
-        reply = self._running().call(op, **fields)
+        try:
+            reply = self._running().call(op, **fields)
+        except ServiceLimitError:  # the process is gone, or its control loop ran out of memory
+            self._breached = True
+            raise
         if reply.get("breach"):
+            # a quota (bytes, requests) leaves a sound process; running out of memory may not
+            self._breached = self._breached or reply["breach"] == OUT_OF_MEMORY
             raise ServiceLimitError(f"{self.what}: {reply['breach']}")
         return reply
 

@@ -43,6 +43,9 @@ __all__ = ["ClientError", "JsonHandler", "JsonServer", "ThreadedEngine", "strict
 
 log = logging.getLogger(__name__)
 
+#: The breach of a service that ran out of memory: its process is replaced at the next reset.
+OUT_OF_MEMORY = "the service ran out of memory"
+
 _BODY_DEADLINE_S = 30.0  # whole-body read limit, against clients that trickle bytes
 _LINGER_S = 2.0  # how long to discard an unread body after an early error reply
 _LINGER_BYTES = 64 << 20
@@ -255,9 +258,9 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
         except (TimeoutError, ConnectionError):
             raise
         except MemoryError:
-            self.server.note_breach("the service ran out of memory")
+            self.server.note_breach(OUT_OF_MEMORY)
             self.close_connection = True
-            self._send_json(503, {"error": "the service ran out of memory"})
+            self._send_json(503, {"error": OUT_OF_MEMORY})
             return
         except Exception as e:  # a bug or a closed store: the client still gets JSON, the log the traceback
             log.exception("%s failed on %s %s", self.server_version, method, self.path)
@@ -416,7 +419,7 @@ class JsonServer(http.server.ThreadingHTTPServer):
         if isinstance(exc, MemoryError) or (
             isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)
         ):
-            self.note_breach("the service ran out of memory")
+            self.note_breach(OUT_OF_MEMORY)
         elif isinstance(exc, OSError):
             log.debug("connection from %s ended: %r", client_address, exc)
         else:

@@ -132,6 +132,7 @@ def test_services_started_from_many_threads_at_once_are_separate():
 def test_byte_quota_is_a_413_then_the_runs_error_and_reset_starts_a_new_run():
     with SessionService(quotas=Quotas(max_total_bytes=200_000)) as svc:
         url = f"{svc.url}/api/sessions/s/t"
+        pid = svc.stats()["pid"]
         assert requests.post(url, json={"data": {"x": "a" * 100_000}}, timeout=30).status_code == 201
         r = requests.post(url, json={"data": {"x": "b" * 150_000}}, timeout=30)
         assert r.status_code == 413 and "quota of 200,000 bytes" in r.json()["error"]
@@ -143,6 +144,7 @@ def test_byte_quota_is_a_413_then_the_runs_error_and_reset_starts_a_new_run():
         with pytest.raises(ServiceLimitError, match="quota"):
             svc.request_log()
         svc.reset([{"source": "s", "type": "t", "data": {"kept": 1}}])
+        assert svc.stats()["pid"] == pid  # a quota leaves a sound process: it is kept
         assert requests.post(url, json={"data": {"y": 1}}, timeout=30).status_code == 201
         assert [row["data"] for row in svc.snapshot()] == [{"kept": 1}, {"y": 1}]
         assert svc.request_log() == [("POST", "/api/sessions/s/t", 201)]
@@ -196,6 +198,7 @@ def test_memory_limit_breach_is_the_runs_error(fresh_host):
     body = b'{"data": {"x": [' + b"[]," * 340_000 + b"[]]}}"
     assert len(body) < 1 << 20
     with SessionService(quotas=Quotas(memory_mb=64)) as svc:
+        pid = svc.stats()["pid"]
         try:
             r = requests.post(f"{svc.url}/api/sessions/s/t", data=body, timeout=120)
             assert r.status_code == 503 and "out of memory" in r.json()["error"], r.text[:200]
@@ -206,7 +209,8 @@ def test_memory_limit_breach_is_the_runs_error(fresh_host):
             match=r"^session service: (the service ran out of memory|the service process ended)",
         ):
             svc.snapshot()
-        svc.reset()  # a fresh process when the old one is gone, the same one otherwise
+        svc.reset()  # a fresh process after running out of memory (the old one may still be dying)
+        assert svc.stats()["pid"] != pid
         assert requests.post(f"{svc.url}/api/sessions/s/t", json={"data": {}}, timeout=30).status_code == 201
         assert len(svc.snapshot()) == 1
 

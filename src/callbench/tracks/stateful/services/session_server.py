@@ -568,14 +568,20 @@ class SessionService(IsolatedService):
         """
         channel = self._running()
         rows = _seed_rows(initial)
-        try:
-            channel.call("reset", rows=rows)
-        except ServiceLimitError:  # the process is gone: this run gets a fresh one
-            channel.close()
-            if self._unix_path and os.path.exists(self._unix_path):
-                os.unlink(self._unix_path)
-            self._channel = self._spawn()
-            self._channel.call("reset", rows=rows)
+        if not self._breached:
+            try:
+                channel.call("reset", rows=rows)
+                return
+            except ServiceLimitError:  # the process is gone
+                pass
+        # This run gets a fresh process: the old one is gone, or ran out of memory (it may still
+        # be dying then, and its next request could find no one listening).
+        channel.close()
+        if self._unix_path and os.path.exists(self._unix_path):
+            os.unlink(self._unix_path)
+        self._channel = self._spawn()
+        self._breached = False
+        self._channel.call("reset", rows=rows)
 
     def snapshot(self) -> list[dict]:
         """Full state, sorted by id: [{id, source, type, checksum, data}, ...]."""
