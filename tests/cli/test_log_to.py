@@ -48,10 +48,10 @@ def test_log_command_logs_each_run_given(tmp_path, data_root, mlflow_store):
         assert f"{d}: logged to MLflow run {run.info.run_id}" in " ".join(res.output.split())
 
 
-def test_log_command_errors_are_one_line(tmp_path, mlflow_store):
+def test_log_command_errors_are_one_line(tmp_path):
     res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "neptune"])
     assert res.exit_code == 2
-    assert res.output.strip() == "error: --log-to neptune: choose from mlflow, wandb"
+    assert res.output.strip() == "error: --to neptune: choose from mlflow, wandb"
     res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "mlflow"])
     assert res.exit_code == 2
     assert res.output.strip() == f"error: {tmp_path}: not a callbench run directory (no config.json or run.sqlite)"

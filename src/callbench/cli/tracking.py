@@ -11,7 +11,7 @@ import typer
 
 from callbench.cli.options import fail, out_console
 from callbench.cli.root import app
-from callbench.errors import CallbenchError
+from callbench.errors import CallbenchError, ConfigError
 
 
 @app.command("log")
@@ -26,9 +26,11 @@ def log_cmd(
     (offline: written under WANDB_DIR, upload later with wandb sync). Logging a run again updates
     its tracking run. The run directories are only read.
     """
-    from callbench.report.tracking import log_run
+    from callbench.report.tracking import TARGETS, log_run
 
     try:
+        if to not in TARGETS:
+            raise ConfigError(f"--to {to}: choose from {', '.join(TARGETS)}")
         for run_dir in runs:
             log_run(run_dir, to, console=out_console)
     except CallbenchError as exc:
