@@ -100,6 +100,8 @@ EDGE_CASES: dict[str, str] = {
     # query strings
     "query_flag": H + f"axios.get('{U}/items?flag');",
     "query_bare_question_mark": H + f"axios.get('{U}/items?');",
+    "url_blanks_around": H + f"axios.get(' {U}/items? ', {{params: {{a: 1}}}});",
+    "url_newline_inside": H + f"axios.get('{U}/it\\nems?b=2\\t');",
     "query_repeated_keys": H + f"axios.get('{U}/items?tag=a&tag=b&x=1');",
     "query_fragment": H + f"axios.get('{U}/items?a=1#frag');",
     "fragment_only": H + f"axios.get('{U}/items#top', {{params: {{a: 1}}}});",

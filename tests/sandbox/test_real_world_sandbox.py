@@ -415,3 +415,18 @@ def test_node_runs_the_same_completed_program(sb, tmp_path):
 )
 def test_class_fields_and_exported_objects(sb, code, url):
     assert ok(sb, code).request["url"] == url
+
+
+def test_blanks_around_a_url_are_not_part_of_its_query(sb):
+    """Node's URL parser (axios' http adapter parses the URL before it appends ``params``)
+    drops leading and trailing spaces and control characters, and tabs and newlines anywhere:
+    ``'.../json? '`` with params sends ``/json?key=...``, not a query key ``' '``
+    (hoangdathp99/React_weather_app's OpenCage call; checked against real axios 1.21.1)."""
+    r = ok(sb, "const axios = require('axios');\naxios.get(\"https://api.x.io/geocode/v1/json? \", { params: { key: 'k', q: 'Hanoi' } });")
+    assert r.request["url"] == "https://api.x.io/geocode/v1/json"
+    assert r.request["params"] == {"key": "k", "q": "Hanoi"}
+    r = ok(sb, "const axios = require('axios');\naxios.get(' https://api.x.io/a\\n/b?q=1\\t ');")
+    assert (r.request["url"], r.request["params"]) == ("https://api.x.io/a/b", {"q": "1"})
+    # a blank inside the query stays part of it (the parser percent-encodes it)
+    r = ok(sb, "const axios = require('axios');\naxios.get('https://api.x.io/a? b=1');")
+    assert r.request["params"] == {" b": "1"}

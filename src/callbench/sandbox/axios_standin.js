@@ -1269,12 +1269,16 @@ globalThis.__callbenchStandin = (function () {
   // that cannot appear raw in a path: space, `"`, `<`, `>`, backtick, `{`, `}`, non-ASCII. That
   // step is left out here: it changes no segment nor any value a server decodes, and datasets
   // write their gold URLs with such characters raw, e.g. `/calendars/<calendarId>`.)
-  function splitUrl(baseURL, url) {
+  function splitUrl(baseURL, url, wire) {
     var u = url == null ? '' : String(url);
     if (baseURL && !/^([a-z][a-z\d+\-.]*:)?\/\//i.test(u)) {
       var base = String(baseURL);
       u = u ? base.replace(/\/?\/$/, '') + '/' + u.replace(/^\/+/, '') : base;
     }
+    // wire: a request's URL, as the WHATWG URL parser (Node's `new URL`, which axios' http
+    // adapter uses before it appends `params`) reads it: leading and trailing C0 controls and
+    // spaces removed, tabs and newlines anywhere removed (`'.../json? '` sends `/json?key=...`)
+    if (wire) u = u.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '').replace(/[\t\n\r]/g, '');
     var hash = u.indexOf('#');
     if (hash !== -1) u = u.slice(0, hash);
     var full = u;
@@ -1769,7 +1773,7 @@ globalThis.__callbenchStandin = (function () {
         return;
       }
       var headers = config.headers;
-      var target = splitUrl(config.baseURL, config.url);
+      var target = splitUrl(config.baseURL, config.url, true);
       var rec = { method: config.method, url: target.url };
       var params = target.query;
       if (config.params != null) params = Object.assign(params || {}, paramsToObject(config.params));
@@ -1936,7 +1940,7 @@ globalThis.__callbenchStandin = (function () {
 
     function getUri(ctx, config) {
       config = mergeConfig(ctx.defaults, config);
-      var target = splitUrl(config.baseURL, config.url);
+      var target = splitUrl(config.baseURL, config.url, true);
       var usp = new URLSearchParams();
       var params = Object.assign(target.query || {}, config.params ? paramsToObject(config.params) : {});
       visitForm(params, function (k, v) { usp.append(k, v); });
