@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 
 from callbench.errors import ConfigError
 from callbench.models.base import GenerationConfig
-from callbench.models.registry import load_model
-from callbench.runs.runner import RunOptions, RunOutcome
+from callbench.models.registry import check_model_options, load_model
+from callbench.runs.runner import RunOptions, RunOutcome, check_generation
 from callbench.runs.runner import run as _run
-from callbench.tracks.definition import get_definition
+from callbench.runs.settings import LOG_TARGETS, RunSettings, check_seed
+from callbench.tracks.definition import Flag, get_definition
 
 
 def make_track(track: str, **track_options: Any):
@@ -60,63 +64,125 @@ def answer_mode(backend: Any, track: Any) -> str:
     return backend.mode
 
 
-def run(
+@dataclass
+class Prepared:
+    """A run ready to start: the track, the backend, the runner's options and the settings."""
+
+    track: Any
+    backend: Any
+    options: RunOptions
+    settings: RunSettings
+
+
+def _validated(model: Any, values: dict[str, Any], where: str, name_of: Callable[[str], str] | None) -> Any:
+    """``model(**values)``; pydantic's refusal is one line naming the field: ``name_of(field)``
+    (the command line's flag), else ``where`` and the option's name."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = first.get("loc") or ()
+        field = str(loc[0]) if loc else ""
+        if first.get("type") == "extra_forbidden":
+            raise ConfigError(f"{where}: unknown option '{field}'") from None
+        what = name_of(field) if name_of is not None and field else f"{where}: option '{field}'"
+        raise ConfigError(f"{what}: {first.get('msg')}") from None
+
+
+def prepare(
     track: str,
-    model: str,
+    settings: Mapping[str, Any],
     *,
-    out_dir: str | Path = "runs",
-    run_id: str | None = None,
-    limit: int | None = None,
-    ids: Sequence[str] | None = None,
-    groups: Sequence[str] | None = None,
-    per_group: int | None = None,
-    concurrency: int = 8,
-    scoring: str = "strict",
-    generation: GenerationConfig | None = None,
-    model_options: dict[str, Any] | None = None,
-    progress: bool = False,
-    console: Console | None = None,
-    retry_errors: bool = False,
-    max_backend_error_rate: float = 0.2,
-    count_backend_errors: bool = False,
-    eval_workers: int | None = None,
-    force: bool = False,
-    rescore: bool = False,
-    **track_options: Any,
+    name_of: Callable[[str], str] | None = None,
+    note: Callable[[str, str], None] | None = None,
+) -> Prepared:
+    """Everything ``callbench.run`` and ``callbench run <track>`` do before the run starts.
+
+    ``settings``: the keyword arguments of ``callbench.run`` (``model`` among them), validated
+    against the shared :class:`~callbench.runs.settings.RunSettings` and the track's settings model
+    (a field of the track's own shadows a shared one of the same name: stateful's ``temperature``);
+    a refused value is one line naming it (as ``name_of(field)`` does, where given: the command line
+    names the flag). Then the track's hooks (see :class:`~callbench.tracks.definition.TrackDefinition`): its
+    ``prepare`` checks and turns the settings into the track's options, ``notes`` and
+    ``check_backend`` may add lines for ``note(style, text)`` to print.
+    """
+    definition = get_definition(track)
+    where = f"track '{track}'"
+    model_cls = definition.settings_model()
+    own = set(model_cls.model_fields) if model_cls is not None else set()
+    shared = {k for k, f in RunSettings.model_fields.items() if _flag(f).api}
+    run_values = {k: v for k, v in settings.items() if k not in own and (k in shared or model_cls is not None)}
+    track_values = {k: v for k, v in settings.items() if k not in run_values}
+    run_settings = _validated(RunSettings, run_values, where, name_of)
+    if run_settings.seed is not None:
+        check_seed(run_settings.seed)
+    given = {k: getattr(run_settings, k) for k in ("max_tokens", "temperature") if getattr(run_settings, k) is not None}
+    check_generation(dataclasses.replace(GenerationConfig(), **given))  # before any data loads
+    if definition.model_option is not None and track_values.get(definition.model_option) is None:
+        track_values[definition.model_option] = run_settings.model  # e.g. nested: --prompt-template auto
+    run = {"model": run_settings.model, "model_options": dict(run_settings.model_options or {}), "scoring": run_settings.scoring}
+    if model_cls is not None:
+        track_settings = _validated(model_cls, track_values, where, name_of)
+        options = definition.options_for(track_settings, run)
+        constrained = bool(getattr(track_settings, "constrained", False))
+    check_model_options(run_settings.model, run["model_options"])  # before the data and the weights load
+    if model_cls is not None:
+        tr = definition.track_class()(options)
+    else:
+        tr = definition.make(**track_values)
+        constrained = bool(track_values.get("constrained"))
+    for line in definition.notes(tr, run) if definition.notes is not None else []:
+        note and note(*line)
+    backend = load_backend(run_settings.model, run["model_options"], concurrency=run_settings.concurrency, track=tr, constrained=constrained)
+    for line in definition.check_backend(tr, backend, run) if definition.check_backend is not None else []:
+        note and note(*line)
+    default = tr.default_generation(answer_mode(backend, tr)) if hasattr(tr, "default_generation") else GenerationConfig()
+    generation = run_settings.generation_config(default)
+    scoring = run_settings.scoring or tr.scoring_modes[0]
+    return Prepared(tr, backend, run_settings.run_options(scoring, generation), run_settings)
+
+
+def _flag(field: Any) -> Flag:
+    return next((m for m in field.metadata if isinstance(m, Flag)), Flag())
+
+
+def run(
+    track: str, model: str, options: Mapping[str, Any] | None = None, /, *, console: Console | None = None, **settings: Any
 ) -> RunOutcome:
-    """Run ``track`` with ``model`` and return the run directory and its summary (the keyword
-    arguments are the ``callbench run`` options of the same names; ``force`` starts the run
-    directory over, ``rescore`` re-scores its stored answers)."""
-    model_option = get_definition(track).model_option
-    if model_option is not None:  # e.g. nested: --prompt-template auto reads the model's family from its spec
-        track_options.setdefault(model_option, model)
-    tr = make_track(track, **track_options)
-    backend = load_backend(
-        model, model_options or {}, concurrency=concurrency, track=tr, constrained=bool(track_options.get("constrained"))
-    )
-    if generation is None:
-        generation = (
-            tr.default_generation(answer_mode(backend, tr)) if hasattr(tr, "default_generation") else GenerationConfig()
-        )
-    opts = RunOptions(
-        out_dir=Path(out_dir),
-        run_id=run_id,
-        limit=limit,
-        ids=ids,
-        groups=groups,
-        per_group=per_group,
-        concurrency=concurrency,
-        scoring=scoring,
-        generation=generation,
-        progress=progress,
-        retry_errors=retry_errors,
-        max_backend_error_rate=max_backend_error_rate,
-        count_backend_errors=count_backend_errors,
-        eval_workers=eval_workers,
-        force=force,
-        rescore=rescore,
-    )
-    return _run(tr, backend, opts, console)
+    """Run ``track`` with ``model`` and return the run directory and its summary.
+
+    The settings (``options`` and the keyword arguments, which win) are the track's options and the
+    shared run settings (:class:`~callbench.runs.settings.RunSettings`: ``out_dir``, ``limit``,
+    ``ids``, ``groups``, ``scoring``, ``max_tokens``, ``temperature``, ``seed``, ``generation``,
+    ``model_options``, ``progress``, ``force``, ``rescore``, ``log_to`` ...), the ``callbench run``
+    options of the same names; an unknown one or a wrong value is a one-line ConfigError naming it.
+    ``generation`` replaces the track's decoding defaults whole, or as a mapping such as
+    ``{"temperature": 0.7, "seed": 1}`` changes only those fields of them. ``log_to``: experiment
+    trackers the finished run is logged to (``"mlflow"``, ``"wandb"``)."""
+    prepared = prepare(track, {**(options or {}), **settings, "model": model})
+    outcome = _run(prepared.track, prepared.backend, prepared.options, console)
+    log_run_to(outcome.run_dir, prepared.settings.log_to, console=console)
+    return outcome
+
+
+def log_run_to(run_dir: Path, targets: Sequence[str] | None, *, console: Console | None = None) -> list[str]:
+    """Log the finished run in ``run_dir`` to each experiment tracker of ``targets`` (see
+    :mod:`callbench.report.tracking`); returns what each tracker named it (an id or URL), which
+    ``console`` also shows."""
+    if not targets:
+        return []
+    bad = [t for t in targets if t not in LOG_TARGETS]
+    if bad:
+        raise ConfigError(f"--log-to {bad[0]}: choose from {', '.join(LOG_TARGETS)}")
+    from callbench.report.tracking import log_run
+
+    refs = []
+    for target in targets:
+        ref = log_run(run_dir, target, console=console)
+        if console is not None:
+            console.print(f"logged to {target}: {ref}", highlight=False, soft_wrap=True)
+        refs.append(ref)
+    return refs
 
 
 def report(

@@ -64,48 +64,12 @@ class Scoring(str, Enum):  # noqa: UP042 - typer needs the str mixin
     compat = "compat"
 
 
-RetryErrors = Annotated[
-    bool,
-    typer.Option(
-        "--retry-errors",
-        help="On resume, ask the backend again for the samples stored as backend errors (refused or failed "
-        "requests, malformed responses).",
-    ),
-]
-MaxBackendErrorRate = Annotated[
-    float,
-    typer.Option(
-        "--max-backend-error-rate",
-        help="Stop the run (finished samples kept) once more than this share of its samples got no usable "
-        "answer from the backend (counted from 10 such samples on).",
-    ),
-]
-Force = Annotated[
-    bool,
-    typer.Option("--force", help="Start the run directory over: delete its stored samples, answers, config and summary."),
-]
-Rescore = Annotated[
-    bool,
-    typer.Option(
-        "--rescore",
-        help="Keep every stored answer and score it again with the current data, specs and code (no model "
-        "call for them); accepted when only scoring inputs changed, not the model, prompts or settings.",
-    ),
-]
 CountBackendErrors = Annotated[
     bool,
     typer.Option(
         "--count-backend-errors",
         help="Score samples the backend never answered (backend_error) as failed, as if the answer were "
         "empty. Default: left out of the metrics and counted apart.",
-    ),
-]
-EvalWorkers = Annotated[
-    int | None,
-    typer.Option(
-        "--eval-workers",
-        help="Threads that score answers (each drives its own sandbox process) while requests go on; "
-        "default: one per CPU core (stateful: one per request in flight).",
     ),
 ]
 UnsafeNoSandbox = Annotated[
@@ -116,34 +80,6 @@ UnsafeNoSandbox = Annotated[
         "disabled): only rlimits and an audit hook remain, which do not contain C code. Recorded in the run.",
     ),
 ]
-
-_SEED_HELP = (
-    "Seed of the backend's sampling, sent with every request (llamacpp:, hf:, and openai: servers that "
-    "honour 'seed'), so a run that samples (temperature > 0) draws the same answers when re-run. Part of "
-    "the run identity: a run directory is not resumed with another seed."
-)
-Seed = Annotated[int, typer.Option("--seed", help=_SEED_HELP)]
-GreedySeed = Annotated[
-    int,
-    typer.Option("--seed", help=_SEED_HELP + " This track decodes greedily (temperature 0): the seed changes no answer."),
-]
-SampledSeed = Annotated[
-    int,
-    typer.Option(
-        "--seed",
-        help=_SEED_HELP + " Draw i of a task (i = 0 .. --samples - 1) uses seed + i, so the pass@k draws "
-        "differ from each other and a re-run repeats them.",
-    ),
-]
-MAX_SEED = 2**31 - 1  # every backend takes it (llama.cpp's is 32-bit, and 0xFFFFFFFF means "random")
-
-
-def check_seed(seed: int) -> int:
-    """A seed every backend reproduces (a negative one means "random" to llama.cpp)."""
-    if not 0 <= seed <= MAX_SEED:
-        raise ConfigError(f"--seed {seed}: must be between 0 and {MAX_SEED}")
-    return seed
-
 
 def _load_config(ctx: typer.Context, value: Path | None) -> Path | None:
     """Eager ``--config`` callback: the file's settings become the command's defaults
@@ -168,6 +104,7 @@ ConfigFile = Annotated[
         help="YAML or JSON file of options: keys are this command's long option names (max-tokens or "
         "max_tokens), values as the option takes them (a list for a repeatable option). Options on the "
         "command line override the file; the file is recorded in the run's config.json.",
+        rich_help_panel="Run directory",
     ),
 ]
 

@@ -1,6 +1,5 @@
-"""The stateful track's commands: ``generate stateful``, ``run stateful``, ``coverage``.
-
-Kept together so the track's options live next to each other.
+"""The stateful track's commands: ``generate stateful`` and ``coverage`` (``run stateful`` is
+generated from the track's settings model, see :mod:`callbench.cli.run`).
 """
 
 from __future__ import annotations
@@ -12,26 +11,15 @@ from typing import Annotated
 import typer
 
 from callbench.cli.options import (
-    ConfigFile,
-    CountBackendErrors,
-    EvalWorkers,
-    Force,
-    MaxBackendErrorRate,
-    Rescore,
-    RetryErrors,
-    SampledSeed,
     UnsafeNoSandbox,
-    check_seed,
     csv_list,
     err_console,
     fail,
     out_console,
     parse_model_args,
-    print_outcome,
-    run_track,
     setup_sandbox,
 )
-from callbench.cli.root import app, generate_app, run_app
+from callbench.cli.root import app, generate_app
 from callbench.errors import CallbenchError, ConfigError
 
 
@@ -174,107 +162,6 @@ def generate_stateful(
     if manifest["n_kept"] < n:
         err_console.print(f"[yellow]only {manifest['n_kept']} of {n} tasks kept; see {out / 'manifest.json'}[/yellow]")
         raise typer.Exit(1)
-
-
-@run_app.command("stateful")
-def run_stateful(
-    model: Annotated[str, typer.Option("--model", "-m", help="Backend spec, as for 'run webapi'.")],
-    bench: Annotated[
-        Path | None, typer.Option(help="Benchmark dir or tasks.jsonl (every tasks.jsonl below a dir); default: the built-in StateEval set.")
-    ] = None,
-    samples: Annotated[int, typer.Option(help="Programs drawn per task (pass@k needs k <= samples).")] = 1,
-    k: Annotated[list[int] | None, typer.Option("--k", help="pass@k to report (repeatable; default: 1 and --samples).")] = None,
-    scenario: Annotated[list[str] | None, typer.Option(help="Only these scenarios (repeatable).")] = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default 0 for one sample, 0.8 for several).")] = None,
-    seed: SampledSeed = 0,
-    timeout: Annotated[float, typer.Option(help="CPU seconds per program run (start-up, imports and setup not charged; the wall clock is only a backstop, recorded as infra_timeout).")] = 20.0,
-    mode: Annotated[
-        str, typer.Option(help="program (the model writes Python) or mcp (a tool-calling agent over the scenario's MCP server; voice).")
-    ] = "program",
-    max_steps: Annotated[int, typer.Option(help="mcp: most model turns per test case.")] = 12,
-    limit: Annotated[int | None, typer.Option(help="Only the first N tasks (with all their --samples draws).")] = None,
-    per_group: Annotated[
-        int | None, typer.Option("--per-group", help="The first N tasks of each scenario (--limit then caps the total).")
-    ] = None,
-    ids: Annotated[str | None, typer.Option(help="Comma-separated sample ids.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Requests in flight (bounded by the backend).")] = 4,
-    max_tokens: Annotated[int, typer.Option(help="New tokens per program.")] = 768,
-    model_arg: Annotated[list[str] | None, typer.Option("--model-arg", help="Backend option KEY=VALUE (repeatable).")] = None,
-    out: Annotated[Path, typer.Option(help="Directory that holds run directories.")] = Path("runs"),
-    run_id: Annotated[str | None, typer.Option(help="Run directory name.")] = None,
-    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
-    retry_errors: RetryErrors = False,
-    max_backend_error_rate: MaxBackendErrorRate = 0.2,
-    count_backend_errors: CountBackendErrors = False,
-    eval_workers: EvalWorkers = None,
-    unsafe_no_sandbox: UnsafeNoSandbox = False,
-    force: Force = False,
-    rescore: Rescore = False,
-    config: ConfigFile = None,
-) -> None:
-    """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh
-    service per test case and must match the reference's result and final state. Reports pass@k,
-    the error taxonomy and task complexity, per scenario. Resumable.
-
-    With --mode mcp a tool-calling agent (openai:M@URL in chat mode, or gold) works through the
-    scenario's MCP server, one episode per test case, and must leave the reference's final state and
-    answer with its result as JSON.
-    """
-    import dataclasses
-
-    from callbench.api import load_backend, make_track
-    from callbench.models.registry import check_model_options
-    from callbench.report.table import print_stateful_summary
-    from callbench.runs.runner import RunOptions
-
-    try:
-        check_seed(seed)
-        id_list = csv_list(ids, "--ids")
-        setup_sandbox(unsafe_no_sandbox)
-        opts = parse_model_args(model_arg)
-        check_model_options(model, opts)  # before the benchmark loads
-        track = make_track(
-            "stateful",
-            bench=str(bench) if bench else None,
-            samples=samples,
-            k=tuple(k or ()),
-            scenarios=tuple(scenario or ()),
-            timeout_s=timeout,
-            temperature=temperature,
-            mode=mode,
-            max_steps=max_steps,
-        )
-        backend = load_backend(model, opts, concurrency=concurrency, track=track, constrained=False)
-        if mode == "mcp":
-            from callbench.models.base import require_tools
-
-            require_tools(backend, "--mode mcp")
-        generation = dataclasses.replace(track.default_generation(backend.mode), max_tokens=max_tokens, seed=seed)
-        outcome = run_track(
-            track,
-            backend,
-            RunOptions(
-                out_dir=out,
-                run_id=run_id,
-                limit=limit,
-                per_group=per_group,
-                ids=id_list,
-                concurrency=concurrency,
-                scoring="strict",
-                generation=generation,
-                progress=not no_progress,
-                retry_errors=retry_errors,
-                max_backend_error_rate=max_backend_error_rate,
-                count_backend_errors=count_backend_errors,
-                eval_workers=eval_workers,
-                force=force,
-                rescore=rescore,
-            ),
-            config_file=config,
-        )
-    except CallbenchError as exc:
-        fail(exc)
-    print_outcome(outcome, print_stateful_summary)
 
 
 @app.command("coverage")

@@ -19,11 +19,14 @@ decorates its ``Track`` class with :func:`track`).
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator
 
 from callbench.errors import ConfigError
 
@@ -61,6 +64,79 @@ def _same_path(path: Path) -> Path:
     return path
 
 
+class _Unset:
+    """The marker of a :class:`Flag` attribute left as it is (a default may be None)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How an options-model field is given on the command line: ``Annotated[T, Flag(...)]`` on the
+    field, or a track command's change of a shared field (:class:`Opt`). The field's description is
+    the option's help, its default the option's default, its name the keyword of ``callbench.run``.
+
+    ``name``: the command's parameter, which is also the ``--config`` key (default: the field's
+    name); ``opts``: the option's spellings (default ``--<name with dashes>``); ``panel``: its
+    ``--help`` panel; ``choices``: the values the command line offers (the field keeps the text);
+    ``cli_type``: the command-line type where it differs from the field's (``Path`` for a text
+    field that names a file, ``str`` for a comma-separated list, ``list[str]`` for a repeatable
+    option); ``invert``: a ``--no-x`` flag that sets the field to False; ``api``: False for an
+    option of the command line only (not a ``callbench.run`` keyword). In an :class:`Opt`,
+    ``help``, ``help_extra`` (appended) and ``default`` change the field's for that command.
+    """
+
+    name: str | None = None
+    opts: tuple[str, ...] = ()
+    panel: str | None = None
+    hidden: bool = False
+    choices: tuple[str, ...] = ()
+    cli_type: object = None
+    invert: bool = False
+    api: bool = True
+    help: str | None = None
+    help_extra: str = ""
+    default: object = UNSET
+
+    def merged(self, other: Flag) -> Flag:
+        """This flag with every attribute ``other`` sets (differs from a bare ``Flag()``'s)."""
+        bare = Flag()
+        changes = {f.name: getattr(other, f.name) for f in fields(Flag) if getattr(other, f.name) != getattr(bare, f.name)}
+        if "help_extra" in changes:
+            changes["help_extra"] = self.help_extra + changes["help_extra"]
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option of a track's ``callbench run`` command (:attr:`TrackDefinition.command`): the field
+    ``field`` of the track's options model or of the shared run settings
+    (:class:`callbench.runs.settings.RunSettings`), with ``flag``'s changes for this command."""
+
+    field: str
+    flag: Flag = Flag()
+
+
+def opt(field: str, **changes: Any) -> Opt:
+    """``opt("limit", help="...")``: field ``field`` with the :class:`Flag` attributes ``changes``."""
+    return Opt(field, Flag(**changes))
+
+
+def _path_text(value: object) -> object:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+#: A text field that names a file: a ``Path`` given to ``callbench.run`` is taken as its text.
+PathText = Annotated[str, BeforeValidator(_path_text)]
+
+#: A message a track's hook asks the command line to print: (rich style, text).
+Note = tuple[str, str]
+
+
 @dataclass(frozen=True)
 class TaskSource:
     """Where a track's task data lies and how it is read: ``callbench show`` shows a sample beside
@@ -94,6 +170,18 @@ class TrackDefinition:
     ``tasks``: the reference loader (:class:`TaskSource`). ``show``: the ``callbench show``
     renderer (None: the generic one, which prints the task as it was loaded). ``model_option``:
     the option that gets the model's spec when ``callbench.run`` leaves it out.
+
+    How the track is configured from outside, said once: ``settings`` names a pydantic model, the
+    one source of the track's ``callbench run <name>`` flags (each field with its :class:`Flag`),
+    ``--config`` keys and ``callbench.run`` keywords (None: ``options`` when it is a pydantic
+    model). ``command``: the command's options in order, each a field of ``settings`` or of the
+    shared run settings, by name or as an :class:`Opt` with this command's changes, and
+    ``"config"`` (None: the shared options, then every field of ``settings``);
+    ``command_help``: its ``--help`` text. Hooks: ``prepare(settings, run)`` turns the validated
+    settings into the keyword arguments of ``options`` (None: its fields of the same names), and
+    may check them against ``run`` (``model``, ``model_options``, which it may change, and
+    ``scoring``); ``notes(track, run)``: lines to print once the track is built;
+    ``check_backend(track, backend, run)``: a check of the loaded backend, and lines to print.
     """
 
     name: str
@@ -106,6 +194,13 @@ class TrackDefinition:
     tasks: TaskSource | None = None
     show: Ref | None = None
     model_option: str | None = None
+    settings: Ref | None = None
+    command: tuple[str | Opt, ...] | None = None
+    command_help: str = ""
+    prepare: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    # (the track and the backend untyped here: tracks.base imports this module)
+    notes: Callable[[Any, dict[str, Any]], list[Note]] | None = None
+    check_backend: Callable[[Any, Any, dict[str, Any]], list[Note]] | None = None
 
     def track_class(self) -> Any:
         return resolve(self.track)
@@ -116,6 +211,28 @@ class TrackDefinition:
         if self.options is None:
             return cls(**options)
         return cls(self.make_options(**options))
+
+    def settings_model(self) -> Any:
+        """The pydantic model of the track's settings (``settings``, else a pydantic ``options``),
+        or None (a track configured by keyword arguments only)."""
+        for ref in (self.settings, self.options):
+            if ref is not None:
+                model = resolve(ref)
+                if hasattr(model, "model_fields"):
+                    return model
+        return None
+
+    def options_for(self, settings: BaseModel, run: dict[str, Any]) -> Any:
+        """The track's options object from its validated ``settings`` (an instance of
+        :meth:`settings_model`): the settings themselves when they are the options, else
+        ``options(**prepare(settings, run))`` (no ``prepare``: the fields of the same names)."""
+        target = resolve(self.options) if self.options is not None else None
+        if target is None or target is type(settings):
+            return settings
+        if self.prepare is not None:
+            return target(**self.prepare(settings, run))
+        names = {f.name for f in fields(target)}
+        return target(**{k: getattr(settings, k) for k in type(settings).model_fields if k in names})
 
     def make_options(self, **options: Any) -> Any:
         """The options object; a pydantic model's refusal is a one-line ConfigError naming the
