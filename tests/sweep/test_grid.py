@@ -93,6 +93,13 @@ def test_list_valued_settings_expand_only_as_lists_of_lists(tmp_path):
         ("models: [gold]\ntracks: {nested: {limit: []}}\n", "grid.yaml: tracks.nested.limit: an empty list expands to no cells"),
         ("models: [gold]\ntracks: {nested: {model_options: {bogus: 1}}}\n", "grid.yaml: tracks.nested.model_options: model 'gold': unknown option(s) bogus"),
         ("models: [gold\n", "grid.yaml: not valid YAML at line"),
+        ("models: [gold]\ntracks: {webapi: {max_tokens: 0}}\n", "grid.yaml: tracks.webapi.max_tokens: Input should be greater than or equal to 1"),
+        ("models: [gold]\ntracks: {webapi: {temperature: [0, -0.5]}}\n", "grid.yaml: tracks.webapi.temperature: Input should be greater than or equal to 0"),
+        ("models: [gold]\ntracks: {webapi: {temperature: .inf}}\n", "grid.yaml: tracks.webapi.temperature: Input should be a finite number"),
+        ("models: [gold]\ntracks: {nested: {seed: -1}}\n", "grid.yaml: tracks.nested.seed: Input should be greater than or equal to 0"),
+        ("models: [gold]\ntracks: {nested: {seed: 2147483648}}\n", "grid.yaml: tracks.nested.seed: Input should be less than or equal to 2147483647"),
+        ("models: [gold]\ntracks: {nested: {seed: [[1, 2]]}}\n", "grid.yaml: tracks.nested.seed: Input should be a valid integer"),
+        ("models: [gold]\ntracks: {nested: {per_group: 0}}\n", "grid.yaml: tracks.nested.per_group: Input should be greater than or equal to 1"),
     ],
 )
 def test_a_bad_grid_is_one_line_naming_file_and_field(tmp_path, text, message):
@@ -134,3 +141,43 @@ def test_an_api_key_stays_out_of_the_manifest_and_the_name(tmp_path):
     dry = CliRunner().invoke(app, ["sweep", str(tmp_path / "a.yaml"), "--out", str(tmp_path / "s"), "--dry-run"])
     assert dry.exit_code == 0, dry.output
     assert "sk-secret" not in dry.output and "<redacted>" in dry.output
+
+
+def test_decoding_settings_expand_and_change_only_their_field(tmp_path):
+    """``seed``, ``temperature`` and ``max_tokens`` are grid settings (lists expand to cells, each
+    its own run directory); a cell passes them to callbench.run as changes to the track's decoding
+    defaults, except a field the track's options have itself (stateful's ``temperature``)."""
+    from callbench.sweep.grid import run_arguments
+
+    grid = load_grid(
+        _grid(
+            tmp_path,
+            "models: [gold]\ntracks:\n  webapi: {seed: [0, 1, 2], temperature: 0.7, max_tokens: 64}\n"
+            "  stateful: {temperature: 0.8, seed: 3, per_group: 1}\n",
+        )
+    )
+    webapi = [c for c in grid.cells if c.track == "webapi"]
+    assert [c.settings["seed"] for c in webapi] == [0, 1, 2]
+    assert len({c.name for c in webapi}) == 3  # a seed is part of what a cell measures
+    assert run_arguments("webapi", webapi[1].settings) == {"generation": {"seed": 1, "temperature": 0.7, "max_tokens": 64}}
+    (stateful,) = [c for c in grid.cells if c.track == "stateful"]
+    assert run_arguments("stateful", stateful.settings) == {"temperature": 0.8, "per_group": 1, "generation": {"seed": 3}}
+    assert run_arguments("nested", {"limit": 2}) == {"limit": 2}
+
+
+def test_decoding_settings_reach_the_cells_run(tmp_path):
+    """The cell's run records the changed fields and keeps the track's other decoding defaults."""
+    from callbench.sweep.local import run_local
+
+    grid = load_grid(_grid(tmp_path, "models: [gold]\ntracks:\n  nested: {limit: 2, seed: [5, 6], max_tokens: 77}\n"))
+    outcome = run_local(grid, tmp_path / "sweep", workers=1)
+    assert [r.ok for r in outcome.results] == [True, True]
+    import json
+
+    from callbench.models.base import GenerationConfig
+
+    for cell, seed in zip(grid.cells, (5, 6), strict=True):
+        summary = json.loads((tmp_path / "sweep" / "runs" / cell.name / "summary.json").read_text())
+        gen = summary["generation"]
+        assert (gen["seed"], gen["max_tokens"]) == (seed, 77)
+        assert gen["temperature"] == GenerationConfig().temperature == 0.0

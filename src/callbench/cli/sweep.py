@@ -16,6 +16,7 @@ from callbench.errors import CallbenchError, ConfigError
 
 class Executor(str, Enum):  # noqa: UP042 - typer needs the str mixin
     local = "local"
+    ray = "ray"
 
 
 @app.command("sweep")
@@ -23,8 +24,9 @@ def sweep_cmd(
     grid_file: Annotated[Path, typer.Argument(metavar="GRID.yaml", help="The grid: models, and per track its settings (lists expand as a product).")],
     out: Annotated[Path, typer.Option("--out", help="The sweep directory: sweep.json, runs/<cell>/, logs/<cell>.log.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells and their state (todo, partial n/m, done, failed); run nothing.")] = False,
-    executor: Annotated[Executor, typer.Option("--executor", help="Where cells run: local (worker processes on this machine).")] = Executor.local,
-    workers: Annotated[int | None, typer.Option("--workers", help="Cells at once (default: min(cores, cells to run)).")] = None,
+    executor: Annotated[Executor, typer.Option("--executor", help="Where cells run: local (worker processes on this machine) or ray (Ray tasks: on --address, else on a local Ray cluster started for the sweep; the sweep directory must be on storage all nodes share).")] = Executor.local,
+    address: Annotated[str | None, typer.Option("--address", help="With --executor ray: the Ray cluster to run on (e.g. 10.0.0.1:6379 or ray://HOST:10001).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Cells at once (default: min(cores, cells to run); with --executor ray: the local cluster's CPUs, or the cluster's CPUs with --address).")] = None,
 ) -> None:
     """Run every cell of a grid (each an ordinary run directory under --out), skipping finished cells and resuming unfinished ones.
 
@@ -36,6 +38,8 @@ def sweep_cmd(
     try:
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers {workers}: must be >= 1")
+        if address is not None and executor is not Executor.ray:
+            raise ConfigError(f"--address {address}: only with --executor ray")
         grid = load_grid(grid_file)
         if dry_run:
             states = plan(grid, out)
@@ -65,7 +69,12 @@ def sweep_cmd(
                 line = f"FAILED {cell.name}: {detail.error}"
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
-        outcome = run_local(grid, out, workers=workers, report=report)
+        if executor is Executor.ray:
+            from callbench.sweep.ray_executor import run_ray
+
+            outcome = run_ray(grid, out, address=address, workers=workers, report=report)
+        else:
+            outcome = run_local(grid, out, workers=workers, report=report)
     except CallbenchError as exc:
         fail(exc)
     except KeyboardInterrupt:  # Ctrl-C reaches the workers too: each cell's run keeps what it finished

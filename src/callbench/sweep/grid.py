@@ -13,7 +13,9 @@ expands only when given as a list of lists (``ids: [[a, b], [c]]`` is two cells;
 is one). Each cell is exactly one ``callbench.run(track, model, out_dir=..., run_id=cell.name,
 **cell.settings)`` call: a track accepts the fields of its options class (the track registry,
 :func:`callbench.tracks.definition.get_definition`) and the run options of :func:`callbench.api.run`
-listed in :data:`RUN_SETTINGS`.
+listed in :data:`RUN_SETTINGS`, and the decoding settings of :data:`GENERATION_SETTINGS`
+(``max_tokens``, ``temperature``, ``seed``: each changes that field of the track's own decoding
+defaults, as ``callbench run``'s flags of the same names do; ``seed: [0, 1, 2]`` is three cells).
 
 The file is validated with pydantic: an unknown key or a value of the wrong type is one line
 naming the file and the field (``grid.yaml: tracks.webapi.setup: ...``); a value the track itself
@@ -32,7 +34,7 @@ import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -44,11 +46,12 @@ from callbench.tracks.definition import get_definition, resolve
 #: The keyword arguments of :func:`callbench.api.run` a grid may set per track, with their types.
 #: Left out: ``out_dir`` and ``run_id`` (the sweep places each cell), ``progress``/``console``
 #: (the sweep reports progress), ``force``/``rescore`` (per run, not per grid), ``generation``
-#: (a track's own decoding defaults would be replaced whole: not offered yet).
+#: (given field by field: :data:`GENERATION_SETTINGS`).
 RUN_SETTINGS: dict[str, Any] = {
     "limit": int,
     "ids": list[str],
     "groups": list[str],
+    "per_group": Annotated[int, Field(ge=1)],
     "concurrency": int,
     "scoring": str,
     "retry_errors": bool,
@@ -56,6 +59,18 @@ RUN_SETTINGS: dict[str, Any] = {
     "count_backend_errors": bool,
     "eval_workers": int,
     "model_options": dict[str, Any],
+}
+
+#: The largest seed every backend reproduces (llama.cpp's is 32-bit; the same bound as ``--seed``).
+MAX_SEED = 2**31 - 1
+
+#: Decoding settings a grid may set per track: each changes that field of the track's own decoding
+#: defaults (``callbench.run(generation={...})``). A track whose options have a field of the same
+#: name (stateful's ``temperature``) keeps its own meaning for it.
+GENERATION_SETTINGS: dict[str, Any] = {
+    "max_tokens": Annotated[int, Field(ge=1)],
+    "temperature": Annotated[float, Field(ge=0, allow_inf_nan=False)],
+    "seed": Annotated[int, Field(ge=0, le=MAX_SEED)],
 }
 
 #: Settings that change how a cell runs, not what it measures: left out of its directory name, so
@@ -142,7 +157,29 @@ def _track_fields(track: str) -> dict[str, Any]:
                 continue
             fields[f.name] = tp
     fields.update(RUN_SETTINGS)
+    for name, tp in GENERATION_SETTINGS.items():
+        fields.setdefault(name, tp)
     return fields
+
+
+def run_arguments(track: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``callbench.run`` for a cell's settings: the decoding settings
+    (:data:`GENERATION_SETTINGS`, unless the track's options have a field of that name) go
+    into ``generation`` as changes to the track's defaults, the rest as they are."""
+    own = _option_names(track)
+    generation = {k: v for k, v in settings.items() if k in GENERATION_SETTINGS and k not in own}
+    kwargs = {k: v for k, v in settings.items() if k not in generation}
+    if generation:
+        kwargs["generation"] = generation
+    return kwargs
+
+
+def _option_names(track: str) -> set[str]:
+    definition = get_definition(track)
+    if definition.options is None:
+        return set()
+    cls = resolve(definition.options)
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
 
 
 def _validator(track: str, fields: dict[str, Any]) -> type[BaseModel]:
@@ -259,7 +296,8 @@ def _check_with_tracks(cells: list[Cell], path: Path) -> None:
             except (CallbenchError, TypeError, ValueError) as exc:
                 raise ConfigError(f"{path}: tracks.{c.track}.model_options: {' '.join(str(exc).split())}") from None
         definition = get_definition(c.track)
-        options = {k: v for k, v in c.settings.items() if k not in _TRACK_ONLY}
+        arguments = run_arguments(c.track, c.settings)
+        options = {k: v for k, v in arguments.items() if k not in _TRACK_ONLY and k != "generation"}
         if definition.model_option is not None:
             options.setdefault(definition.model_option, c.model)
         key = json.dumps([c.track, options, c.settings.get("scoring")], sort_keys=True, default=str)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from callbench.errors import CallbenchError
-from callbench.sweep.grid import Cell, Grid
+from callbench.sweep.grid import Cell, Grid, run_arguments
 from callbench.sweep.manifest import LOGS, CellState, cell_state, previous_failures, run_dir, write_manifest
 
 
@@ -72,7 +72,7 @@ def run_cell(out: str, cell: dict[str, Any]) -> CellResult:
                 run_id=name,
                 progress=False,
                 console=console,
-                **cell["settings"],
+                **run_arguments(cell["track"], cell["settings"]),
             )
         except CallbenchError as exc:
             console.print(f"error: {_one_line(exc)}", markup=False)
@@ -85,6 +85,45 @@ def run_cell(out: str, cell: dict[str, Any]) -> CellResult:
 
 def default_workers(n_cells: int) -> int:
     return max(1, min(os.cpu_count() or 1, n_cells))
+
+
+class SweepBook:
+    """What an executor's driver keeps while a sweep runs (shared by the local and Ray executors,
+    so both write the same ``sweep.json``): each cell's state read from its run directory, the
+    failures, the manifest written before the first cell starts and again after each one ends."""
+
+    def __init__(self, grid: Grid, out: Path, report: Callable[[str, Cell, Any], None] | None) -> None:
+        self.grid, self.out = grid, out
+        self.report = report or (lambda event, cell, detail: None)
+        self.failures = previous_failures(out)
+        self.states = {c.name: cell_state(out, c, self.failures) for c in grid.cells}
+        self.skipped = [c.name for c in grid.cells if self.states[c.name].state == "done"]
+        self.todo = [c for c in grid.cells if self.states[c.name].state != "done"]
+        self.results: list[CellResult] = []
+        for c in grid.cells:
+            if self.states[c.name].state == "done":
+                self.report("skip", c, self.states[c.name])
+        write_manifest(out, grid, self.states)
+
+    def finish(self, cell: Cell, res: CellResult) -> None:
+        self.results.append(res)
+        if res.ok:
+            self.failures.pop(cell.name, None)
+        else:
+            self.failures[cell.name] = res.error or "failed"
+        self.states[cell.name] = cell_state(self.out, cell, self.failures)
+        write_manifest(self.out, self.grid, self.states)
+        self.report("finish", cell, res)
+
+    def stopped(self, running: list[Cell]) -> None:
+        """Stopped (Ctrl-C) with ``running`` in flight: the manifest says how far each got."""
+        if running:
+            for c in running:
+                self.states[c.name] = cell_state(self.out, c, self.failures)
+            write_manifest(self.out, self.grid, self.states)
+
+    def outcome(self) -> SweepOutcome:
+        return SweepOutcome(self.states, self.results, self.skipped)
 
 
 def run_local(
@@ -100,18 +139,10 @@ def run_local(
     ``"skip"`` (detail: the state), ``"start"`` and ``"finish"`` (detail: the :class:`CellResult`).
     ``runner(out, cell)`` runs one cell in a worker (:func:`run_cell`; a picklable, importable
     function). A worker that dies fails the cells in flight; the others run in a fresh pool."""
-    report = report or (lambda event, cell, detail: None)
-    failures = previous_failures(out)
-    states = {c.name: cell_state(out, c, failures) for c in grid.cells}
-    skipped = [c.name for c in grid.cells if states[c.name].state == "done"]
-    todo = [c for c in grid.cells if states[c.name].state != "done"]
-    for c in grid.cells:
-        if states[c.name].state == "done":
-            report("skip", c, states[c.name])
-    write_manifest(out, grid, states)
-    results: list[CellResult] = []
+    book = SweepBook(grid, out, report)
+    todo = book.todo
     if not todo:
-        return SweepOutcome(states, results, skipped)
+        return book.outcome()
     n = workers if workers is not None else default_workers(len(todo))
     ctx = multiprocessing.get_context("spawn")
     queue = list(todo)
@@ -129,7 +160,7 @@ def run_local(
                     pool = concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
                     fut = pool.submit(runner, str(out), c.as_dict())
                 running[fut] = c
-                report("start", c, None)
+                book.report("start", c, None)
             finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             for fut in finished:
                 c = running.pop(fut)
@@ -141,21 +172,11 @@ def run_local(
                     res = CellResult(c.name, False, "a worker process died while the cell ran (killed or out of memory?); run the sweep again to resume it")
                 except Exception as exc:  # the result could not come back (e.g. not picklable)
                     res = CellResult(c.name, False, f"worker process failed: {_one_line(exc)}")
-                results.append(res)
-                if res.ok:
-                    failures.pop(c.name, None)
-                else:
-                    failures[c.name] = res.error or "failed"
-                states[c.name] = cell_state(out, c, failures)
-                write_manifest(out, grid, states)
-                report("finish", c, res)
+                book.finish(c, res)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        if running:  # stopped (Ctrl-C) with cells in flight: the manifest says how far each got
-            for c in running.values():
-                states[c.name] = cell_state(out, c, failures)
-            write_manifest(out, grid, states)
-    return SweepOutcome(states, results, skipped)
+        book.stopped(list(running.values()))
+    return book.outcome()
 
 
 def plan(grid: Grid, out: Path) -> dict[str, CellState]:
@@ -164,4 +185,4 @@ def plan(grid: Grid, out: Path) -> dict[str, CellState]:
     return {c.name: cell_state(out, c, failures) for c in grid.cells}
 
 
-__all__ = ["CellResult", "SweepOutcome", "default_workers", "plan", "run_cell", "run_dir", "run_local"]
+__all__ = ["CellResult", "SweepBook", "SweepOutcome", "default_workers", "plan", "run_cell", "run_dir", "run_local"]
