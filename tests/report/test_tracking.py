@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -114,13 +115,16 @@ def test_mlflow_logs_identity_metrics_tags_and_report(replay_run, mlflow_env, tm
     assert (got / "config.json").read_bytes() == (replay_run / "config.json").read_bytes()
 
 
-def test_mlflow_logging_a_run_again_reuses_its_tracking_run(replay_run, data_root, mlflow_env, tmp_path):
+def test_mlflow_logging_a_run_again_reuses_its_tracking_run(replay_run, mlflow_env, tmp_path):
     client = mlflow_env
     first = log_run(replay_run, "mlflow")
     again = log_run(replay_run, "mlflow")
     assert again == first
-    other = callbench.run("webapi", "gold", out_dir=tmp_path, limit=1, data=str(data_root)).run_dir
-    assert log_run(other, "mlflow") != first  # another run (another config.json): its own tracking run
+    # a copy elsewhere (the same config.json, another run_dir parameter): its own tracking run, and no
+    # "changing param values is not allowed" from MLflow
+    other = tmp_path / "copy" / replay_run.name
+    shutil.copytree(replay_run, other)
+    assert log_run(other, "mlflow") != first
     exp = client.get_experiment_by_name("exp-test_mlflow_logging_a_run_again_reuses_its_tracking_run")
     runs = client.search_runs([exp.experiment_id])
     assert sorted(r.info.run_name for r in runs) == sorted([replay_run.name, other.name])

@@ -14,17 +14,18 @@ What one tracking run holds, the same for both trackers:
   ``run.n_backend_errors``, ``run.n_stored``, and the report's 95 % bootstrap intervals as
   ``ci95.<key>.lo`` / ``ci95.<key>.hi``; for a complete run these equal ``summary.json``'s;
 - **tags**: the callbench version that made the run and the track (MLflow also: model, run id,
-  complete, the run directory and the config fingerprint below);
+  complete, the run directory and the fingerprint below);
 - **artifacts** (W&B: run files): ``report.html`` (the HTML report, built here into a temporary
   directory), ``summary.json``, ``config.json`` and ``run.log``.
 
 The run directory is only read: nothing is written into it (not even ``report.html``).
 
 Logging the same run again reuses its tracking run: the run is found by the fingerprint of its
-``config.json`` (tag ``callbench.config_sha256`` in MLflow; in W&B the run id ``cb-<fingerprint>``,
+parameters (tag ``callbench.params_sha256`` in MLflow; in W&B the run id ``cb-<fingerprint>``,
 resumed with ``resume="allow"``). The metrics are logged again (MLflow keeps their history, the
-latest value shows), the files are replaced. A run whose ``config.json`` changed (resumed with another
-selection) is a new tracking run, as its parameters differ.
+latest value shows), the files are replaced. A run whose parameters changed (``config.json``
+rewritten by a session with another selection, the directory moved or copied, re-scored in another
+mode) is a new tracking run: MLflow never changes a logged parameter.
 
 The trackers' own configuration is honoured: ``MLFLOW_TRACKING_URI`` (MLflow's default is
 ``sqlite:///mlflow.db`` in the working directory), ``MLFLOW_EXPERIMENT_NAME`` /
@@ -174,10 +175,10 @@ def metrics_of(summary: dict[str, Any], model: Any = None) -> dict[str, float]:
     return out
 
 
-def config_fingerprint(config: dict[str, Any]) -> str:
-    """16 hex digits of SHA-256 over ``config.json``'s content (key order does not matter): the
-    key that finds a run's earlier tracking run."""
-    text = json.dumps(config, sort_keys=True, ensure_ascii=False, default=str)
+def params_fingerprint(params: dict[str, str]) -> str:
+    """16 hex digits of SHA-256 over the parameters (key order does not matter): the key that
+    finds a run's earlier tracking run."""
+    text = json.dumps(params, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
 
 
@@ -196,7 +197,7 @@ class RunRecord:
         self.summary: dict[str, Any] = loaded.summary
         self.params = params_of(self.config, self.summary, run_dir)
         self.metrics = metrics_of(self.summary, report.model)
-        self.fingerprint = config_fingerprint(self.config)
+        self.fingerprint = params_fingerprint(self.params)
         version = self.config.get("callbench_version") or self.summary.get("callbench_version")
         if not isinstance(version, str):
             from callbench.version import __version__ as version
@@ -214,7 +215,7 @@ class RunRecord:
             "callbench.run_id": self.run_dir.name,
             "callbench.run_dir": str(self.run_dir.resolve()),
             "callbench.complete": "true" if self.complete else "false",
-            "callbench.config_sha256": self.fingerprint,
+            "callbench.params_sha256": self.fingerprint,
         }
 
 
@@ -250,7 +251,7 @@ def _log_mlflow(mlflow: Any, rec: RunRecord) -> tuple[str, str]:
         exp = client.get_experiment_by_name(name)
         exp_id = exp.experiment_id if exp is not None else client.create_experiment(name)
     found = client.search_runs(
-        [exp_id], filter_string=f"tags.`callbench.config_sha256` = '{rec.fingerprint}'", max_results=1
+        [exp_id], filter_string=f"tags.`callbench.params_sha256` = '{rec.fingerprint}'", max_results=1
     )
     if found:
         run_id = found[0].info.run_id
