@@ -111,11 +111,15 @@ def prepare(
     model_cls = definition.settings_model()
     own = set(model_cls.model_fields) if model_cls is not None else set()
     shared = {k for k, f in RunSettings.model_fields.items() if _flag(f).api}
-    run_values = {k: v for k, v in settings.items() if k not in own and (k in shared or model_cls is not None)}
+    run_values = {k: v for k, v in settings.items() if k not in own and k in shared}
     track_values = {k: v for k, v in settings.items() if k not in run_values}
+    unknown = [k for k in track_values if k not in own and (model_cls is not None or k in RunSettings.model_fields)]
+    if unknown:  # (a track without a settings model takes its keyword arguments as they come)
+        raise ConfigError(f"{where}: unknown option '{unknown[0]}'")
     run_settings = _validated(RunSettings, run_values, where, name_of)
     if run_settings.seed is not None:
         check_seed(run_settings.seed)
+    _check_log_targets(run_settings.log_to)
     given = {k: getattr(run_settings, k) for k in ("max_tokens", "temperature") if getattr(run_settings, k) is not None}
     check_generation(dataclasses.replace(GenerationConfig(), **given))  # before any data loads
     if definition.model_option is not None and track_values.get(definition.model_option) is None:
@@ -166,23 +170,21 @@ def run(
 
 
 def log_run_to(run_dir: Path, targets: Sequence[str] | None, *, console: Console | None = None) -> list[str]:
-    """Log the finished run in ``run_dir`` to each experiment tracker of ``targets`` (see
-    :mod:`callbench.report.tracking`); returns what each tracker named it (an id or URL), which
-    ``console`` also shows."""
+    """Log the run in ``run_dir`` to each experiment tracker of ``targets`` (``--log-to``, see
+    :func:`callbench.report.tracking.log_run`, which says on ``console`` where it went); returns
+    each tracker's id of it."""
     if not targets:
         return []
-    bad = [t for t in targets if t not in LOG_TARGETS]
-    if bad:
-        raise ConfigError(f"--log-to {bad[0]}: choose from {', '.join(LOG_TARGETS)}")
     from callbench.report.tracking import log_run
 
-    refs = []
-    for target in targets:
-        ref = log_run(run_dir, target, console=console)
-        if console is not None:
-            console.print(f"logged to {target}: {ref}", highlight=False, soft_wrap=True)
-        refs.append(ref)
-    return refs
+    return [log_run(run_dir, target, console=console) for target in targets]
+
+
+def _check_log_targets(targets: Sequence[str] | None) -> None:
+    """A tracker's name is checked before the run, not after it."""
+    bad = [t for t in targets or () if t not in LOG_TARGETS]
+    if bad:
+        raise ConfigError(f"--log-to {bad[0]}: choose from {', '.join(LOG_TARGETS)}")
 
 
 def report(

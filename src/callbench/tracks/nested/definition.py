@@ -133,7 +133,7 @@ COMMAND = (
     opt("model_options", help="Backend option KEY=VALUE (repeatable), e.g. mode=chat or mode=completion."),
     "out_dir", opt("run_id", help="Run directory name."), "constrained", "prompt", "prompt_template", "prompts_file",
     "parser", "sample_timeout_s", "progress", "retry_errors", "max_backend_error_rate", "count_backend_errors",
-    "eval_workers", "unsafe_no_sandbox", "force", "rescore", "config",
+    "eval_workers", "unsafe_no_sandbox", "force", "rescore", "log_to", "config",
 )
 
 COMMAND_HELP = """Nested tool-call sequences (NESTFUL): answer with JSON calls whose arguments reference earlier outputs.

@@ -66,7 +66,7 @@ COMMAND = (
     opt("concurrency", default=4),
     opt("max_tokens", default=768, help="New tokens per program."),
     "model_options", "out_dir", opt("run_id", help="Run directory name."), "progress", "retry_errors",
-    "max_backend_error_rate", "count_backend_errors", "eval_workers", "unsafe_no_sandbox", "force", "rescore", "config",
+    "max_backend_error_rate", "count_backend_errors", "eval_workers", "unsafe_no_sandbox", "force", "rescore", "log_to", "config",
 )
 
 COMMAND_HELP = """StateEval: the model writes a program from the task text; it runs in the sandbox against a fresh

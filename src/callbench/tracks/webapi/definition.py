@@ -178,7 +178,7 @@ COMMAND = (
     "seed", "mode", "prompt_version", "prompt", "context", "context_k", "context_chars", "base_url_hint", "chat_handling",
     opt("model_options", help="Backend option KEY=VALUE (repeatable), e.g. n_threads=1, token_healing=false."),
     "tasks_file", "strict_data", "data", "out_dir", "run_id", "constrained", "cd_profile", "value_types", "progress",
-    "retry_errors", "max_backend_error_rate", "count_backend_errors", "eval_workers", "force", "rescore", "config",
+    "retry_errors", "max_backend_error_rate", "count_backend_errors", "eval_workers", "force", "rescore", "log_to", "config",
 )
 
 COMMAND_HELP = """Web API invocation (WAPIIBench): complete Axios code, run it sandboxed, score the request.
