@@ -55,3 +55,27 @@ def test_log_command_errors_are_one_line(tmp_path):
     res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "mlflow"])
     assert res.exit_code == 2
     assert res.output.strip() == f"error: {tmp_path}: not a callbench run directory (no config.json or run.sqlite)"
+
+
+def test_run_with_log_to_mlflow_logs_the_run_when_it_ends(tmp_path, data_root, mlflow_store):
+    res = CliRunner().invoke(
+        app, ["run", "webapi", "--model", "gold", "--limit", "2", "--log-to", "mlflow", "--out", str(tmp_path / "runs"), "--no-progress"]
+    )
+    assert res.exit_code == 0, res.output
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (run,) = _runs(mlflow_store)
+    assert run.info.run_name == run_dir.name and run.info.status == "FINISHED"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert run.data.metrics["run.n"] == summary["n"] == 2
+    assert run.data.metrics["correct_implementations_t"] == 1.0  # the gold requests
+    assert run.data.params["model"] == "gold" and run.data.params["selection.limit"] == "2"
+    assert f"logged to MLflow run {run.info.run_id}" in " ".join(res.output.split())
+
+
+def test_run_with_an_unknown_log_to_target_stops_before_running(tmp_path):
+    res = CliRunner().invoke(
+        app, ["run", "webapi", "--model", "gold", "--limit", "2", "--log-to", "neptune", "--out", str(tmp_path / "runs")]
+    )
+    assert res.exit_code == 2
+    assert "--log-to neptune: choose from mlflow, wandb" in res.output
+    assert not (tmp_path / "runs").exists()  # refused before an hour-long run, not after it
