@@ -3,13 +3,15 @@
 The public Python API mirrors the CLI: ``callbench.run(...)``, ``callbench.report(...)``,
 ``callbench.fetch_data(...)``; ``callbench.load_run(dir)`` reads a run's samples as rows (a pandas
 DataFrame when pandas is installed, else a list of dicts; ``as_frame=False``: always the list);
-``callbench.load_runs(dir)`` one row per run below a directory, as ``callbench runs`` lists them.
+``callbench.load_runs(dir)`` one row per run below a directory, as ``callbench runs`` lists them;
+``callbench.leaderboard(sweep_dir)`` a sweep's leaderboard (cells, intervals and gains), as
+``callbench leaderboard`` shows it.
 """
 
 from callbench.errors import CallbenchError
 from callbench.version import __version__
 
-__all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data", "load_run", "load_runs"]
+__all__ = ["CallbenchError", "__version__", "run", "report", "fetch_data", "load_run", "load_runs", "leaderboard"]
 
 
 def __getattr__(name: str):
@@ -34,4 +36,8 @@ def __getattr__(name: str):
         from callbench.results import load_runs
 
         return load_runs
+    if name == "leaderboard":
+        from callbench.sweep.leaderboard import build_leaderboard
+
+        return build_leaderboard
     raise AttributeError(name)

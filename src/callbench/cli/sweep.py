@@ -97,20 +97,25 @@ def sweep_cmd(
 @app.command("leaderboard")
 def leaderboard_cmd(
     sweep_dir: Annotated[Path, typer.Argument(metavar="SWEEP_DIR", help="A sweep directory (the --out of 'callbench sweep').")],
-    as_csv: Annotated[bool, typer.Option("--csv", help="Write CSV to standard output (shares 0..1, with 95% bounds and n) instead of the table.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Write CSV to standard output (shares 0..1, with 95% bounds and n; then each gain over its baseline with its bounds, McNemar p and n) instead of the table.")] = False,
+    html: Annotated[Path | None, typer.Option("--html", metavar="PATH", help="Where the HTML page goes (default: SWEEP_DIR/leaderboard.html; with --csv only when given).")] = None,
 ) -> None:
-    """Models as rows, the grid's cells as columns: each track's headline metric with its 95% bootstrap interval.
+    """Models as rows, the grid's cells as columns: each track's headline metric with its 95% bootstrap interval, and each setting's gain over its baseline (the first value the grid lists) with a paired test.
 
-    Headline metrics: webapi correct implementations, nested win rate, stateful pass@1. A cell that is not done shows its state (todo, partial, failed).
+    Headline metrics: webapi correct implementations, nested win rate, stateful pass@1. A cell that is not done shows its state (todo, partial, failed). The table also goes to an HTML page (self-contained), whose path is printed.
     """
-    from callbench.sweep.leaderboard import build_leaderboard, entry_text
+    from callbench.sweep.leaderboard import build_leaderboard, entry_text, gain_text, setting_text
+    from callbench.sweep.leaderboard_html import write_leaderboard
 
     try:
         board = build_leaderboard(sweep_dir)
+        page = write_leaderboard(board, sweep_dir, html) if html is not None or not as_csv else None
     except CallbenchError as exc:
         fail(exc)
     if as_csv:
         typer.echo(board.csv(), nl=False)
+        if page is not None:
+            err_console.print(f"leaderboard page: {path_text(page)}", highlight=False, soft_wrap=True)
         return
     from rich.table import Table
 
@@ -123,7 +128,19 @@ def leaderboard_cmd(
         label = board.labels.get(col, col).replace(" ", "\n")  # a setting a line: narrow columns
         table.add_column(label + (f"\n{metric}" if metric else ""), justify="right")
     for model in board.models:
-        table.add_row(short_model_name(model), *(entry_text(board.entries.get((model, col)), sep="\n") for col in board.columns))
+        cells = []
+        for col in board.columns:
+            gains = [f"{gain_text(g)}\nvs {setting_text(gc.setting, gc.base_value)}" for gc, g in board.gains_of(model, col)]
+            cells.append("\n".join([entry_text(board.entries.get((model, col)), sep="\n"), *gains]))
+        table.add_row(short_model_name(model), *cells)
     out_console.print(table)
     for note in board.notes:
         out_console.print(note, highlight=False, markup=False)
+    if board.gain_columns:
+        out_console.print(
+            "gains: percentage points over the cell with the setting at its baseline (the grid's first value), "
+            "paired over the same samples: 95% bootstrap interval, McNemar's exact p",
+            highlight=False,
+            markup=False,
+        )
+    out_console.print(f"leaderboard page: {path_text(page)}", highlight=False, soft_wrap=True)

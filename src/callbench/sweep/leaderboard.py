@@ -1,11 +1,23 @@
 """A sweep's leaderboard: models as rows, the grid's cells (a track and its settings) as columns,
-each track's headline metric with its 95 % interval.
+each track's headline metric with its 95 % interval, and the gain of each setting over its baseline
+with a paired test.
 
 Nothing statistical is computed here: each cell's run directory is loaded and re-aggregated as
 ``callbench report`` does (:func:`callbench.report.build.load_run`), the metric's per-unit counts
 come from the track's report view (``units``) and the interval from the report's bootstrap
 (:func:`callbench.report.stats.ratio_ci`, same seed and resamples as the report's default), so a
 leaderboard cell and that run's report agree.
+
+**Gains.** Within a track, a setting whose value varies among the columns (``constrained: [false,
+true]``) is a treatment; its *baseline* is the value of the track's first column, i.e. the first
+value the grid lists (``false`` here). A column whose value differs from the baseline is compared
+with the column that has every other setting equal and this one at its baseline, for each model:
+the paired difference ``metric(column) - metric(baseline)`` over the sample ids both runs scored,
+with its paired bootstrap interval (:func:`callbench.report.stats.paired_diff_ci`) and, where every
+unit is pass/fail, McNemar's exact test (:func:`callbench.report.stats.mcnemar`): what ``callbench
+report BASELINE COLUMN`` shows for the pair. A column that varies two settings gets a gain for
+each. Settings that select samples (``limit``, ``ids``, ``groups``) or only change how a cell runs
+(concurrency and the like, :data:`callbench.sweep.grid.RUNTIME_SETTINGS`) are no treatments.
 """
 
 from __future__ import annotations
@@ -20,14 +32,26 @@ from typing import Any
 from callbench.errors import CallbenchError, ConfigError
 from callbench.report.build import load_run
 from callbench.report.model import MetricDef, get_view
-from callbench.report.stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, Interval, ratio_ci
-from callbench.sweep.grid import Cell
+from callbench.report.stats import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_SEED,
+    Interval,
+    McNemar,
+    Units,
+    mcnemar,
+    paired_diff_ci,
+    ratio_ci,
+)
+from callbench.sweep.grid import RUNTIME_SETTINGS, Cell
 from callbench.sweep.manifest import MANIFEST, cell_state, read_manifest, run_dir
 
 #: Each track's headline metric, as its paper reports it first: WAPIIBench's correct
 #: implementations (over all tasks), NESTFUL's win rate, StateEval's pass@1. A track not named here
 #: gets the first metric its report view puts an interval on.
 HEADLINE = {"webapi": "correct_implementations_t", "nested": "win_rate", "stateful": "pass@1"}
+
+#: Settings whose variation is no treatment (see the module doc): no gains over them.
+NOT_TREATMENTS = frozenset({"limit", "ids", "groups"}) | RUNTIME_SETTINGS
 
 
 @dataclass
@@ -38,6 +62,33 @@ class Entry:
     interval: Interval | None = None
     metric: str = ""
     error: str | None = None
+    units: Units | None = field(default=None, repr=False)  # the metric's per-unit counts, for gains
+
+
+@dataclass(frozen=True)
+class GainColumn:
+    """A column compared with its baseline column: they differ in ``setting`` alone."""
+
+    column: str
+    baseline: str
+    setting: str
+    value: Any
+    base_value: Any
+
+    @property
+    def name(self) -> str:
+        """``webapi constrained=true vs constrained=false`` (what the CSV's header says)."""
+        return f"{self.column} vs {setting_text(self.setting, self.base_value)}"
+
+
+@dataclass
+class Gain:
+    """One model's gain in one gain column: ``metric(column) - metric(baseline)`` over the units
+    both cells scored, its paired 95 % interval, and McNemar's exact test (None: not pass/fail)."""
+
+    diff: Interval
+    test: McNemar | None
+    metric: str
 
 
 @dataclass
@@ -48,15 +99,21 @@ class Leaderboard:
     labels: dict[str, str] = field(default_factory=dict)  # column -> its label naming only what varies
     notes: list[str] = field(default_factory=list)  # the settings each track's columns share
     entries: dict[tuple[str, str], Entry] = field(default_factory=dict)  # (model, column) -> entry
+    gain_columns: list[GainColumn] = field(default_factory=list)
+    gains: dict[tuple[str, str], Gain] = field(default_factory=dict)  # (model, GainColumn.name) -> its gain
 
     def csv(self) -> str:
         """The table as CSV: a model per row; per column its point estimate and 95 % bounds, as
-        shares (0..1), empty where the cell has no result."""
+        shares (0..1), empty where the cell has no result; then per gain column (``COLUMN vs
+        SETTING=BASELINE``) the paired difference with its 95 % bounds, McNemar's p (empty where
+        the metric is not pass/fail) and the number of paired units."""
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         header = ["model"]
         for col in self.columns:
             header += [col, f"{col} lo", f"{col} hi", f"{col} n"]
+        for gc in self.gain_columns:
+            header += [gc.name, f"{gc.name} lo", f"{gc.name} hi", f"{gc.name} p", f"{gc.name} n"]
         writer.writerow(header)
         for model in self.models:
             row: list[Any] = [model]
@@ -65,21 +122,32 @@ class Leaderboard:
                 iv = e.interval if e is not None else None
                 row += [_num(iv.point if iv else None), _num(iv.lo if iv else None), _num(iv.hi if iv else None)]
                 row.append(iv.n if iv else "")
+            for gc in self.gain_columns:
+                g = self.gains.get((model, gc.name))
+                d = g.diff if g is not None else None
+                row += [_num(d.point if d else None), _num(d.lo if d else None), _num(d.hi if d else None)]
+                row += [_num(g.test.p) if g is not None and g.test is not None else "", d.n if d else ""]
             writer.writerow(row)
         return buf.getvalue()
+
+    def gains_of(self, model: str, column: str) -> list[tuple[GainColumn, Gain | None]]:
+        """The gain columns of ``column`` (one per setting it varies from a baseline), with this
+        model's gain in each (None: a cell without a result)."""
+        return [(gc, self.gains.get((model, gc.name))) for gc in self.gain_columns if gc.column == column]
 
 
 def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def _setting(key: str, value: Any) -> str:
+def setting_text(key: str, value: Any) -> str:
+    """``key=value`` as the column names write a setting (JSON for what is not a string)."""
     return f"{key}={value if isinstance(value, str) else json.dumps(value)}"
 
 
 def _column(cell: dict[str, Any]) -> str:
     settings = cell.get("settings") or {}
-    return " ".join([str(cell.get("track")), *(_setting(k, v) for k, v in settings.items())])
+    return " ".join([str(cell.get("track")), *(setting_text(k, v) for k, v in settings.items())])
 
 
 def _short_labels(cells: list[dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
@@ -99,9 +167,9 @@ def _short_labels(cells: list[dict[str, Any]]) -> tuple[dict[str, str], list[str
     labels = {}
     for c in cells:
         track = str(c.get("track"))
-        varying = [_setting(k, v) for k, v in (c.get("settings") or {}).items() if k not in shared[track]]
+        varying = [setting_text(k, v) for k, v in (c.get("settings") or {}).items() if k not in shared[track]]
         labels[_column(c)] = " ".join([track, *varying])
-    notes = [f"{t}: {' '.join(_setting(k, v) for k, v in sorted(common.items()))}" for t, common in shared.items() if common]
+    notes = [f"{t}: {' '.join(setting_text(k, v) for k, v in sorted(common.items()))}" for t, common in shared.items() if common]
     return labels, notes
 
 
@@ -130,7 +198,42 @@ def _entry(sweep_dir: Path, cell: dict[str, Any]) -> tuple[Entry, str]:
     metric = _headline(track, scoring, run.summary)
     units = get_view(track).units(run.counted, scoring, [metric]).get(metric.key)
     iv = ratio_ci(units, n_boot=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED) if units else None
-    return Entry("done", iv, metric.key), metric.label
+    return Entry("done", iv, metric.key, units=units or None), metric.label
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _gain_columns(cells: list[dict[str, Any]]) -> list[GainColumn]:
+    """Each column that differs from a column of its track in one treatment setting alone, that
+    setting being at its baseline there (the value of the track's first column)."""
+    by_track: dict[str, dict[str, dict[str, Any]]] = {}  # track -> column -> settings (grid order)
+    for c in cells:
+        by_track.setdefault(str(c.get("track")), {}).setdefault(_column(c), c.get("settings") or {})
+    out: list[GainColumn] = []
+    for columns in by_track.values():
+        settings = list(columns.values())
+        first = settings[0]
+        varied = [k for k in first if k not in NOT_TREATMENTS and any(k not in s or not _same(s[k], first[k]) for s in settings)]
+        for col, s in columns.items():
+            for key in varied:
+                if key not in s or _same(s[key], first[key]):
+                    continue
+                want = {**s, key: first[key]}
+                base = next((c for c, t in columns.items() if t.keys() == want.keys() and _same(t, want)), None)
+                if base is not None:
+                    out.append(GainColumn(col, base, key, s[key], first[key]))
+    return out
+
+
+def _gain(entry: Entry | None, base: Entry | None) -> Gain | None:
+    """The paired comparison of two cells of one model, as ``callbench report BASE ENTRY`` pairs
+    runs (None unless both are done with the same metric)."""
+    if entry is None or base is None or not entry.units or not base.units or entry.metric != base.metric:
+        return None
+    diff = paired_diff_ci(base.units, entry.units, n_boot=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED)
+    return Gain(diff, mcnemar(base.units, entry.units), entry.metric)
 
 
 def build_leaderboard(sweep_dir: Path) -> Leaderboard:
@@ -152,7 +255,23 @@ def build_leaderboard(sweep_dir: Path) -> Leaderboard:
         board.entries[(str(cell.get("model")), col)] = entry
         if label:
             board.column_metric.setdefault(col, label)
+    board.gain_columns = _gain_columns(cells)
+    for gc in board.gain_columns:
+        for model in models:
+            gain = _gain(board.entries.get((model, gc.column)), board.entries.get((model, gc.baseline)))
+            if gain is not None:
+                board.gains[(model, gc.name)] = gain
     return board
+
+
+def gain_text(gain: Gain | None) -> str:
+    """A gain: ``+12.5 pp [3.1, 20.0] p=0.031`` (percentage points), or ``–``."""
+    d = gain.diff if gain is not None else None
+    if gain is None or d is None or d.point is None:
+        return "–"
+    bounds = f" [{100 * d.lo:+.1f}, {100 * d.hi:+.1f}]" if d.lo is not None and d.hi is not None else ""
+    p = f" p={gain.test.p:.3g}" if gain.test is not None else ""
+    return f"{100 * d.point:+.1f} pp{bounds}{p}"
 
 
 def entry_text(entry: Entry | None, sep: str = " ") -> str:
