@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -48,7 +49,12 @@ def test_log_command_logs_each_run_given(tmp_path, data_root, mlflow_store):
         assert f"{d}: logged to MLflow run {run.info.run_id}" in " ".join(res.output.split())
 
 
-def test_log_command_errors_are_one_line(tmp_path):
+def test_log_command_errors_are_one_line(tmp_path, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "mlflow", None)  # as if not installed
+        res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "mlflow"])
+    assert res.exit_code == 2
+    assert res.output.strip() == "error: --log-to mlflow needs the 'mlflow' package: pip install 'callbench[mlflow]'"
     res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "neptune"])
     assert res.exit_code == 2
     assert res.output.strip() == "error: --to neptune: choose from mlflow, wandb"
