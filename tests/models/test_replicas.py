@@ -210,6 +210,41 @@ def test_preflight_takes_out_a_replica_that_is_not_there_and_refuses_when_none_i
         asyncio.run(dead.preflight())
 
 
+def test_a_replica_that_ignores_the_grammar_refuses_the_run():
+    """Unlike a replica that is not there, one that answers wrongly is the run's error: its
+    answers would be scored as constrained ones."""
+    from callbench.models.openai_compat import GRAMMAR_PROBE
+
+    def applies(body):
+        so = body.get("structured_outputs") or {}
+        return {"content": GRAMMAR_PROBE} if GRAMMAR_PROBE in str(so.get("grammar")) else None
+
+    with FakeOpenAIServer(applies) as a, FakeOpenAIServer() as b:
+        asyncio.run(load_model(f"openai:m@{a.url}", **FAST).preflight(True))  # a applies grammars
+        with pytest.raises(ConfigError) as info:
+            asyncio.run(load_model(f"openai:m@{a.url},{b.url}", **FAST).preflight(True))
+        assert str(info.value).startswith(f"openai:m@{b.url}: the server ignored the grammar")
+
+
+def test_token_healing_on_the_replica_that_answers():
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        a.stop()  # the first replica is down: b tokenizes and answers
+        b.completion_replies.append(".get('u')")
+        backend = load_model(f"openai:m@{a.url},{b.url}", mode="completion", token_healing=True, replica_cooldown=600, **FAST)
+        assert backend.identity == f"openai:m@{a.url},{b.url}[heal]"
+        inp = ModelInput(sample_id="h", prompt="// x\naxios.", messages=[], heal_boundary=True)
+
+        async def main():
+            try:
+                return await backend.generate(inp, GenerationConfig(max_tokens=5))
+            finally:
+                await backend.aclose()
+
+        out = asyncio.run(main())
+        assert out.text == "get('u')" and out.extra["token_healing"] == {"removed": ".", "tokens": 1}
+        assert out.extra["replica"] == b.url and [p for p, _ in b.requests] == ["/tokenize", "/detokenize", "/v1/completions"]
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [

@@ -468,10 +468,17 @@ class OpenAICompatBackend(ModelBackend):
         return gone
 
     def _replica_failure(self, exc: BaseException) -> bool:
-        """Does this error (the cause of a replica's ModelRequestError) say the replica is broken?"""
+        """Does this error (the cause of a replica's ModelRequestError) say the replica is broken?
+        Requests (aiohttp) and token healing's /tokenize (httpx): no connection, a timeout, a 5xx."""
+        import httpx
+
         aiohttp = _aiohttp()
         if isinstance(exc, (aiohttp.ClientConnectionError, TimeoutError, ReplyTimeout)):
             return not isinstance(exc, aiohttp.ClientPayloadError)
+        if isinstance(exc, httpx.TransportError):
+            return True
+        if isinstance(exc, httpx.HTTPStatusError):
+            return exc.response.status_code >= 500
         return isinstance(exc, HTTPStatusError) and exc.status_code >= 500
 
     async def _generate_replicated(self, inp: ModelInput, config: GenerationConfig) -> ModelOutput:
