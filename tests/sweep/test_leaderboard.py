@@ -237,6 +237,7 @@ def test_leaderboard_of_the_built_in_sets_renders_table_csv_and_page(builtin_swe
     assert "Correct implementations" in res.output and "Win rate" in res.output
     assert "+0.0 pp [+0.0, +0.0] p=1" in res.output  # gold's gains
     assert "vs setup=full" in res.output and "vs scoring=strict" in res.output
+    assert "[+0.0, +0.0]" in res.output  # the table's cells are text, not rich markup
     board = callbench.leaderboard(builtin_sweep)
     assert len(board.models) == 3 and len(board.columns) == 4 and len(board.gain_columns) == 2
     # gold: every cell 100 %, no gain anywhere (no discordant pair: p = 1)

@@ -118,21 +118,23 @@ def leaderboard_cmd(
             err_console.print(f"leaderboard page: {path_text(page)}", highlight=False, soft_wrap=True)
         return
     from rich.table import Table
+    from rich.text import Text
 
     from callbench.report.compare import short_model_name
 
+    # Text, not markup: a model spec or setting from the grid may hold "[...]"
     table = Table(title=f"leaderboard: {path_text(sweep_dir)}", title_justify="left")
     table.add_column("model", max_width=32, overflow="fold")  # a long replay path folds, the numbers keep their room
     for col in board.columns:
         metric = board.column_metric.get(col)
         label = board.labels.get(col, col).replace(" ", "\n")  # a setting a line: narrow columns
-        table.add_column(label + (f"\n{metric}" if metric else ""), justify="right")
+        table.add_column(Text(label + (f"\n{metric}" if metric else "")), justify="right")
     for model in board.models:
         cells = []
         for col in board.columns:
             gains = [f"{gain_text(g)}\nvs {setting_text(gc.setting, gc.base_value)}" for gc, g in board.gains_of(model, col)]
-            cells.append("\n".join([entry_text(board.entries.get((model, col)), sep="\n"), *gains]))
-        table.add_row(short_model_name(model), *cells)
+            cells.append(Text("\n".join([entry_text(board.entries.get((model, col)), sep="\n"), *gains])))
+        table.add_row(Text(short_model_name(model)), *cells)
     out_console.print(table)
     for note in board.notes:
         out_console.print(note, highlight=False, markup=False)
