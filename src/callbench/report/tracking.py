@@ -44,6 +44,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from typing import Any
 from rich.console import Console
 
 from callbench.errors import CallbenchError, ConfigError, MissingExtraError, RunStoreError
+from callbench.models.base import one_line
 
 __all__ = ["TARGETS", "TrackingError", "log_run", "run_record"]
 
@@ -227,11 +229,6 @@ def run_record(run_dir: str | Path, workdir: str | Path) -> RunRecord:
 # --- the trackers ---------------------------------------------------------------------------------
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {' '.join(text[0].split())[:300] if text else ''}".rstrip(": ")
-
-
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -259,8 +256,6 @@ def _log_mlflow(mlflow: Any, rec: RunRecord) -> tuple[str, str]:
     else:
         run_id = client.create_run(exp_id, run_name=rec.run_dir.name, tags=rec.tags()).info.run_id
     try:
-        import time
-
         now = int(time.time() * 1000)
         tags = [RunTag(k, v) for k, v in rec.tags().items()]
         params = [Param(k, v) for k, v in rec.params.items()]
@@ -276,6 +271,8 @@ def _log_mlflow(mlflow: Any, rec: RunRecord) -> tuple[str, str]:
         client.set_terminated(run_id, status="FAILED")
         raise
     client.set_terminated(run_id, status="FINISHED")
+    if uri.startswith(("http://", "https://")):  # a tracking server: the run's page in its UI
+        return run_id, f"{uri.rstrip('/')}/#/experiments/{exp_id}/runs/{run_id}"
     return run_id, f"experiment {exp_id} at {uri}"
 
 
@@ -327,7 +324,7 @@ def log_run(run_dir: str | Path, target: str, *, console: Console | None = None)
         except CallbenchError:
             raise
         except Exception as exc:  # noqa: BLE001 - the tracker's own errors, as one line
-            raise TrackingError(f"--log-to {target}: logging {run_dir} failed: {_one_line(exc)}") from exc
+            raise TrackingError(f"--log-to {target}: logging {run_dir} failed: {type(exc).__name__}: {one_line(exc)}") from exc
     if console is not None:
         name = "MLflow" if target == "mlflow" else "W&B"
         note = "" if rec.complete else " (the run is incomplete: logged what it holds)"
