@@ -590,3 +590,43 @@ def test_the_factory_offers_the_starters_request_configs():
         factory.for_task(task, PETS, CONFIG_STARTER)
         ((grammar_key, shared),) = factory._shared.items()
         assert (grammar_key[5] if setup == "full" else ()) == want, (options.profile, setup)
+
+
+# ------------------------------------------------------------------------------ blanks before the closing quote
+def test_spaces_before_a_urls_closing_quote_are_taken_as_the_url_parser_drops_them():
+    """``'.../json? '`` (hoangdathp99/React_weather_app's OpenCage calls): Node's URL parser
+    drops the trailing spaces before axios appends ``params``, so the request is the URL's
+    without them; the grammar takes them before the closing quote (real-world profile only),
+    the key tracker reads the URL without them. Spaces anywhere else stay refused."""
+    for text in [
+        f"get('{BASE}/pets? ', {{ params: {{ limit: 2 }} }})",
+        f"get('{BASE}/pets  ')",
+        f'get("{BASE}/pets?limit=2 ")',
+        f"get(`{BASE}/pets/${{id}} `)",
+        f"request({{ method: 'get', url: '{BASE}/pets? ' }})",
+    ]:
+        res = check(text)
+        assert res.allowed, (text, res.reason)
+        assert not check(text, options=PAPER).allowed, text
+    for text in [
+        f"get('{BASE}/pets? nope')",  # a key that starts with a space
+        f"get('{BASE}/pets?  limit=2')",
+        f"get('{BASE}/pe ts')",
+        f"get('{BASE}/pets?nope=1 ')",  # an undeclared key, spaces or not
+        f"post('{BASE}/pets ')",  # the body the operation requires is still required
+    ]:
+        assert not allowed(text), text
+
+
+def test_a_url_with_trailing_spaces_runs_and_scores_legal():
+    from callbench.sandbox import JsSandbox
+    from callbench.tracks.webapi.scoring import compare_requests
+
+    text = f"get('{BASE}/pets? ', {{ params: {{ limit: 2 }} }});"
+    assert allowed(text)
+    with JsSandbox() as sb:
+        res = sb.run("const axios = require('axios');\naxios." + text)
+    assert res.status == "ok", res.error
+    assert res.request["url"] == f"{BASE}/pets" and res.request["params"] == {"limit": 2}
+    v = compare_requests({"method": "get", "url": f"{BASE}/pets"}, res.request, PETS, "strict")
+    assert v.url != "illegal" and not [a for a in v.arguments if a.verdict == "illegal"], v.as_dict()

@@ -1172,8 +1172,8 @@ class KeyTracker:
         """A query key written so far must start a key some operation of the URL takes (else no
         ``=``, ``&`` or closing quote could follow it: the grammar's keys are the spec's)."""
         text = _last_pair(url).decode("utf-8", "replace")
-        if not text or self._unfinished(text) or chr(_HOLE) in text or "\0" in text:
-            return
+        if not text.strip(" ") or self._unfinished(text) or chr(_HOLE) in text or "\0" in text:
+            return  # (spaces alone: the ones before the closing quote, which the grammar allows)
         prefix = unquote_plus(text)
         raw = bytes(url[: url.find(b"?")]).decode("utf-8", "replace")
         if raw.startswith("\0"):
@@ -1248,6 +1248,8 @@ class KeyTracker:
         pair = _last_pair(url)
         if end and b"=" in pair:
             return  # judged at its '='
+        if not pair.strip(b" "):
+            return  # the spaces before the closing quote, which the URL parser drops
         key = unquote_plus(pair.decode("utf-8", "replace"))
         if not key or chr(_HOLE) in key or "\0" in key:
             return
@@ -1659,6 +1661,7 @@ class KeyTracker:
 
     def _resolve_url(self, text: str | None = None) -> None:
         url = bytes(self._url or b"").decode("utf-8", "replace") if text is None else text
+        url = url.rstrip(" ")  # spaces before the closing quote: the URL parser drops them
         self._url = None
         raw, url = url, url.replace(chr(_HOLE), "1")
         method = self._method or ""
