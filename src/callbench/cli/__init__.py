@@ -12,7 +12,7 @@ this package):
   :mod:`~callbench.cli.results` (``report``, ``export``, ``show``, ``list``, ``models``)
 
 Importing this package registers every command on :data:`app`; :func:`main` (the console
-script) runs it with the ``run`` commands' options in help panels.
+script) runs it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from callbench.cli import (  # noqa: F401 - registers the commands
     tracking,
     view,
 )
-from callbench.cli.root import app, group_run_options, reflow_help
+from callbench.cli.root import app, reflow_help
 
 reflow_help()
 
@@ -42,11 +42,11 @@ __all__ = ["app", "main"]
 
 
 def command() -> Any:
-    """The ``callbench`` click command as the console script runs it: typer's, with the ``run``
-    commands' options in help panels (:func:`callbench.cli.root.group_run_options`)."""
+    """The ``callbench`` click command as the console script runs it (the ``run`` commands' options
+    are in help panels: each option's panel is declared with it, see :mod:`callbench.cli.run`)."""
     import typer
 
-    return group_run_options(typer.main.get_command(app))
+    return typer.main.get_command(app)
 
 
 def main() -> None:  # pragma: no cover - the console script and python -m callbench

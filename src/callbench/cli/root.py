@@ -8,7 +8,7 @@ so the package's modules import one another in one direction only.
 from __future__ import annotations
 
 import inspect
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -97,31 +97,3 @@ def reflow_help() -> None:
             if c.callback is not None and c.callback.__doc__:
                 paragraphs = inspect.cleandoc(c.callback.__doc__).split("\n\n")
                 c.callback.__doc__ = "\n\n".join(" ".join(p.split()) for p in paragraphs)
-
-
-#: The help panels of the ``run`` commands' options (issue 31: ``run webapi --help`` listed 40
-#: options in one panel); an option not named here stays under "Options".
-RUN_PANELS: dict[str, tuple[str, ...]] = {
-    "Model": ("model", "mode", "model_arg", "chat_handling", "max_tokens", "temperature", "seed", "concurrency"),
-    "Data and selection": ("data", "tasks", "strict_data", "bench", "scenario", "limit", "per_group", "ids", "api",
-                           "samples", "k", "functions", "code_functions", "icl", "shots"),
-    "Prompt and setting": ("setup", "prompt", "prompt_version", "prompt_template", "prompts_file", "context", "context_k",
-                           "context_chars", "base_url_hint", "strategy", "max_steps", "parser", "timeout", "sample_timeout"),
-    "Constrained decoding": ("constrained", "cd_profile", "value_types"),
-    "Scoring": ("scoring", "count_backend_errors", "eval_workers", "unsafe_no_sandbox"),
-    "Run directory": ("out", "run_id", "config", "force", "rescore", "retry_errors", "max_backend_error_rate", "no_progress"),
-}
-
-
-def group_run_options(command: Any) -> Any:
-    """Put each ``run`` command's options of the built click ``command`` (typer's
-    ``get_command(app)``) into the help panels of :data:`RUN_PANELS`; returns ``command``.
-    Done on the built command: the declarations are string annotations (``from __future__
-    import annotations``) that typer evaluates afresh, so marking them would not last."""
-    panel_of = {name: panel for panel, names in RUN_PANELS.items() for name in names}
-    run_group = getattr(command, "commands", {}).get("run")
-    for sub in getattr(run_group, "commands", {}).values():
-        for param in sub.params:
-            if param.name in panel_of and getattr(param, "rich_help_panel", None) is None:
-                param.rich_help_panel = panel_of[param.name]
-    return command

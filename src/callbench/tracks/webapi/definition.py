@@ -4,7 +4,7 @@ track itself is loaded on first use."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,10 +103,10 @@ class WebApiSettings(BaseModel):
         description="Constrained decoding: a grammar derived from the spec masks every token, so no illegal "
         "endpoint, method or argument can be written (llamacpp:, hf:, or a vLLM server via openai:).",
     )
-    cd_profile: Annotated[str | None, Flag(choices=("callbench", "paper"), panel=_CD)] = Field(
+    cd_profile: Annotated[Literal["callbench", "paper"] | None, Flag(choices=("callbench", "paper"), panel=_CD)] = Field(
         None, description=CD_PROFILE_HELP + " Needs --constrained."
     )
-    value_types: Annotated[str | None, Flag(choices=("lenient", "paper"), panel=_CD)] = Field(
+    value_types: Annotated[Literal["lenient", "paper"] | None, Flag(choices=("lenient", "paper"), panel=_CD)] = Field(
         None, description=VALUE_TYPES_HELP + " Needs --constrained."
     )
     grammar_options: object | None = Field(
