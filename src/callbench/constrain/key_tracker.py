@@ -1202,9 +1202,12 @@ class KeyTracker:
         """Of ``methods``, those for which ``raw`` (a URL up to its query, holes marked) names an
         operation, with that operation's arguments (query keys allowed in the URL)."""
         out = []
-        url = raw.replace(chr(_HOLE), "1")
+        real = self.grammar.options.real_world
         for m in methods:
-            match = self._spec.match(m, url, real_world=self.grammar.options.real_world)
+            match = next(
+                (hit for u in _hole_readings(raw, real) if (hit := self._spec.match(m, u, real_world=real)) is not None),
+                None,
+            )
             if match is not None:
                 out.append((m, self._model.op_args(match.operation, self.grammar.options.credentials, True)))
         return out
@@ -1673,6 +1676,12 @@ class KeyTracker:
         match = self._spec.match(method, url, real_world=real)
         if match is None:  # a path key fixing a query name the params will carry (#ResourceArn)
             match = self._spec.match(method, url, names_later=True, real_world=real)
+        if match is None and not url.startswith("\0"):  # a hole holding several segments
+            for reading in list(_hole_readings(raw, real))[1:]:
+                match = self._spec.match(method, reading, real_world=real)
+                if match is not None:
+                    url = reading
+                    break
         if match is None:
             self._lost()
             return
@@ -1749,6 +1758,25 @@ class KeyTracker:
             self._fail(
                 f"key '{shown}…' can only become keys already given ({given}) in {self._label(top.path)}"
             )
+
+
+#: Holes a URL may have for :func:`_hole_readings` to read one of them as two segments.
+_MAX_SEGMENT_HOLES = 4
+
+
+def _hole_readings(url: str, real_world: bool) -> list[str]:
+    """The ways to read a URL whose holes (expressions: ``\x01``) stand for path segments: each
+    hole one segment (``1``), then, in the real-world profile, each hole in turn as two (a name
+    holding ``owner/repo``: ``/repos/${GITHUB_REPO}/issues``; the grammar offers such a hole
+    only where two path parameters are whole segments side by side)."""
+    hole = chr(_HOLE)
+    out = [url.replace(hole, "1")]
+    n = url.count(hole)
+    if real_world and 0 < n <= _MAX_SEGMENT_HOLES:
+        parts = url.split(hole)
+        for k in range(n):
+            out.append("".join(p + ("" if i == n else "1/1" if i == k else "1") for i, p in enumerate(parts)))
+    return out
 
 
 def _last_pair(url: bytearray) -> bytes:

@@ -735,6 +735,7 @@ class UrlWords:
             if words is None:
                 out = None
                 break
+            words = words + self._segment_holes(b, mine, words, q)
             ends = self.end_hole(b, templates, path, q)
             if ends is not None:  # the same cuts among the words ending in a hole by concatenation
                 more = self._cut_all(b, templates, path, q, shadows, ends, self.end_hole, missing_ok=True)
@@ -753,6 +754,27 @@ class UrlWords:
                 ]
         self._words[key] = out
         return out
+
+    def _segment_holes(
+        self, b: GrammarWriter, mine: Any, words: list[tuple[Piece, ...]], q: str
+    ) -> list[tuple[Piece, ...]]:
+        """``words`` with two path parameters that are whole segments side by side
+        (``/repos/{owner}/{repo}``) written as one expression (``/repos/${GITHUB_REPO}``, ``'/repos/'
+        + repo + '/issues'``: a name holding ``owner/repo``), real-world profile with identifiers:
+        one piece of the expression alone in their place. The key tracker reads such a hole as
+        two segments where one does not name an operation (``key_tracker._hole_readings``)."""
+        var = self.var(b)
+        if var is None:
+            return []
+        plan = mine[2]
+        segs = (plan.path.rstrip("/") or "/").split("/")[1:]
+        pairs = [i for i in range(len(segs) - 1) if PARAM_RX.fullmatch(segs[i]) and PARAM_RX.fullmatch(segs[i + 1])]
+        if not pairs:
+            return []
+        hole = rf"\$\{{[ ]*(?:{var})[ ]*\}}" if q == "`" else concat_holes(q, var)[0]
+        merged: Piece = (r"\x2f" + hole, (), None)
+        out = [w[:i] + (merged,) + w[i + 2 :] for w in words for i in pairs]
+        return list(dict.fromkeys(out))
 
     def _cut_all(
         self, b: GrammarWriter, templates: Templates, path: str, q: str, shadows: list[str], mine: Any, family: Any,

@@ -121,14 +121,7 @@ def test_own_gold_scores_100_percent(tmp_path, wild_specs_dir, setup):
     assert not wrong, f"{len(tasks) - len(wrong)}/{len(tasks)} correct; not: {wrong}"
 
 
-@pytest.mark.parametrize(
-    "setup",
-    [
-        # github_24 writes /repos/${GITHUB_REPO}/issues: one hole holding two path segments
-        pytest.param("full", marks=pytest.mark.xfail(strict=True, reason="issue 29: a hole holding two segments")),
-        "args",
-    ],
-)
+@pytest.mark.parametrize("setup", ["full", "args"])  # full: github_24's /repos/${GITHUB_REPO}/issues, a hole of two segments
 def test_grammar_accepts_every_gold_call(wild_specs_dir, setup):
     pytest.importorskip("llguidance")
     from callbench.tracks.webapi.constraints import in_scope
