@@ -62,6 +62,9 @@ def test_log_to_from_a_config_file_and_from_callbench_run(tmp_path, logged):
     assert [(c[1], c[2]) for c in logged] == [("mlflow", 1)]
     outcome = callbench.run("nested", "gold", out_dir=tmp_path / "b", limit=1, log_to=["wandb"])
     assert logged[-1] == (outcome.run_dir, "wandb", 1)
+    # one name, or a comma-separated list, as on the command line
+    outcome = callbench.run("nested", "gold", out_dir=tmp_path / "c", limit=1, log_to="mlflow, wandb")
+    assert [c[1] for c in logged[-2:]] == ["mlflow", "wandb"] and logged[-1][0] == outcome.run_dir
 
 
 def test_a_wrong_target_is_refused_before_the_run(tmp_path, logged, one_line_error):

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from callbench.errors import ConfigError
 from callbench.models.base import GenerationConfig
@@ -128,6 +128,16 @@ class RunSettings(BaseModel):
         description="After the run, log it to an experiment tracker: mlflow or wandb (repeatable, or a comma-"
         "separated list; needs callbench[mlflow] or callbench[wandb]). The run's id or URL is printed.",
     )
+
+    @field_validator("log_to", mode="before")
+    @classmethod
+    def _log_targets(cls, value: Any) -> Any:
+        """``"mlflow"``, ``"mlflow,wandb"`` or a list of those: one list of target names."""
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            return [t.strip() for v in value for t in v.split(",") if t.strip()] or None
+        return value
 
     def generation_config(self, default: GenerationConfig) -> GenerationConfig:
         """The run's decoding settings: ``default`` (the track's) replaced or changed by
