@@ -23,7 +23,12 @@ PYPROJECT = ROOT / "pyproject.toml"
 
 #: Bare ``Any`` still allowed at a typed interface, each with the reason; the test fails once one
 #: is no longer there (so this list only shrinks).
-ALLOWED_ANY: dict[str, list[str]] = {}
+ALLOWED_ANY: dict[str, list[str]] = {
+    # Objects of the optional heavy libraries (a Hugging Face tokenizer, a llama_cpp.Llama), handed
+    # straight to llguidance's adapters: mypy does not read transformers or llama_cpp (pyproject's
+    # overrides; reading them took two minutes of CPU), so their classes would be Any anyway.
+    "src/callbench/constrain/engine.py": ["vocab_for_hf(tokenizer) (line 365)", "vocab_for_llama(llama) (line 382)"],
+}
 
 #: The modules issue 30 names that are typed so far (the list may only grow).
 REQUIRED = (
@@ -35,6 +40,12 @@ REQUIRED = (
     "src/callbench/tracks/nested/definition.py",
     "src/callbench/tracks/stateful/definition.py",
     "src/callbench/constrain/protocol.py",
+    "src/callbench/constrain/engine.py",
+    "src/callbench/constrain/per_sample.py",
+    "src/callbench/constrain/staged.py",
+    "src/callbench/constrain/webapi_constraint.py",
+    "src/callbench/constrain/adapters/__init__.py",
+    "src/callbench/constrain/adapters/numpy_adapter.py",
 )
 
 

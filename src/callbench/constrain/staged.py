@@ -24,13 +24,14 @@ import ctypes
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from callbench.constrain.engine import (
     GrammarConstraint,
     InvalidGrammarError,
+    Matcher,
     TokenFilter,
     TokenVocab,
     _llguidance,
@@ -39,6 +40,9 @@ from callbench.constrain.engine import (
     with_llguidance_options,
 )
 from callbench.errors import CallbenchError
+
+if TYPE_CHECKING:
+    from llguidance import LLTokenizer
 
 __all__ = ["Resolver", "StagedGrammar", "StagedGrammarConstraint", "StagedMatcher", "staged_matcher"]
 
@@ -128,7 +132,7 @@ class StagedMatcher:
     """The llguidance matcher interface the engine and the budget planner use, over a head
     matcher and, after the switch, a tail matcher (see the module docstring)."""
 
-    def __init__(self, head: Any, tails: _Tails, token_bytes: Sequence[bytes], resolver: Resolver, skip: int = 0):
+    def __init__(self, head: Matcher, tails: _Tails, token_bytes: Sequence[bytes], resolver: Resolver, skip: int = 0):
         self._head = head
         self._tail: Any = None
         self._tails = tails
@@ -246,7 +250,7 @@ class StagedMatcher:
         return bool(self._error) or bool(self._active().is_stopped())
 
     def stop_reason(self) -> str:
-        return self._active().stop_reason()
+        return str(self._active().stop_reason())
 
     @property
     def stage(self) -> str:
@@ -291,10 +295,12 @@ class StagedMatcher:
                 if tail.is_error() or tail.try_consume_tokens(self._tokens) != len(self._tokens):
                     tail = False
             self._step_tails[key] = tail
-        return tail is not False and tail.validate_tokens([token]) == 1
+        return not isinstance(tail, bool) and tail.validate_tokens([token]) == 1
 
 
-def staged_matcher(staged: StagedGrammar, lltok: Any, token_bytes: Sequence[bytes], *, exact: bool = True) -> StagedMatcher:
+def staged_matcher(
+    staged: StagedGrammar, lltok: LLTokenizer, token_bytes: Sequence[bytes], *, exact: bool = True
+) -> StagedMatcher:
     """A fresh staged matcher for a tokenizer (for checks outside a constraint session)."""
     ll = _llguidance()
     lark = with_llguidance_options(staged.head_lark, {"no_forcing": True}) if exact else staged.head_lark
