@@ -231,7 +231,11 @@ def test_cell_resources_and_cells_no_node_can_run():
     url = "http://10.0.0.5:8000/v1"
     served = Cell("nested", f"openai:m@{url}", {}, "n-o")
     assert cell_resources(served, {"CPU": 2}) == {"num_cpus": 1}
-    assert cell_resources(served, {"CPU": 2, f"model_server:{url}": 4}) == {"num_cpus": 1, "resources": {f"model_server:{url}": 1}}
+    # as many units as the requests the cell keeps in flight (its concurrency, 8 by default), at
+    # most what the cluster has
+    assert cell_resources(served, {"CPU": 2, f"model_server:{url}": 4}) == {"num_cpus": 1, "resources": {f"model_server:{url}": 4}}
+    few = Cell("nested", f"openai:m@{url}", {"concurrency": 2}, "n-f")
+    assert cell_resources(few, {"CPU": 2, f"model_server:{url}": 32}) == {"num_cpus": 1, "resources": {f"model_server:{url}": 2}}
     why = unplaceable({"num_cpus": 1, "resources": {LOCAL_MODEL_RESOURCE: 1}}, [{"CPU": 4.0}])
     assert why is not None and "missing: callbench_local_model" in why and "\n" not in why
     assert unplaceable({"num_cpus": 1, "num_gpus": 1}, [{"CPU": 4.0}, {"CPU": 1.0, "GPU": 1.0}]) is None

@@ -113,6 +113,9 @@ class Grid:
     digest: str  # SHA-256 of the grid as parsed (canonical JSON: comments and layout do not count)
     models: list[str]
     cells: list[Cell]
+    #: model server URL -> the most requests in flight to it at once (``servers:``; see
+    #: :mod:`callbench.sweep.servers`)
+    servers: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 class _GridFile(BaseModel):
@@ -120,6 +123,7 @@ class _GridFile(BaseModel):
 
     models: list[str] = Field(min_length=1)
     tracks: dict[str, dict[str, Any]] = Field(min_length=1)
+    servers: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
 
 
 def _slug(text: str) -> str:
@@ -234,6 +238,9 @@ def parse_grid(text: str, path: Path) -> Grid:
     except ValidationError as exc:
         loc, msg = _first_error(exc)
         raise ConfigError(f"{_where(path, loc)}: {msg}") from None
+    for url in top.servers:
+        if not re.match(r"https?://[^/\s]", url):
+            raise ConfigError(f"{path}: servers.{url}: a server is named by an http(s) URL, as the models write it")
     if len(set(top.models)) != len(top.models):
         dup = next(m for m in top.models if top.models.count(m) > 1)
         raise ConfigError(f"{path}: models: '{dup}' is listed twice")
@@ -268,7 +275,7 @@ def parse_grid(text: str, path: Path) -> Grid:
         names[c.name] = c
     _check_with_tracks(cells, path)
     digest = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
-    return Grid(path=path, digest=digest, models=list(top.models), cells=cells)
+    return Grid(path=path, digest=digest, models=list(top.models), cells=cells, servers=dict(top.servers))
 
 
 def _plain(value: Any) -> Any:

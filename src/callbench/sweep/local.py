@@ -24,6 +24,7 @@ from typing import Any
 from callbench.errors import CallbenchError
 from callbench.sweep.grid import Cell, Grid, run_arguments
 from callbench.sweep.manifest import LOGS, CellState, cell_state, previous_failures, run_dir, write_manifest
+from callbench.sweep.servers import ServerBounds
 
 
 @dataclass
@@ -145,25 +146,32 @@ def run_local(
         return book.outcome()
     n = workers if workers is not None else default_workers(len(todo))
     ctx = multiprocessing.get_context("spawn")
+    bounds = ServerBounds(grid.servers)  # a cell starts when its requests fit its servers' bounds
     queue = list(todo)
     running: dict[concurrent.futures.Future[CellResult], Cell] = {}
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
     try:
         while queue or running:
             while queue and len(running) < n:  # submitted only when a worker is free: "start" is true
-                c = queue.pop(0)
+                i = next((k for k, q in enumerate(queue) if bounds.fits(q)), None)
+                if i is None:
+                    break  # every waiting cell needs a server that is busy: wait for a cell to end
+                c = queue.pop(i)
+                job = bounds.effective(c).as_dict()
                 try:
-                    fut = pool.submit(runner, str(out), c.as_dict())
+                    fut = pool.submit(runner, str(out), job)
                 except concurrent.futures.process.BrokenProcessPool:
                     # a worker died: the pool is unusable; the remaining cells get a fresh one
                     pool.shutdown(wait=True, cancel_futures=True)
                     pool = concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
-                    fut = pool.submit(runner, str(out), c.as_dict())
+                    fut = pool.submit(runner, str(out), job)
+                bounds.take(c)
                 running[fut] = c
                 book.report("start", c, None)
             finished, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             for fut in finished:
                 c = running.pop(fut)
+                bounds.release(c)
                 try:
                     res = fut.result()
                 except concurrent.futures.process.BrokenProcessPool:

@@ -32,10 +32,13 @@ errors are recorded as the cell's error, as with the local executor).
   (``ray start --resources '{"callbench_local_model": 1}'``). A cluster with neither fails such a
   cell with one line instead of leaving it pending forever;
 * ``openai:`` cells: for each server URL of the model (``openai:M@URL`` or its replicas
-  ``@URL1,URL2``), one unit of ``model_server:<URL>`` (:data:`SERVER_RESOURCE_PREFIX` and the URL
-  as the grid writes it) when the cluster declares that resource: declaring
-  ``{"model_server:http://10.0.0.5:8000/v1": 4}`` bounds the cells talking to that server at once
-  to 4 (each with its own ``concurrency``). A server the cluster does not declare is not bounded.
+  ``@URL1,URL2``), as many units of ``model_server:<URL>`` (:data:`SERVER_RESOURCE_PREFIX` and the
+  URL as the grid writes it) as the requests it keeps in flight (its ``concurrency``) when the
+  cluster declares that resource: declaring ``{"model_server:http://10.0.0.5:8000/v1": 32}`` bounds
+  the requests in flight to that server at 32 over all cells (a cell asking for more than the
+  cluster has takes all of it). The local cluster declares the grid's ``servers:`` bounds
+  (:mod:`callbench.sweep.servers`), and a cell's concurrency above its server's bound is lowered to
+  it, as with the local executor. A server the cluster does not declare is not bounded.
 
 A cell that no alive node could ever run (its resources exceed every node's) fails at once with
 one line naming what is missing.
@@ -61,10 +64,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from callbench.errors import CallbenchError, ConfigError
+from callbench.errors import ConfigError
 from callbench.models.registry import parse_model_spec
 from callbench.sweep.grid import Cell, Grid
 from callbench.sweep.local import CellResult, SweepBook, SweepOutcome, _one_line, default_workers, run_cell
+from callbench.sweep.servers import DEFAULT_CONCURRENCY, ServerBounds, server_urls
 
 #: Ray task retries of a cell whose worker or node died (each resumes the cell's run directory).
 DEFAULT_MAX_RETRIES = 3
@@ -131,12 +135,12 @@ def local_cluster(num_cpus: int, resources: dict[str, float] | None = None) -> I
 
 
 @contextlib.contextmanager
-def _connected(address: str | None, num_cpus: int) -> Iterator[Any]:
+def _connected(address: str | None, num_cpus: int, resources: dict[str, float] | None = None) -> Iterator[Any]:
     ray = import_ray()
     if ray.is_initialized():  # this process is connected already: use that cluster, leave it so
         yield ray
     elif address is None:
-        with local_cluster(num_cpus) as ray:
+        with local_cluster(num_cpus, resources) as ray:
             yield ray
     else:
         try:
@@ -147,23 +151,6 @@ def _connected(address: str | None, num_cpus: int) -> Iterator[Any]:
             yield ray
         finally:
             ray.shutdown()
-
-
-def server_urls(model: str, settings: dict[str, Any]) -> list[str]:
-    """The model server URLs of an ``openai:`` cell (its replicas too), as the grid writes them."""
-    backend, target = parse_model_spec(model)
-    if backend != "openai":
-        return []
-    from callbench.models.openai_compat import parse_target
-
-    try:
-        _, url = parse_target(target)
-    except CallbenchError:
-        return []  # the cell fails with the backend's own message
-    if url is None:
-        options = settings.get("model_options") or {}
-        url = options.get("base_url") if isinstance(options.get("base_url"), str) else None
-    return [u for u in (url or "").split(",") if u]
 
 
 def cell_resources(cell: Cell, cluster: dict[str, float]) -> dict[str, Any]:
@@ -177,10 +164,11 @@ def cell_resources(cell: Cell, cluster: dict[str, float]) -> dict[str, Any]:
             options["num_gpus"] = 1
         else:
             custom[LOCAL_MODEL_RESOURCE] = 1
+    concurrency = int(cell.settings.get("concurrency") or DEFAULT_CONCURRENCY)
     for url in server_urls(cell.model, cell.settings):
         name = SERVER_RESOURCE_PREFIX + url
         if cluster.get(name, 0) >= 1:
-            custom[name] = 1
+            custom[name] = min(concurrency, int(cluster[name]))
     if custom:
         options["resources"] = custom
     return options
@@ -241,7 +229,9 @@ def run_ray(
     if not book.todo:
         return book.outcome()  # nothing to run: no cluster is started
     ray = import_ray()
-    with _connected(address, workers or default_workers(len(book.todo))):
+    bounds = ServerBounds(grid.servers)  # declared to a local cluster; each cell takes its load
+    servers = {SERVER_RESOURCE_PREFIX + url: float(n) for url, n in grid.servers.items()}
+    with _connected(address, workers or default_workers(len(book.todo)), servers):
         cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
         nodes = [{k: float(v) for k, v in n.get("Resources", {}).items()} for n in ray.nodes() if n.get("Alive")]
         limit = workers or max(1, int(cluster.get("CPU", 1)))
@@ -254,7 +244,7 @@ def run_ray(
             while queue or running:
                 while queue and len(running) < limit:
                     c = queue.pop(0)
-                    options = cell_resources(c, cluster)
+                    options = cell_resources(bounds.effective(c), cluster)
                     why = unplaceable(options, nodes)
                     if why is not None:
                         book.report("start", c, None)
@@ -266,7 +256,7 @@ def run_ray(
                         retry_exceptions=False,
                         name=f"callbench-cell:{c.name}",
                         runtime_env={"env_vars": env} if env else None,
-                    ).remote(runner, str(out), c.as_dict(), cwd)
+                    ).remote(runner, str(out), bounds.effective(c).as_dict(), cwd)
                     running[ref] = c
                     book.report("start", c, None)
                 if not running:
