@@ -358,9 +358,9 @@ def test_string_suffix_memo_is_exact(wapii_tasks, wapii_specs):
     import pytest
 
     pytest.importorskip("llguidance")
-    from callbench.constrain.check import gpt2_tokenizer
     from callbench.constrain.engine import vocab_for_lltokenizer
     from callbench.constrain.webapi_grammar import build_webapi_grammar
+    from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer
     from callbench.tracks.webapi.prompting import reference_completion
 
     vocab = vocab_for_lltokenizer(gpt2_tokenizer())

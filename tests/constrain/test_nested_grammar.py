@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("llguidance")
 
-from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
 from callbench.constrain.engine import GrammarConstraint, vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.label_tracker import check_answer, make_label_tracker  # noqa: E402
 from callbench.constrain.nested_grammar import build_nested_grammar, param_kinds  # noqa: E402
+from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer  # noqa: E402
 from callbench.tools import ToolSpec  # noqa: E402
 from callbench.tracks.nested.dataset import load_nested  # noqa: E402
 

