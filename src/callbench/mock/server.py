@@ -35,6 +35,7 @@ from callbench.services.isolation import (
     IsolatedService,
     Quotas,
     ServiceLimitError,
+    register_kind,
     spawn,
 )
 from callbench.services.json_http import ClientError, JsonHandler, ThreadedEngine
@@ -201,6 +202,9 @@ def _engine(config: dict[str, Any], quotas: Quotas) -> MockServer:
         max_state_values=quotas.max_state_values,
         seeded_catalog=bool(config.get("seeded_catalog", False)),
     )
+
+
+register_kind("mock", "callbench.mock.server:_engine")  # services/isolation.py starts it by this name
 
 
 class MockService(IsolatedService):

@@ -52,16 +52,29 @@ from callbench.untrusted import VALUE_MAX_DEPTH, UntrustedInputError, loads_json
 
 __all__ = ["Channel", "IsolatedService", "Quotas", "ServiceLimitError", "spawn"]
 
-#: Service kinds a host can start: kind -> "module:factory". The factory takes the config dict and
-#: returns an engine (see :func:`_child_main`). A module is imported in the host the first time its
-#: kind is started (then every later child has it); a module may also define ``_prepare(config)``,
-#: which the host calls before each fork of that kind to warm what children share (the spec mock
-#: loads its spec there once); its errors are ignored (the child then meets them itself and reports
-#: them as a failed start).
-KINDS = {
-    "session": "callbench.tracks.stateful.services.session_server:_engine",
-    "mock": "callbench.mock.server:_engine",
-}
+#: Service kinds a host can start: kind -> "module:factory", registered by the module that defines
+#: the kind (:func:`register_kind`; this layer names none of its users). The factory takes the
+#: config dict and returns an engine (see :func:`_child_main`). A module is imported in the host the
+#: first time its kind is started (then every later child has it); a module may also define
+#: ``_prepare(config)``, which the host calls before each fork of that kind to warm what children
+#: share (the spec mock loads its spec there once); its errors are ignored (the child then meets
+#: them itself and reports them as a failed start).
+KINDS: dict[str, str] = {}
+
+
+def register_kind(kind: str, target: str) -> None:
+    """Make ``kind`` startable: ``target`` is ``"module:factory"`` of a callbench module (the host
+    process imports it by that name, so only callbench's own modules are accepted)."""
+    if not _valid_target(target):
+        raise ValueError(f"service kind {kind!r}: {target!r} is no 'callbench.module:factory'")
+    KINDS[kind] = target
+
+
+def _valid_target(target: object) -> bool:
+    if not isinstance(target, str):
+        return False
+    module, sep, name = target.partition(":")
+    return bool(sep) and module.startswith("callbench.") and name.isidentifier()
 
 _FRAME = struct.Struct(">Q")
 _MAX_REQUEST = 64 << 20  # a harness request (reset seeds, a start payload) the child accepts
@@ -155,8 +168,10 @@ class _Host:
             "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])),
         }
         try:
+            # the kinds registered so far are imported in the host once, before its first fork
+            warm = json.dumps(sorted(set(KINDS.values())))
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", f"from {__name__} import _host_main; _host_main({theirs.fileno()})"],
+                [sys.executable, "-c", f"from {__name__} import _host_main; _host_main({theirs.fileno()}, {warm!r})"],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -345,7 +360,9 @@ def spawn(kind: str, config: dict[str, Any], quotas: Quotas, what: str, payload:
             raise ValueError(
                 f"{what}: a start payload of {len(data):,} bytes is over the limit of {_MAX_REQUEST:,}"
             )
-    sock = _spawn_socket({"kind": kind, "quotas": asdict(quotas), "has_payload": data is not None, **config})
+    sock = _spawn_socket(
+        {"kind": kind, "target": KINDS[kind], "quotas": asdict(quotas), "has_payload": data is not None, **config}
+    )
     channel = Channel(sock, what)
     try:
         if data is not None:  # the child reads it first, before it answers anything
@@ -479,15 +496,18 @@ class IsolatedService:
 # -- host and child side ------------------------------------------------------------------------
 
 
-def _factory(kind: str) -> Any:
-    module, _, name = KINDS[kind].partition(":")
+def _factory(target: str) -> Any:
+    """The engine factory ``target`` (``"module:factory"``, :func:`register_kind`) names."""
+    if not _valid_target(target):
+        raise ValueError(f"no service factory {target!r}")
+    module, _, name = target.partition(":")
     return getattr(importlib.import_module(module), name)
 
 
-def _prepare(kind: str, config: dict[str, Any]) -> None:
+def _prepare(target: str, config: dict[str, Any]) -> None:
     """In the host, before a fork: import the kind's module and run its ``_prepare`` (if any)."""
     try:
-        module = importlib.import_module(KINDS[kind].partition(":")[0])
+        module = importlib.import_module(target.partition(":")[0])
         prepare = getattr(module, "_prepare", None)
         if prepare is not None:
             prepare(config)
@@ -495,14 +515,18 @@ def _prepare(kind: str, config: dict[str, Any]) -> None:
         pass
 
 
-def _host_main(fd: int) -> None:
-    """The host: fork a child per request until the harness's end closes."""
+def _host_main(fd: int, warm: str = "[]") -> None:
+    """The host: fork a child per request until the harness's end closes. ``warm``: the
+    ``"module:factory"`` targets to import before the first fork (JSON list), so that every child
+    has them; other kinds are imported on first use."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     # what a kind's module logs while the host prepares (a spec's pattern warnings, which the
     # harness printed already when it loaded the spec) is not printed a second time
     logging.getLogger().addHandler(logging.NullHandler())
-    _factory("session")  # import once here, not in every child; other kinds on first use
+    for target in json.loads(warm):
+        with contextlib.suppress(Exception):  # a child of that kind meets the error and reports it
+            _factory(target)
     sock = socket.socket(fileno=fd)
     while True:
         try:
@@ -519,8 +543,8 @@ def _host_main(fd: int) -> None:
             continue
         with contextlib.suppress(ValueError, TypeError):
             config = json.loads(msg)
-            if isinstance(config, dict) and config.get("kind") in KINDS:
-                _prepare(config["kind"], config)
+            if isinstance(config, dict) and _valid_target(config.get("target")):
+                _prepare(config["target"], config)
         pid = os.fork()
         if pid == 0:
             sock.close()
@@ -562,7 +586,7 @@ def _child_main(fd: int, msg: bytes) -> None:
         _limit(resource.RLIMIT_CPU, quotas.cpu_s)
         _limit(resource.RLIMIT_AS, quotas.memory_mb << 20)
         try:
-            engine = _factory(config["kind"])(config, quotas)
+            engine = _factory(config["target"])(config, quotas)
         except OSError as e:
             _send(ctl, {"error": "os", "errno": e.errno, "message": str(e)})
             return

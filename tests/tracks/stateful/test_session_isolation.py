@@ -5,11 +5,13 @@ next sample gets a healthy service."""
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -257,3 +259,25 @@ def test_bodies_nested_deeper_than_the_harness_reads_are_400():
 def test_bad_quotas_are_refused(field, value):
     with pytest.raises(ValueError, match=f"Quotas.{field} must be"):
         Quotas(**{field: value})
+
+
+def test_service_kinds_are_registered_by_their_own_modules():
+    """services/ names none of its users (issue 30: layers point down): each kind is registered by
+    the module that defines it, and only callbench's own modules can be named (the host process
+    imports the name it is sent)."""
+    import callbench.mock.server  # noqa: F401 - registers "mock"
+    from callbench.services import isolation
+
+    assert isolation.KINDS["session"] == "callbench.tracks.stateful.services.session_server:_engine"
+    assert isolation.KINDS["mock"] == "callbench.mock.server:_engine"
+    source = Path(isolation.__file__).read_text(encoding="utf-8")
+    named = set(re.findall(r"callbench\.[\w.]+:\w+", source)) - {"callbench.module:factory"}
+    assert not named, named  # no user's factory is named there
+    for bad in ("os:system", "callbench.x", "callbench.x:not an identifier", "subprocess:run"):
+        with pytest.raises(ValueError, match="callbench.module:factory"):
+            isolation.register_kind("evil", bad)
+        assert not isolation._valid_target(bad)
+    with pytest.raises(ValueError, match="no service factory"):
+        isolation._factory("os:system")
+    with pytest.raises(ValueError, match="unknown service kind 'evil'"):
+        isolation.spawn("evil", {}, Quotas(), "evil service")

@@ -44,6 +44,7 @@ from callbench.services.isolation import (
     IsolatedService,
     Quotas,
     ServiceLimitError,
+    register_kind,
     spawn,
 )
 from callbench.services.json_http import ClientError, JsonHandler, ThreadedEngine, strict_json
@@ -504,6 +505,9 @@ def _engine(config: dict[str, Any], quotas: Quotas) -> _Engine:
         max_requests=quotas.max_requests,
         max_state_values=quotas.max_state_values,
     )
+
+
+register_kind("session", "callbench.tracks.stateful.services.session_server:_engine")  # services/isolation.py starts it by this name
 
 
 def _vm_kb() -> int:
