@@ -530,6 +530,10 @@ def test_request_of_a_config_the_starter_states_is_a_call():
         ("data: { name: 'rex', age: 3 }", "data: { name: petName }"),  # a value the code does not state
         ("data: { name: 'rex', age: 3 }", "data: { name: `${x}` }"),  # a template with a hole
         ("maxBodyLength: Infinity,", "...defaults,"),  # a spread: the config is not all stated
+        # options that rewrite what is sent: a body the spec refuses would go out
+        ("maxBodyLength: Infinity,", "transformRequest: [() => JSON.stringify({ colour: 'red' })],"),
+        ("maxBodyLength: Infinity,", "paramsSerializer: () => 'nope=1',"),
+        ("maxBodyLength: Infinity,", "adapter: custom,"),
         ("// {task}", "config.method = 'delete';\n// {task}"),  # changed after its declaration
         ("// {task}", "function f(config) {}\n// {task}"),  # the name bound again
     ],
@@ -541,6 +545,31 @@ def test_request_of_a_config_is_refused_unless_the_spec_allows_all_it_states(cha
     res = _check_config_call(starter, "request(config)")
     assert not res.allowed
     assert "literal config the spec allows" in (res.reason or "")
+
+
+def test_a_request_config_is_held_to_the_grammars_own_rules():
+    """A config is offered only where the grammar takes the same object written out: an
+    operation whose security is required needs its credential in the config as in a literal
+    call (the data check alone does not require credentials)."""
+    from callbench.tracks.webapi.constraints import in_scope, request_configs_in_scope
+
+    secured = _spec(
+        {
+            "servers": [{"url": BASE}],
+            "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "query", "name": "api_key"}}},
+            "security": [{"key": []}],
+            "paths": {"/pets": {"get": {"responses": OK}}},
+        },
+        "secured",
+    )
+    bare = f"const axios = require('axios');\nconst config = {{ method: 'get', url: '{BASE}/pets' }};\naxios."
+    keyed = bare.replace("url:", "params: { api_key: 'k' }, url:")
+    assert request_configs_in_scope(bare, secured) == ()
+    assert request_configs_in_scope(keyed, secured) == ("config",)
+    off = GrammarOptions(require_credentials=False)
+    assert request_configs_in_scope(bare, secured, off) == ("config",)
+    res = check_continuation(secured, "request(config)", identifiers=tuple(in_scope(keyed)), request_configs=("config",))
+    assert res.allowed, res.reason
 
 
 def test_request_configs_read_literal_values_only():
@@ -578,18 +607,26 @@ def test_a_request_config_call_runs_and_scores_legal():
     assert not [a for a in v.arguments if a.verdict == "illegal"], v.as_dict()
 
 
-def test_the_factory_offers_the_starters_request_configs():
+def test_the_factory_offers_the_starters_request_configs(monkeypatch):
     """ConstraintFactory (setup full, real-world profile) builds the grammar with the configs
     the starter states; the paper profile and setup args get none."""
+    import callbench.constrain.webapi_grammar as webapi_grammar
     from callbench.tracks.webapi.constraints import ConstraintFactory
     from callbench.tracks.webapi.dataset import WebApiTask
 
+    built = []
+    real_build = webapi_grammar.build_webapi_grammar
+
+    def build(*args, **kw):
+        built.append(g := real_build(*args, **kw))
+        return g
+
+    monkeypatch.setattr(webapi_grammar, "build_webapi_grammar", build)
     task = WebApiTask(index=0, api="pets", task="Add a pet.", config={"method": "post", "url": f"{BASE}/pets"})
     for options, setup, want in [(DEFAULT, "full", ("config",)), (PAPER, "full", ()), (DEFAULT, "args", ())]:
-        factory = ConstraintFactory(setup, options)
-        factory.for_task(task, PETS, CONFIG_STARTER)
-        ((grammar_key, shared),) = factory._shared.items()
-        assert (grammar_key[5] if setup == "full" else ()) == want, (options.profile, setup)
+        built.clear()
+        ConstraintFactory(setup, options).for_task(task, PETS, CONFIG_STARTER)
+        assert [g.request_configs for g in built] == [want], (options.profile, setup)
 
 
 # ------------------------------------------------------------------------------ blanks before the closing quote

@@ -27,7 +27,10 @@ SPEC = {
         "/repos/{owner}/{repo}/issues": {
             "parameters": [{"name": "owner", **_P}, {"name": "repo", **_P}],
             "get": {
-                "parameters": [{"name": "state", "in": "query", "schema": {"type": "string", "enum": ["open", "closed"]}}],
+                "parameters": [
+                    {"name": "state", "in": "query", "schema": {"type": "string", "enum": ["open", "closed"]}},
+                    {"name": "q", "in": "query", "schema": {"type": "string"}},
+                ],
                 "responses": OK,
             },
             "post": {
@@ -47,7 +50,7 @@ SPEC = {
         },
     },
 }
-IDS = ("repo", "GITHUB_REPO", "err", "user")
+IDS = ("repo", "GITHUB_REPO", "err", "user", "BASE_URL")
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +70,11 @@ def check(spec, text, **kw):
         f"get('{BASE}/repos/' + repo + '/issues')",
         f'get("{BASE}/repos/" + repo + "/issues", {{ params: {{ state: "closed" }} }})',
         f"post(`{BASE}/repos/${{GITHUB_REPO}}/issues`, {{ title: 'Crash', body: err.message }})",
+        # holes in the query too (values, not segments), however many
+        f"get(`{BASE}/repos/${{GITHUB_REPO}}/issues?q=${{repo}}&q=${{user}}&q=${{repo}}&q=${{user}}&q=${{repo}}`)",
+        # after a server held in a variable
+        "get(`${BASE_URL}/repos/${GITHUB_REPO}/issues`)",
+        "post(`${BASE_URL}/repos/${GITHUB_REPO}/issues`, { title: 'Crash' })",
     ],
 )
 def test_one_expression_for_two_side_by_side_path_parameters(spec, text):
@@ -83,6 +91,10 @@ def test_one_expression_for_two_side_by_side_path_parameters(spec, text):
         (f"post(`{BASE}/repos/${{GITHUB_REPO}}/issues`, {{ body: 'x' }})", "title"),
         (f"get(`{BASE}/repos/${{GITHUB_REPO}}/issues?state=shut`)", ""),
         (f"get(`{BASE}/repos/${{GITHUB_REPO}}/issues`, {{ params: {{ page: 2 }} }})", ""),
+        # the key tracker still knows the operation with holes in the query or a server variable
+        (f"post(`{BASE}/repos/${{GITHUB_REPO}}/issues?q=${{repo}}&q=${{repo}}&q=${{repo}}&q=${{repo}}&q=${{repo}}`)", ""),
+        ("post(`${BASE_URL}/repos/${GITHUB_REPO}/issues`)", "needs"),
+        ("post(`${BASE_URL}/repos/${GITHUB_REPO}/issues`, { body: 'x' })", "title"),
         # literal text is one segment; two segments need the expression alone
         (f"get(`{BASE}/repos/acme/issues`)", ""),
         (f"get(`{BASE}/repos/x${{GITHUB_REPO}}/issues`)", ""),

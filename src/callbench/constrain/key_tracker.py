@@ -1666,22 +1666,25 @@ class KeyTracker:
         url = bytes(self._url or b"").decode("utf-8", "replace") if text is None else text
         url = url.rstrip(" ")  # spaces before the closing quote: the URL parser drops them
         self._url = None
-        raw, url = url, url.replace(chr(_HOLE), "1")
+        raw = url
         method = self._method or ""
-        if url.startswith("\0"):  # the server as a variable: whichever of the spec's servers
-            rest = raw[1:].lstrip(chr(_HOLE)).replace(chr(_HOLE), "1")  # `${API}${TOKEN}/...`: one
-            urls = [srv + rest for srv in _server_prefixes(self._spec.servers)]
-            url = next((u for u in urls if self._spec.match(method, u) is not None), rest)
         real = self.grammar.options.real_world  # hosts of the server's registrable domain, a trailing /
-        match = self._spec.match(method, url, real_world=real)
-        if match is None:  # a path key fixing a query name the params will carry (#ResourceArn)
-            match = self._spec.match(method, url, names_later=True, real_world=real)
-        if match is None and not url.startswith("\0"):  # a hole holding several segments
-            for reading in list(_hole_readings(raw, real))[1:]:
-                match = self._spec.match(method, reading, real_world=real)
-                if match is not None:
-                    url = reading
-                    break
+        if raw.startswith("\0"):  # the server as a variable: whichever of the spec's servers
+            rest = raw[1:].lstrip(chr(_HOLE))  # `${API}${TOKEN}/...`: one
+            readings = _hole_readings(rest, real)
+            servers = _server_prefixes(self._spec.servers)
+            # each reading of the path (a hole as one segment, then as two) after every server
+            by_server = [[srv + r for srv in servers] for r in readings]
+            first = [next((u for u in urls if self._spec.match(method, u) is not None), r) for urls, r in zip(by_server, readings, strict=True)]
+        else:
+            first = _hole_readings(raw, real)
+        match = None
+        for url in first:
+            match = self._spec.match(method, url, real_world=real)
+            if match is None:  # a path key fixing a query name the params will carry (#ResourceArn)
+                match = self._spec.match(method, url, names_later=True, real_world=real)
+            if match is not None:
+                break
         if match is None:
             self._lost()
             return
@@ -1760,22 +1763,21 @@ class KeyTracker:
             )
 
 
-#: Holes a URL may have for :func:`_hole_readings` to read one of them as two segments.
-_MAX_SEGMENT_HOLES = 4
-
-
 def _hole_readings(url: str, real_world: bool) -> list[str]:
     """The ways to read a URL whose holes (expressions: ``\x01``) stand for path segments: each
-    hole one segment (``1``), then, in the real-world profile, each hole in turn as two (a name
-    holding ``owner/repo``: ``/repos/${GITHUB_REPO}/issues``; the grammar offers such a hole
-    only where two path parameters are whole segments side by side)."""
+    hole one segment (``1``), then, in the real-world profile, each hole of the path in turn as
+    two (a name holding ``owner/repo``: ``/repos/${GITHUB_REPO}/issues``; the grammar offers one
+    such hole per URL, only where two path parameters are whole segments side by side). Holes of
+    the query are values (``1``)."""
     hole = chr(_HOLE)
     out = [url.replace(hole, "1")]
-    n = url.count(hole)
-    if real_world and 0 < n <= _MAX_SEGMENT_HOLES:
-        parts = url.split(hole)
+    path, sep, query = url.partition("?")
+    n = path.count(hole)
+    if real_world and n:
+        parts = path.split(hole)
+        rest = sep + query.replace(hole, "1")
         for k in range(n):
-            out.append("".join(p + ("" if i == n else "1/1" if i == k else "1") for i, p in enumerate(parts)))
+            out.append("".join(p + ("" if i == n else "1/1" if i == k else "1") for i, p in enumerate(parts)) + rest)
     return out
 
 

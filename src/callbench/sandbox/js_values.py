@@ -144,13 +144,14 @@ def url_values(code: str) -> dict[str, str]:
     return {k: v for k, v in ev.values.items() if v is not None}
 
 
-#: axios config options that shape the transport, not the request the spec judges: a config
-#: object may set them to any expression (``maxBodyLength: Infinity``).
+#: axios config options that shape the transport or the response, never the request the spec
+#: judges: a config object may set them to any expression (``maxBodyLength: Infinity``). Left out on
+#: purpose (a config with them is not offered): ``transformRequest``, ``paramsSerializer`` and
+#: ``adapter`` rewrite or replace what is sent, ``proxy``, the agents and ``beforeRedirect`` where.
 TRANSPORT_OPTIONS = frozenset({
     "maxBodyLength", "maxContentLength", "maxRedirects", "timeout", "responseType", "responseEncoding",
-    "decompress", "withCredentials", "validateStatus", "proxy", "httpAgent", "httpsAgent", "signal",
-    "transitional", "xsrfCookieName", "xsrfHeaderName", "maxRate", "beforeRedirect", "onUploadProgress",
-    "onDownloadProgress", "adapter", "transformRequest", "transformResponse", "paramsSerializer",
+    "decompress", "withCredentials", "validateStatus", "signal", "transitional", "xsrfCookieName",
+    "xsrfHeaderName", "maxRate", "onUploadProgress", "onDownloadProgress", "transformResponse",
 })
 _LITERALS = {"true": True, "false": False, "null": None}
 #: The config keys that state the request a spec judges (the data check reads exactly these).

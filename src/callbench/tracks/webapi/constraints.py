@@ -3,6 +3,7 @@ all samples that need it, and a per-sample view that remembers what the constrai
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from callbench.constrain.per_sample import SampleConstraint, summarize_constraint_stats  # noqa: F401 - re-exported
@@ -47,14 +48,18 @@ def url_values_in_scope(starter: str) -> dict[str, str]:
         return {}
 
 
-def request_configs_in_scope(starter: str, spec: ApiSpec) -> tuple[str, ...]:
+def request_configs_in_scope(starter: str, spec: ApiSpec, options: Any = None) -> tuple[str, ...]:
     """Names the starter binds to a whole request config of literal values
-    (:func:`callbench.sandbox.js_values.request_configs`) whose request the spec allows (the
-    data check's rules, :func:`callbench.tracks.webapi.audit.cross_check_config`): the grammar
-    takes ``request(name)`` for them (``build_webapi_grammar``'s ``request_configs``), as the
-    request is then exactly the one the starter states. A config the spec refuses is not offered."""
+    (:func:`callbench.sandbox.js_values.request_configs`) that the grammar itself would take
+    written out (``request({ method: ..., url: ..., ... })`` under ``options``, key tracker
+    included) and whose request the data check allows
+    (:func:`callbench.tracks.webapi.audit.cross_check_config`): the grammar takes
+    ``request(name)`` for them (``build_webapi_grammar``'s ``request_configs``), as the request is
+    then exactly the one the starter states, held to the same rules as the literal object."""
     if not starter:
         return ()
+    from callbench.constrain.check import check_continuation
+    from callbench.constrain.webapi_grammar import GrammarOptions
     from callbench.sandbox.js_values import request_configs
     from callbench.tracks.webapi.audit import cross_check_config
 
@@ -63,7 +68,20 @@ def request_configs_in_scope(starter: str, spec: ApiSpec) -> tuple[str, ...]:
     except Exception:  # noqa: BLE001 - a starter we cannot read offers no config
         return ()
     names = in_scope(starter) if configs else set()
-    return tuple(sorted(n for n, c in configs.items() if n in names and not cross_check_config(c, spec)))
+    out = []
+    for name, config in configs.items():
+        if name not in names or cross_check_config(config, spec):
+            continue
+        ordered = {"method": config.get("method", "get"), "url": config["url"]}
+        ordered.update((k, v) for k, v in config.items() if k not in ordered)
+        literal = "request(" + json.dumps(ordered, ensure_ascii=False) + ")"
+        try:
+            res = check_continuation(spec, literal, options=options or GrammarOptions())
+        except Exception:  # noqa: BLE001 - no grammar for this spec: nothing is offered
+            return ()
+        if res.allowed:
+            out.append(name)
+    return tuple(sorted(out))
 
 
 class ConstraintFactory:
@@ -88,7 +106,7 @@ class ConstraintFactory:
         else:
             if options.real_world:
                 values = {k: v for k, v in url_values_in_scope(starter).items() if k in idents}
-                configs = request_configs_in_scope(starter, spec)
+                configs = request_configs_in_scope(starter, spec, options)
             key = (id(spec), "full", None, None, idents, configs, tuple(sorted(values.items())))
             method = url = None
         shared = self._shared.get(key)
