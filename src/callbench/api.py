@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from rich.console import Console
 
-from callbench.errors import ConfigError
+from callbench.errors import CallbenchError, ConfigError
 from callbench.models.base import GenerationConfig
 from callbench.models.registry import check_model_options, load_model
 from callbench.runs.runner import RunOptions, RunOutcome, check_generation
@@ -162,10 +162,16 @@ def run(
     options of the same names; an unknown one or a wrong value is a one-line ConfigError naming it.
     ``generation`` replaces the track's decoding defaults whole, or as a mapping such as
     ``{"temperature": 0.7, "seed": 1}`` changes only those fields of them. ``log_to``: experiment
-    trackers the finished run is logged to (``"mlflow"``, ``"wandb"``)."""
+    trackers the finished run is logged to (``"mlflow"``, ``"wandb"``; a tracker whose package is
+    missing stops the call before the run; one that fails after it raises with the finished run's
+    outcome as the error's ``outcome``)."""
     prepared = prepare(track, {**(options or {}), **settings, "model": model})
     outcome = _run(prepared.track, prepared.backend, prepared.options, console)
-    log_run_to(outcome.run_dir, prepared.settings.log_to, console=console)
+    try:
+        log_run_to(outcome.run_dir, prepared.settings.log_to, console=console)
+    except CallbenchError as exc:  # the run itself is finished and stored: say which it was
+        exc.outcome = outcome  # type: ignore[attr-defined]
+        raise
     return outcome
 
 
@@ -185,6 +191,11 @@ def _check_log_targets(targets: Sequence[str] | None) -> None:
     bad = [t for t in targets or () if t not in LOG_TARGETS]
     if bad:
         raise ConfigError(f"--log-to {bad[0]}: choose from {', '.join(LOG_TARGETS)}")
+    if targets:
+        from callbench.report.tracking import check_tracker
+
+        for target in targets:  # an extra that is not installed stops the run before it starts
+            check_tracker(target)
 
 
 def report(

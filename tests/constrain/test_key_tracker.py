@@ -360,10 +360,10 @@ def test_string_suffix_memo_is_exact(wapii_tasks, wapii_specs):
     pytest.importorskip("llguidance")
     from callbench.constrain.engine import vocab_for_lltokenizer
     from callbench.constrain.webapi_grammar import build_webapi_grammar
-    from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer
+    from callbench.testing.gpt2 import gpt2_lltokenizer
     from callbench.tracks.webapi.prompting import reference_completion
 
-    vocab = vocab_for_lltokenizer(gpt2_tokenizer())
+    vocab = vocab_for_lltokenizer(gpt2_lltokenizer())
     quoted = [b for b in vocab.token_bytes if b and (b"'" in b or b'"' in b or b"`" in b or b[:1] in (b" ", b"\n"))]
     checked = 0
     for api in ("slack", "asana"):

@@ -30,7 +30,7 @@ pytest.importorskip("llguidance")
 from callbench.constrain import GrammarConstraint, build_webapi_grammar, make_key_tracker  # noqa: E402
 from callbench.constrain.engine import TokenClass, is_sensitive, vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.key_tracker import M_CODE, O_AFTER, O_KEY, O_VALUE, _code_danger  # noqa: E402
-from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer  # noqa: E402
+from callbench.testing.gpt2 import gpt2_lltokenizer  # noqa: E402
 
 APIS = ("asana", "google_calendar_v3", "google_sheet_v4", "slack")
 _STRUCT = set(b"'\"`,{}()[]:;")
@@ -38,7 +38,7 @@ _STRUCT = set(b"'\"`,{}()[]:;")
 
 @pytest.fixture(scope="module")
 def vocab():
-    return vocab_for_lltokenizer(gpt2_tokenizer())
+    return vocab_for_lltokenizer(gpt2_lltokenizer())
 
 
 @pytest.fixture(scope="module")

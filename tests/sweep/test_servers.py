@@ -53,6 +53,7 @@ def _grid(tmp_path: Path, text: str) -> Path:
         (f"{{'{URL}': 0}}", f"servers.{URL}", "greater than or equal to 1"),
         (f"{{'{URL}': 'many'}}", f"servers.{URL}", "integer"),
         ("[4]", "servers", "dictionary"),
+        ("{'http://elsewhere:1/v1': 4}", "servers.http://elsewhere:1/v1", "no model of the grid talks to this server"),
     ],
 )
 def test_a_bad_servers_entry_is_one_line_naming_file_and_field(tmp_path, servers, field, message):
@@ -68,14 +69,18 @@ def test_the_grid_keeps_its_servers_and_the_cells_are_unchanged(tmp_path):
     (tmp_path / "b").mkdir()
     bounded = load_grid(_grid(tmp_path / "b", f"models: ['openai:m@{URL}']\nservers: {{'{URL}': 4}}\ntracks:\n  nested: {{limit: 1}}\n"))
     assert plain.servers == {} and bounded.servers == {URL: 4}
+    (tmp_path / "c").mkdir()  # a trailing slash names the same server
+    slashed = load_grid(_grid(tmp_path / "c", f"models: ['openai:m@{URL}']\nservers: {{'{URL}/': 4}}\ntracks:\n  nested: {{limit: 1}}\n"))
+    assert slashed.servers == {URL: 4} and ServerBounds(slashed.servers).load(slashed.cells[0]) == {URL: 4}
     assert [c.name for c in plain.cells] == [c.name for c in bounded.cells]  # a bound is no setting of a run
 
 
 @pytest.mark.parametrize("bounded", [True, False])
 def test_a_local_sweep_keeps_a_servers_requests_in_flight_under_its_bound(tmp_path, data_root, bounded):
     """Three cells of concurrency 4 against one slow server, three workers: with ``servers: {URL:
-    4}`` the server never has more than 4 requests at once; without, it has more (the check can
-    fail). A fourth cell asks for concurrency 16 and runs with 4."""
+    4}`` the server never has more than 4 requests at once. A fourth cell asks for concurrency 16
+    and runs with 4. Without the bound the server has more (the check can fail): that cell alone
+    sends its 6 samples at once, whether or not cells overlap."""
     with FakeOpenAIServer() as srv:
         srv.delay = 0.25
         bound = f"servers: {{'{srv.url}': 4}}\n" if bounded else ""

@@ -37,6 +37,7 @@ tracker is configured to reach.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -54,7 +55,7 @@ from rich.console import Console
 from callbench.errors import CallbenchError, ConfigError, MissingExtraError, RunStoreError
 from callbench.models.base import one_line
 
-__all__ = ["TARGETS", "TrackingError", "log_run", "run_record"]
+__all__ = ["TARGETS", "TrackingError", "check_tracker", "log_run", "run_record"]
 
 #: The trackers ``log_run`` knows (``--log-to`` / ``callbench log --to``).
 TARGETS = ("mlflow", "wandb")
@@ -85,6 +86,16 @@ def _check_target(target: str) -> str:
     if target not in TARGETS:
         raise ConfigError(f"--log-to {target}: choose from {', '.join(TARGETS)}")
     return target
+
+
+def check_tracker(target: str) -> None:
+    """Before a run: ``target`` is a tracker's name and its package is installed (found, not
+    imported: MLflow takes seconds to import), so ``--log-to`` fails before the run, not after."""
+    _check_target(target)
+    import importlib.util
+
+    if importlib.util.find_spec(target) is None:
+        raise MissingTrackerError(_PACKAGES[target], target, what=f"--log-to {target}")
 
 
 def _import(target: str) -> Any:
@@ -268,7 +279,8 @@ def _log_mlflow(mlflow: Any, rec: RunRecord) -> tuple[str, str]:
         for f in rec.files:
             client.log_artifact(run_id, str(f))
     except BaseException:
-        client.set_terminated(run_id, status="FAILED")
+        with contextlib.suppress(Exception):  # the first error is the one to report
+            client.set_terminated(run_id, status="FAILED")
         raise
     client.set_terminated(run_id, status="FINISHED")
     if uri.startswith(("http://", "https://")):  # a tracking server: the run's page in its UI

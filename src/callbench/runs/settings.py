@@ -129,6 +129,17 @@ class RunSettings(BaseModel):
         "separated list; needs callbench[mlflow] or callbench[wandb]). The run's id or URL is printed.",
     )
 
+    @field_validator("generation")
+    @classmethod
+    def _generation_fields(cls, value: Any) -> Any:
+        """A mapping names only :class:`GenerationConfig` fields (checked before any model loads)."""
+        if isinstance(value, Mapping):
+            known = {f.name for f in dataclasses.fields(GenerationConfig)}
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise ValueError(f"'{unknown[0]}' is no decoding setting (known: {', '.join(sorted(known))})")
+        return value
+
     @field_validator("log_to", mode="before")
     @classmethod
     def _log_targets(cls, value: Any) -> Any:

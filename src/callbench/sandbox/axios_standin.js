@@ -1940,7 +1940,7 @@ globalThis.__callbenchStandin = (function () {
 
     function getUri(ctx, config) {
       config = mergeConfig(ctx.defaults, config);
-      var target = splitUrl(config.baseURL, config.url, true);
+      var target = splitUrl(config.baseURL, config.url);  // getUri parses no URL (buildURL only)
       var usp = new URLSearchParams();
       var params = Object.assign(target.query || {}, config.params ? paramsToObject(config.params) : {});
       visitForm(params, function (k, v) { usp.append(k, v); });

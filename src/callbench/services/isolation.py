@@ -461,9 +461,9 @@ class IsolatedService:
         except ServiceLimitError:  # the process is gone, or its control loop ran out of memory
             self._breached = True
             raise
+        # a quota (bytes, requests) leaves a sound process; running out of memory may not
+        self._breached = self._breached or bool(reply.get("oom")) or reply.get("breach") == OUT_OF_MEMORY
         if reply.get("breach"):
-            # a quota (bytes, requests) leaves a sound process; running out of memory may not
-            self._breached = self._breached or reply["breach"] == OUT_OF_MEMORY
             raise ServiceLimitError(f"{self.what}: {reply['breach']}")
         return reply
 
@@ -608,7 +608,8 @@ def _child_main(fd: int, msg: bytes) -> None:
                 break
             out_of_memory = {"error": "memory", "message": "the service ran out of memory"}
             try:
-                reply = {"ok": True, **engine.handle(op, request), "breach": engine.breach()}
+                oom = getattr(engine, "ran_out_of_memory", lambda: False)
+                reply = {"ok": True, **engine.handle(op, request), "breach": engine.breach(), "oom": oom()}
                 payload = json.dumps(reply, allow_nan=False).encode("ascii")
             except ValueError as e:
                 payload = json.dumps({"error": "value", "message": str(e)}).encode("ascii")

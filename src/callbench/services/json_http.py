@@ -320,6 +320,9 @@ class JsonServer(http.server.ThreadingHTTPServer):
         self.max_requests = max_requests
         self.received = 0  # bytes read from clients since the last reset_usage
         self.breach: str | None = None  # the first quota broken since the last reset_usage
+        # ran out of memory since it started (even after another breach; never cleared: such a
+        # process is replaced at the next reset, see services/isolation.py)
+        self.out_of_memory = False
         self._log: list[tuple[str, str, int]] = []
         self._log_lock = threading.Lock()
         self._open: set[socket.socket] = set()
@@ -356,6 +359,8 @@ class JsonServer(http.server.ThreadingHTTPServer):
 
     def note_breach(self, message: str) -> None:
         """Remember the first broken quota and stop reading from every client."""
+        if message == OUT_OF_MEMORY:
+            self.out_of_memory = True
         with self._log_lock:
             if self.breach is not None:
                 return
@@ -518,6 +523,9 @@ class ThreadedEngine:
 
     def breach(self) -> str | None:
         return self.server.breach
+
+    def ran_out_of_memory(self) -> bool:
+        return self.server.out_of_memory
 
     def close(self) -> None:
         self.server.stop()

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from callbench.errors import CallbenchError, ConfigError, DataError
 from callbench.files import read_text
 from callbench.models.registry import available_models, check_model_options, parse_model_spec
+from callbench.runs.settings import MAX_SEED  # the largest seed every backend reproduces, as --seed
 from callbench.tracks.definition import get_definition, resolve
 
 #: The keyword arguments of :func:`callbench.api.run` a grid may set per track, with their types.
@@ -61,8 +62,6 @@ RUN_SETTINGS: dict[str, Any] = {
     "model_options": dict[str, Any],
 }
 
-#: The largest seed every backend reproduces (llama.cpp's is 32-bit; the same bound as ``--seed``).
-MAX_SEED = 2**31 - 1
 
 #: Decoding settings a grid may set per track: each changes that field of the track's own decoding
 #: defaults (``callbench.run(generation={...})``). A track whose options have a field of the same
@@ -274,8 +273,27 @@ def parse_grid(text: str, path: Path) -> Grid:
             )
         names[c.name] = c
     _check_with_tracks(cells, path)
+    servers = _servers(top.servers, cells, path)
     digest = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
-    return Grid(path=path, digest=digest, models=list(top.models), cells=cells, servers=dict(top.servers))
+    return Grid(path=path, digest=digest, models=list(top.models), cells=cells, servers=servers)
+
+
+def _servers(given: dict[str, int], cells: list[Cell], path: Path) -> dict[str, int]:
+    """The ``servers:`` bounds keyed as the models name their servers (no trailing ``/``); a
+    server no cell talks to is a mistake (a typo would leave the real one unbounded)."""
+    if not given:
+        return {}
+    from callbench.sweep.servers import server_urls
+
+    used = {u for c in cells for u in server_urls(c.model, c.settings)}
+    out: dict[str, int] = {}
+    for url, n in given.items():
+        key = url.rstrip("/")
+        if key not in used:
+            named = ", ".join(sorted(used)) or "none: no openai: model"
+            raise ConfigError(f"{path}: servers.{url}: no model of the grid talks to this server (the models' servers: {named})")
+        out[key] = n
+    return out
 
 
 def _plain(value: Any) -> Any:

@@ -51,7 +51,7 @@ from callbench.sweep.manifest import MANIFEST, cell_state, read_manifest, run_di
 HEADLINE = {"webapi": "correct_implementations_t", "nested": "win_rate", "stateful": "pass@1"}
 
 #: Settings whose variation is no treatment (see the module doc): no gains over them.
-NOT_TREATMENTS = frozenset({"limit", "ids", "groups"}) | RUNTIME_SETTINGS
+NOT_TREATMENTS = frozenset({"limit", "ids", "groups", "per_group"}) | RUNTIME_SETTINGS
 
 
 @dataclass

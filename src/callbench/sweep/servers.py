@@ -43,7 +43,7 @@ def server_urls(model: str, settings: dict[str, Any]) -> list[str]:
     if url is None:
         options = settings.get("model_options") or {}
         url = options.get("base_url") if isinstance(options.get("base_url"), str) else None
-    return [u for u in (url or "").split(",") if u]
+    return [u.rstrip("/") for u in (url or "").split(",") if u]
 
 
 class ServerBounds:

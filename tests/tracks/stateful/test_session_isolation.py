@@ -217,6 +217,22 @@ def test_memory_limit_breach_is_the_runs_error(fresh_host):
         assert len(svc.snapshot()) == 1
 
 
+def test_a_reset_replaces_a_process_that_ran_out_of_memory_unobserved(fresh_host):
+    """Nothing asked the service about its state after it ran out of memory: the reset itself
+    learns it (its reply says so) and starts a fresh process."""
+    body = b'{"data": {"x": [' + b"[]," * 340_000 + b"[]]}}"
+    with SessionService(quotas=Quotas(memory_mb=64)) as svc:
+        pid = svc.stats()["pid"]
+        try:
+            requests.post(f"{svc.url}/api/sessions/s/t", data=body, timeout=120)
+        except requests.ConnectionError:
+            pass
+        svc.reset()
+        assert svc.stats()["pid"] != pid
+        assert requests.post(f"{svc.url}/api/sessions/s/t", json={"data": {}}, timeout=30).status_code == 201
+        assert len(svc.snapshot()) == 1
+
+
 def test_a_state_too_big_to_compare_is_the_runs_error():
     """Each JSON value read back costs the harness memory however short its text: the service
     counts them before sending the state."""

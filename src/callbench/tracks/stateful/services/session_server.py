@@ -574,8 +574,8 @@ class SessionService(IsolatedService):
         rows = _seed_rows(initial)
         if not self._breached:
             try:
-                channel.call("reset", rows=rows)
-                return
+                if not channel.call("reset", rows=rows).get("oom"):
+                    return
             except ServiceLimitError:  # the process is gone
                 pass
         # This run gets a fresh process: the old one is gone, or ran out of memory (it may still
