@@ -34,11 +34,14 @@ errors are recorded as the cell's error, as with the local executor).
 * ``openai:`` cells: for each server URL of the model (``openai:M@URL`` or its replicas
   ``@URL1,URL2``), as many units of ``model_server:<URL>`` (:data:`SERVER_RESOURCE_PREFIX` and the
   URL as the grid writes it) as the requests it keeps in flight (its ``concurrency``) when the
-  cluster declares that resource: declaring ``{"model_server:http://10.0.0.5:8000/v1": 32}`` bounds
-  the requests in flight to that server at 32 over all cells (a cell asking for more than the
-  cluster has takes all of it). The local cluster declares the grid's ``servers:`` bounds
-  (:mod:`callbench.sweep.servers`), and a cell's concurrency above its server's bound is lowered to
-  it, as with the local executor. A server the cluster does not declare is not bounded.
+  cluster declares that resource. Ray's custom resources are per node: ``{"model_server:URL": 32}``
+  declared on each of N nodes bounds the requests in flight to that server at 32 per node, N x 32
+  in all (declare it on one node, or divide the bound, for a bound over the cluster); a cell asking
+  for more than the largest node has takes that node's amount. The local cluster (one node)
+  declares the grid's ``servers:`` bounds (:mod:`callbench.sweep.servers`), and a cell's
+  concurrency above its server's bound is lowered to it, as with the local executor. On a cluster
+  of your own (``--address``) the grid's ``servers:`` only lowers each cell's concurrency: declare
+  the resources on its nodes. A server the cluster does not declare is not bounded.
 
 A cell that no alive node could ever run (its resources exceed every node's) fails at once with
 one line naming what is missing.
@@ -234,6 +237,10 @@ def run_ray(
     with _connected(address, workers or default_workers(len(book.todo)), servers):
         cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
         nodes = [{k: float(v) for k, v in n.get("Resources", {}).items()} for n in ray.nodes() if n.get("Alive")]
+        # a server's units are per node: a cell takes at most what one node has
+        cluster.update(
+            {k: max((n.get(k, 0.0) for n in nodes), default=0.0) for k in cluster if k.startswith(SERVER_RESOURCE_PREFIX)}
+        )
         limit = workers or max(1, int(cluster.get("CPU", 1)))
         task = ray.remote(_cell_task)
         env = _forwarded_env()
