@@ -283,8 +283,6 @@ def _servers(given: dict[str, int], cells: list[Cell], path: Path) -> dict[str, 
     server no cell talks to is a mistake (a typo would leave the real one unbounded)."""
     if not given:
         return {}
-    from callbench.sweep.servers import server_urls
-
     used = {u for c in cells for u in server_urls(c.model, c.settings)}
     out: dict[str, int] = {}
     for url, n in given.items():
@@ -355,3 +353,20 @@ def _check_with_tracks(cells: list[Cell], path: Path) -> None:
 def load_grid(path: Path) -> Grid:
     """Read, validate and expand the grid file ``path``."""
     return parse_grid(read_text(path, error=ConfigError), path)
+
+
+def server_urls(model: str, settings: dict[str, Any]) -> list[str]:
+    """The model server URLs of an ``openai:`` cell (its replicas too), as the grid writes them."""
+    backend, target = parse_model_spec(model)
+    if backend != "openai":
+        return []
+    from callbench.models.openai_compat import parse_target
+
+    try:
+        _, url = parse_target(target)
+    except CallbenchError:
+        return []  # the cell fails with the backend's own message
+    if url is None:
+        options = settings.get("model_options") or {}
+        url = options.get("base_url") if isinstance(options.get("base_url"), str) else None
+    return [u.rstrip("/") for u in (url or "").split(",") if u]

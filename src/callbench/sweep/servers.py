@@ -18,32 +18,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Any
 
-from callbench.errors import CallbenchError
-from callbench.models.registry import parse_model_spec
 from callbench.runs.settings import RunSettings
-from callbench.sweep.grid import Cell
+from callbench.sweep.grid import Cell, server_urls
 
 #: A run's concurrency when its settings do not say (``callbench.run``'s default).
 DEFAULT_CONCURRENCY: int = RunSettings.model_fields["concurrency"].default
-
-
-def server_urls(model: str, settings: dict[str, Any]) -> list[str]:
-    """The model server URLs of an ``openai:`` cell (its replicas too), as the grid writes them."""
-    backend, target = parse_model_spec(model)
-    if backend != "openai":
-        return []
-    from callbench.models.openai_compat import parse_target
-
-    try:
-        _, url = parse_target(target)
-    except CallbenchError:
-        return []  # the cell fails with the backend's own message
-    if url is None:
-        options = settings.get("model_options") or {}
-        url = options.get("base_url") if isinstance(options.get("base_url"), str) else None
-    return [u.rstrip("/") for u in (url or "").split(",") if u]
 
 
 class ServerBounds:
