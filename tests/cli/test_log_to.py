@@ -54,7 +54,7 @@ def test_log_command_errors_are_one_line(tmp_path, monkeypatch):
         m.setitem(sys.modules, "mlflow", None)  # as if not installed
         res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "mlflow"])
     assert res.exit_code == 2
-    assert res.output.strip() == "error: --log-to mlflow needs the 'mlflow' package: pip install 'callbench[mlflow]'"
+    assert res.output.strip() == "error: --to mlflow needs the 'mlflow' package: pip install 'callbench[mlflow]'"  # callbench log's own option
     res = CliRunner().invoke(app, ["log", str(tmp_path), "--to", "neptune"])
     assert res.exit_code == 2
     assert res.output.strip() == "error: --to neptune: choose from mlflow, wandb"

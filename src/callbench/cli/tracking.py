@@ -32,6 +32,6 @@ def log_cmd(
         if to not in TARGETS:
             raise ConfigError(f"--to {to}: choose from {', '.join(TARGETS)}")
         for run_dir in runs:
-            log_run(run_dir, to, console=out_console)
+            log_run(run_dir, to, console=out_console, option="--to")
     except CallbenchError as exc:
         fail(exc)

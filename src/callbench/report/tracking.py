@@ -82,9 +82,9 @@ class MissingTrackerError(MissingExtraError, ConfigError):
     cannot be used (so callers that catch either get it)."""
 
 
-def _check_target(target: str) -> str:
+def _check_target(target: str, option: str = "--log-to") -> str:
     if target not in TARGETS:
-        raise ConfigError(f"--log-to {target}: choose from {', '.join(TARGETS)}")
+        raise ConfigError(f"{option} {target}: choose from {', '.join(TARGETS)}")
     return target
 
 
@@ -98,7 +98,7 @@ def check_tracker(target: str) -> None:
         raise MissingTrackerError(_PACKAGES[target], target, what=f"--log-to {target}")
 
 
-def _import(target: str) -> Any:
+def _import(target: str, option: str = "--log-to") -> Any:
     """The tracker's module, or the one-line install hint."""
     try:
         if target == "mlflow":
@@ -109,7 +109,7 @@ def _import(target: str) -> Any:
 
         return wandb
     except ImportError:
-        raise MissingTrackerError(_PACKAGES[target], target, what=f"--log-to {target}") from None
+        raise MissingTrackerError(_PACKAGES[target], target, what=f"{option} {target}") from None
 
 
 # --- what is logged ------------------------------------------------------------------------------
@@ -317,13 +317,14 @@ def _log_wandb(wandb: Any, rec: RunRecord) -> tuple[str, str]:
     return run.id, where
 
 
-def log_run(run_dir: str | Path, target: str, *, console: Console | None = None) -> str:
+def log_run(run_dir: str | Path, target: str, *, console: Console | None = None, option: str = "--log-to") -> str:
     """Log the run in ``run_dir`` to ``target`` (``mlflow`` or ``wandb``) and return the tracking
     run's id; prints where it went on ``console`` when given. Raises a one-line
     :class:`~callbench.errors.ConfigError` for an unknown target or a missing package, and
-    :class:`TrackingError` when the tracker fails."""
-    target = _check_target(target)
-    module = _import(target)
+    :class:`TrackingError` when the tracker fails; the messages name ``option`` (the command
+    line's: ``--log-to``, or ``callbench log``'s ``--to``)."""
+    target = _check_target(target, option)
+    module = _import(target, option)
     run_dir = Path(run_dir)
     from callbench.report.build import is_run_dir
 
@@ -336,7 +337,7 @@ def log_run(run_dir: str | Path, target: str, *, console: Console | None = None)
         except CallbenchError:
             raise
         except Exception as exc:  # noqa: BLE001 - the tracker's own errors, as one line
-            raise TrackingError(f"--log-to {target}: logging {run_dir} failed: {type(exc).__name__}: {one_line(exc)}") from exc
+            raise TrackingError(f"{option} {target}: logging {run_dir} failed: {type(exc).__name__}: {one_line(exc)}") from exc
     if console is not None:
         name = "MLflow" if target == "mlflow" else "W&B"
         note = "" if rec.complete else " (the run is incomplete: logged what it holds)"
