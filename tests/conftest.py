@@ -120,3 +120,22 @@ def _one_line_error(res, *needles):
 def one_line_error():
     """``one_line_error(result, *needles)``: see :func:`_one_line_error`."""
     return _one_line_error
+
+
+#: The headless Chromium executables the browser tests look for, in order.
+BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "headless_shell")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The headless Chromium the browser tests drive (the HTML report, ``callbench view``, the
+    leaderboard page): skipped when none is installed, failed instead under
+    CALLBENCH_REQUIRE_BROWSER=1 (CI sets it: the browser tests must not skip silently)."""
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    why = f"no headless Chromium found (looked for {', '.join(BROWSERS)}; e.g. apt-get install chromium-headless-shell)"
+    if os.environ.get("CALLBENCH_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{why}; CALLBENCH_REQUIRE_BROWSER=1 forbids skipping")
+    pytest.skip(why)

@@ -8,7 +8,6 @@ import io
 import json
 import os
 import re
-import sys
 import threading
 import time
 from pathlib import Path
@@ -214,28 +213,14 @@ _PROBE = """<script>(function () {
 })();</script>"""
 
 
-def _chromium() -> str:
-    """The browser tests/report/test_browser.py uses (skipped, or failed under
-    CALLBENCH_REQUIRE_BROWSER=1, as there when none is installed)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_callbench_browser_tests", Path(__file__).parent / "report" / "test_browser.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
-    if spec.name not in sys.modules:
-        sys.modules[spec.name] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-    return module._browser()
-
-
-def test_view_in_a_browser(runs_root, tmp_path):
+def test_view_in_a_browser(runs_root, tmp_path, chromium):
     import shutil
     import subprocess
 
     from callbench.cli.view import show_text
     from callbench.report.view_server import make_server, url_of
 
-    exe = _chromium()
+    exe = chromium
     root = tmp_path / "runs"
     shutil.copytree(_only(runs_root / "nested"), root / "a")
     shutil.copytree(_only(runs_root / "nested"), root / "b")

@@ -12,16 +12,12 @@ fails the tests instead."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-_BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "headless_shell")
 
 # Appended to a copy of the page: drives the sample filters and measures the charts as laid out,
 # then leaves the results as JSON in <pre id="probe"> for --dump-dom.
@@ -71,22 +67,11 @@ PROBE = """<script>
 </script>"""
 
 
-def _browser() -> str:
-    for name in _BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    why = f"no headless Chromium found (looked for {', '.join(_BROWSERS)}; e.g. apt-get install chromium-headless-shell)"
-    if os.environ.get("CALLBENCH_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{why}; CALLBENCH_REQUIRE_BROWSER=1 forbids skipping")
-    pytest.skip(why)
-
-
 @pytest.fixture
-def browser(tmp_path):
+def browser(tmp_path, chromium):
     """``browser(html_file)``: the DOM after the page's scripts ran, as text; fails on a script
     error."""
-    exe = _browser()
+    exe = chromium
 
     def dump(page: Path) -> str:
         proc = subprocess.run(

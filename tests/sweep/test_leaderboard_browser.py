@@ -1,15 +1,13 @@
-"""The leaderboard page in a real browser (headless Chromium, ``--dump-dom``), found as
-tests/report/test_browser.py finds it (skipped without one; failed under
+"""The leaderboard page in a real browser (headless Chromium, ``--dump-dom``, the ``chromium`` fixture
+of tests/conftest.py: skipped without one; failed under
 ``CALLBENCH_REQUIRE_BROWSER=1``): what the page shows is the board's cells and gains, its script
 sorts the rows by a column without an error, and a model spec holding HTML stays text."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -45,18 +43,6 @@ PROBE = """<script>
 </script>"""
 
 
-def _chromium() -> str:
-    """The browser tests/report/test_browser.py uses (its skip and CALLBENCH_REQUIRE_BROWSER rule)."""
-    path = Path(__file__).parents[1] / "report" / "test_browser.py"
-    spec = importlib.util.spec_from_file_location("_callbench_browser_tests", path)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
-    if spec.name not in sys.modules:
-        sys.modules[spec.name] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-    return module._browser()
-
-
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
     """A replay that wins nested tasks 0, 2, 4, 6 of 8, gold, and a replay whose missing file's
@@ -75,8 +61,8 @@ def sweep(tmp_path_factory) -> Path:
     return root / "sweep"
 
 
-def test_the_leaderboard_page_in_chromium(sweep, tmp_path):
-    exe = _chromium()
+def test_the_leaderboard_page_in_chromium(sweep, tmp_path, chromium):
+    exe = chromium
     res = CliRunner().invoke(app, ["leaderboard", str(sweep)], terminal_width=200)
     assert res.exit_code == 0, res.output
     page = sweep / "leaderboard.html"
