@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from callbench.constrain.profile_help import CD_PROFILE_HELP, VALUE_TYPES_HELP  # noqa: F401 - re-exported
 from callbench.errors import CallbenchError, ConfigError
 
 err_console = Console(stderr=True)
@@ -203,17 +204,6 @@ class ValueTypes(str, Enum):  # noqa: UP042 - typer needs the str mixin
     paper = "paper"
 
 
-CD_PROFILE_HELP = (
-    "Limits of the grammar: callbench (default: schemas nest as deep as they allow, free-form values 6 levels, arrays unbounded) or "
-    "paper (WAPIIBench's CD: objects/arrays nested at most 3 levels inside an argument, at most 5 array "
-    "items, credentials as keys with any string value, required only where one security scheme is named, "
-    "and --value-types paper unless given)."
-)
-VALUE_TYPES_HELP = (
-    "Typing of request-body values: lenient (default; '3'/'true' also accepted for integer/number/boolean "
-    "fields) or paper (only literals 3/true in the body, as the paper's CD; query and header values stay "
-    "strings). Default: the --cd-profile's."
-)
 
 
 def grammar_options(cd_profile: CdProfile | str | None, value_types: ValueTypes | str | None) -> Any:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from callbench.constrain.profile_help import CD_PROFILE_HELP, VALUE_TYPES_HELP
 from callbench.errors import ConfigError
 from callbench.tracks.definition import Flag, Note, PathText, TaskSource, TrackDefinition, opt, register
 
@@ -18,17 +19,6 @@ _CD = "Constrained decoding"
 #: ``--mode``: the prompt format (the backend's mode; ``auto`` lets the backend choose).
 MODES = ("auto", "chat", "completion")
 
-CD_PROFILE_HELP = (
-    "Limits of the grammar: callbench (default: schemas nest as deep as they allow, free-form values 6 levels, arrays unbounded) or "
-    "paper (WAPIIBench's CD: objects/arrays nested at most 3 levels inside an argument, at most 5 array "
-    "items, credentials as keys with any string value, required only where one security scheme is named, "
-    "and --value-types paper unless given)."
-)
-VALUE_TYPES_HELP = (
-    "Typing of request-body values: lenient (default; '3'/'true' also accepted for integer/number/boolean "
-    "fields) or paper (only literals 3/true in the body, as the paper's CD; query and header values stay "
-    "strings). Default: the --cd-profile's."
-)
 
 
 class WebApiSettings(BaseModel):
