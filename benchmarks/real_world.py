@@ -14,7 +14,8 @@ the ``gold`` model). ``--literal`` scores every row on the harness's gold instea
 For each row: the expected request (``config``) is checked against the spec
 (:func:`callbench.tracks.webapi.audit.cross_check_config`), the gold program is run and scored in
 setups ``full`` and ``args`` (strict scoring; correct = the sample verdict ``correct``), and the
-grammar (:func:`check_gold_call`: ``check_invocation`` on the answer's call; the default profile, with the
+grammar (:func:`check_gold_call`: ``check_invocation`` on the answer's call; the default profile as the
+track sets it for the row (``credentials: "none"`` forces no credential), with the
 definitions and the starter's own variables as identifiers, as the crosscheck of generated rows
 does) checks the gold call in both setups; a row's call is accepted when both setups accept it.
 
@@ -117,7 +118,7 @@ def _replay_file(tasks: list[Any], setup: str, folder: Path) -> Path:
 
 
 def check_gold_call(spec: Any, starter: str, completion: str, *, setup: str, method: str, url: str,
-                    identifiers: Any) -> tuple[bool, str]:
+                    identifiers: Any, options: Any = None) -> tuple[bool, str]:
     """Would the grammar have allowed the answer's call (``(allowed, why)``)?
 
     As :func:`callbench.constrain.check.check_invocation`, but the call checked is the answer's:
@@ -142,22 +143,25 @@ def check_gold_call(spec: Any, starter: str, completion: str, *, setup: str, met
         if fixed is None:
             return False, f"the call does not continue the fixed starter axios.{method}('{url}',"
         rest = rest[fixed.end():]
+    from callbench.constrain.webapi_grammar import GrammarOptions
     from callbench.tracks.webapi.constraints import request_configs_in_scope, url_values_in_scope
 
+    options = options or GrammarOptions()
     full = setup == "full"
     res = check_continuation(spec, rest, setup=setup, method=None if full else method,
-                             url=None if full else url, identifiers=identifiers,
+                             url=None if full else url, identifiers=identifiers, options=options,
                              url_values=url_values_in_scope(starter),
-                             request_configs=request_configs_in_scope(starter, spec) if full else ())
+                             request_configs=request_configs_in_scope(starter, spec, options) if full else ())
     return res.allowed, f"{res.reason} (at offset {res.offset})"
 
 
 def measure(tasks_file: Path, data: Path, *, literal: bool = False) -> dict[str, Any]:
     from callbench.api import run
+    from callbench.constrain.webapi_grammar import GrammarOptions
     from callbench.runs.store import RunStore
     from callbench.specs import load_spec
     from callbench.tracks.webapi.audit import cross_check_config
-    from callbench.tracks.webapi.constraints import in_scope
+    from callbench.tracks.webapi.constraints import in_scope, task_grammar_options
     from callbench.tracks.webapi.dataset import load_tasks, spec_path_for
     from callbench.tracks.webapi.prompting import reference_completion, starter_code
 
@@ -207,7 +211,8 @@ def measure(tasks_file: Path, data: Path, *, literal: bool = False) -> dict[str,
             idents = tuple(sorted(set(t.definitions or {}) | in_scope(starter)))
             try:
                 allowed, why = check_gold_call(spec, starter, completion, setup=setup, method=t.config.method,
-                                               url=t.config.url, identifiers=idents)
+                                               url=t.config.url, identifiers=idents,
+                                               options=task_grammar_options(t, GrammarOptions()))
             except Exception as exc:  # noqa: BLE001 - a grammar that cannot be built is that row's rejection
                 allowed, why = False, f"{type(exc).__name__}: {exc}"
             if not allowed:

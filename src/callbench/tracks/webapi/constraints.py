@@ -4,11 +4,15 @@ all samples that need it, and a per-sample view that remembers what the constrai
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from callbench.constrain.per_sample import SampleConstraint, summarize_constraint_stats  # noqa: F401 - re-exported
 from callbench.specs import ApiSpec
 from callbench.tracks.webapi.dataset import WebApiTask
+
+if TYPE_CHECKING:
+    from callbench.constrain.webapi_grammar import GrammarOptions
 
 
 def in_scope(starter: str, *, real_world: bool = True) -> set[str]:
@@ -84,6 +88,15 @@ def request_configs_in_scope(starter: str, spec: ApiSpec, options: Any = None) -
     return tuple(sorted(out))
 
 
+def task_grammar_options(task: WebApiTask, options: GrammarOptions) -> GrammarOptions:
+    """The grammar options for ``task``: a task whose request goes without a credential
+    (``credentials: "none"``) is not made to write one (``require_credentials=False``; one written
+    is still allowed). The paper's credential rule is WAPIIBench's own and stays as it is."""
+    if task.credentials == "none" and options.credential_rule != "paper" and options.require_credentials:
+        return replace(options, require_credentials=False)
+    return options
+
+
 class ConstraintFactory:
     """Builds (and caches) the constraint for a task."""
 
@@ -96,18 +109,18 @@ class ConstraintFactory:
         from callbench.constrain.webapi_constraint import webapi_constraint
         from callbench.constrain.webapi_grammar import GrammarOptions, build_webapi_grammar
 
-        options = self.options or GrammarOptions()
+        options = task_grammar_options(task, self.options or GrammarOptions())
         idents = tuple(sorted(set(task.definitions or {}) | in_scope(starter, real_world=options.real_world)))
         values: dict[str, str] = {}
         configs: tuple[str, ...] = ()
         if self.setup == "args":
-            key: tuple[Any, ...] = (id(spec), "args", task.config.method, task.config.url, idents)
+            key: tuple[Any, ...] = (id(spec), options, "args", task.config.method, task.config.url, idents)
             method, url = task.config.method, task.config.url
         else:
             if options.real_world:
                 values = {k: v for k, v in url_values_in_scope(starter).items() if k in idents}
                 configs = request_configs_in_scope(starter, spec, options)
-            key = (id(spec), "full", None, None, idents, configs, tuple(sorted(values.items())))
+            key = (id(spec), options, "full", None, None, idents, configs, tuple(sorted(values.items())))
             method = url = None
         shared = self._shared.get(key)
         if shared is None:

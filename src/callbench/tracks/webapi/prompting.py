@@ -8,7 +8,8 @@ Templates are files under ``prompts/<version>/``; their hash is part of a run's 
 (:mod:`callbench.tracks.webapi.published`).
 ``v1`` is the instruction text modelled on the paper's prompt (it asks for ``<key>``/``<token>``
 placeholders but does not say that a credential is expected); ``v2`` (the default) also states
-where the API's credential goes and its placeholder form.
+where the API's credential goes and its placeholder form. A task whose request goes without a
+credential (``credentials: "none"``) gets neither sentence.
 
 ``--context`` (see :mod:`callbench.tracks.webapi.retrieval`) and the base URL hint add a
 preamble from ``context.md``/``base_url.md`` before the instructions; without them the prompts
@@ -124,9 +125,10 @@ def build_prompt(
     t = templates(version)
     api = KNOWN_APIS.get(task.api, task.api)
     pre = preamble(api, context=context, base_url=base_url, version=version)
-    instructions = pre + t["instructions.md"].strip().format(
-        syntax="axios.method(url[, data][, config])", api=api, extra=""
-    )
+    text = t["instructions.md"].strip()
+    if task.credentials == "none":
+        text = without_credential_sentence(text)
+    instructions = pre + text.format(syntax="axios.method(url[, data][, config])", api=api, extra="")
     starter = starter_code(task, setup, version)
     completion_prompt = f"{instructions}\n\n```javascript\n{starter}"
     assistant_prefix = f"```javascript\n{starter}"
@@ -135,9 +137,7 @@ def build_prompt(
         {"role": "system", "content": t["chat_system.md"].strip()},
         {"role": "user", "content": user},
     ]
-    prefill_user = pre + t["instructions.md"].strip().format(
-        syntax="axios.method(url[, data][, config])", api=api, extra=_PREFILL_EXTRA
-    )
+    prefill_user = pre + text.format(syntax="axios.method(url[, data][, config])", api=api, extra=_PREFILL_EXTRA)
     template_messages = [messages[0], {"role": "user", "content": prefill_user}]
     return Prompt(
         starter=starter,
@@ -146,6 +146,18 @@ def build_prompt(
         assistant_prefix=assistant_prefix,
         template_messages=template_messages,
     )
+
+
+# The instructions' bullets about credentials (v2, v1): left out for a task whose request goes
+# without one (``WebApiTask.credentials == "none"``). Cut from the rendered text rather than kept in
+# a template of their own, so the template files, and with them the identity of every run, stay as
+# they were.
+CREDENTIAL_BULLETS = ("- The API requires authentication:", "- For authentication use")
+
+
+def without_credential_sentence(instructions: str) -> str:
+    """``instructions`` without its bullet about credentials (see :data:`CREDENTIAL_BULLETS`)."""
+    return "\n".join(line for line in instructions.split("\n") if not line.startswith(CREDENTIAL_BULLETS))
 
 
 # Ends the instructions' last sentence ("Complete this code{extra}:") when the code is the
