@@ -135,7 +135,9 @@ def test_execution_classes(spec_file: Path):
         found = checker.check([(t, spec) for t in items])
     assert found[0] == []
     assert {f.kind for f in found[1]} >= {"not_correct"}
-    assert {f.where for f in found[1] if f.kind == "not_correct"} == {f"gold ({s}, {m})" for s in ("full", "args") for m in ("strict", "compat")}
+    # this spec has one server and the row the published starter: compat is the published scorer's
+    assert {f.where for f in found[1] if f.kind == "not_correct"} == {
+        f"gold ({s}, {m})" for s in ("full", "args") for m in ("strict", "compat: published scorer")}
     assert {f.kind for f in found[2]} >= {"sandbox_error"}
     assert {f.where for f in found[3] if f.kind == "grammar_rejects" and "params of GET /pets" in f.detail} == {"grammar (full)", "grammar (args)"}, found[3]
     assert {f.kind for fs in found for f in fs} == set(EXEC_CLASSES)
@@ -199,3 +201,41 @@ def test_audit_of_the_wapiibench_rows_with_execution(data_root: Path):
     extra = {(f["task"], f["kind"]) for f in findings} - WAPII_EXPECTED
     assert {k for _, k in extra} == {"grammar_rejects"}
     assert {t for t, _ in extra} == GRAMMAR_REJECTED
+
+
+OWNERS = """
+openapi: 3.0.3
+info: {title: Owners, version: '1'}
+servers: [{url: 'https://owners.example/v1'}]
+paths:
+  /owners/{name}:
+    get:
+      operationId: getOwner
+      parameters:
+        - {name: name, in: path, required: true, schema: {type: string}}
+"""
+
+
+def test_compat_is_checked_by_the_published_scorer_where_the_track_uses_it(tmp_path: Path):
+    """Where compat follows WAPIIBench's published scorer (a task it can read: the published
+    starter, one server), the cross-check asks that scorer, as the track does. Its mock logs the
+    URL through decodeURIComponent, so a percent-encoded path value compares decoded and the
+    gold is called wrong: such a row is a finding (the generator then picks another), while
+    callbench's own compat rules, which decode both sides, would keep it."""
+    p = tmp_path / "owners.yaml"
+    p.write_text(OWNERS)
+    spec = load_spec(p)
+
+    def task(i: int, url: str, **extra) -> WebApiTask:
+        return WebApiTask.model_validate({"index": i, "api": "owners", "task": f"t{i}",
+                                          "config": {"method": "get", "url": url}, **extra})
+
+    base = "https://owners.example/v1/owners/"
+    own_starter = "const axios = require('axios');\n// {task}\naxios."
+    items = [task(0, base + "Ahmed%20Okafor"), task(1, base + "AhmedOkafor"),
+             task(2, base + "Ahmed%20Okafor", starter_code=own_starter)]  # own starter: callbench's compat
+    with ExecutionChecker(grammar=False) as checker:
+        found = checker.check([(t, spec) for t in items])
+    assert {f.where for f in found[0]} == {"gold (full, compat: published scorer)", "gold (args, compat: published scorer)"}, found[0]
+    assert all(f.kind == "not_correct" for f in found[0])
+    assert found[1] == [] and found[2] == []

@@ -218,7 +218,10 @@ def test_petstore_and_wapiibench_specs(data_root: Path, tmp_path: Path):
         res = _gen(spec, tmp_path / spec.stem, n=20, seed=0, difficulty="mixed", starter="mixed")
         m = res.manifest
         assert m["n_gold"] == 20, m["drops"]
-        bad = {k: v for k, v in m["dropped"].items() if k not in ("duplicate",)}
+        # the one other drop allowed: a path value the published scorer's mock compares decoded
+        # (`Ahmed%20Okafor` logged as `Ahmed Okafor`), refused where compat follows that scorer
+        bad = [d for d in m["drops"] if d["kind"] != "duplicate" and not (
+            d["where"].endswith("compat: published scorer)") and "path_params." in d["detail"])]
         assert not bad, m["drops"]
 
 

@@ -2,7 +2,8 @@
 :func:`callbench.tracks.webapi.audit.cross_check_config`): the gold answer -- exactly what
 ``--model gold`` sends, the row's starter continued by
 :func:`~callbench.tracks.webapi.prompting.reference_completion` -- runs in the sandbox and must be
-scored ``correct`` in both scoring modes (strict and compat), in both setups (``full``: after
+scored ``correct`` in both scoring modes (strict and compat, the latter by WAPIIBench's published
+scorer where the track scores it so), in both setups (``full``: after
 ``axios.``; ``args``: after ``axios.<method>('<url>',``), and the constrained-decoding grammar
 must accept it in both setups (``check_invocation``, with the definitions and the starter's
 variables in scope).
@@ -65,12 +66,14 @@ class ExecutionChecker:
         findings: list[list[CrossFinding]] = [[] for _ in items]
         programs: list[tuple[str, dict | None]] = []
         where: list[tuple[int, str]] = []
+        parts: list[tuple[str, str]] = []  # (starter, gold completion) of each program
         for i, (task, _spec) in enumerate(items):
             for setup in SETUPS:
-                program = starter_code(task, setup) + reference_completion(task, setup)  # type: ignore[arg-type]
-                programs.append((program, task.definitions))
+                parts.append((starter_code(task, setup), reference_completion(task, setup)))  # type: ignore[arg-type]
+                programs.append((parts[-1][0] + parts[-1][1], task.definitions))
                 where.append((i, setup))
         results = dict(self._box().run_many(programs)) if programs else {}
+        published = self._published_verdicts(items, where, parts)
         for j, (i, setup) in enumerate(where):
             task, spec = items[i]
             res = results[j]
@@ -78,7 +81,14 @@ class ExecutionChecker:
                 findings[i].append(CrossFinding("sandbox_error", f"gold ({setup})", f"{res.status}: {res.error or 'no request'}"[:300]))
                 continue
             expected = task.config.as_dict()
+            if j in published:  # compat follows WAPIIBench's published scorer here, as in the track
+                v, note = published[j]
+                if v.sample != "correct":
+                    findings[i].append(CrossFinding(
+                        "not_correct", f"gold ({setup}, compat: published scorer)", f"{note}; {_short_verdict(v)}"[:300]))
             for mode in SCORING_MODES:
+                if mode == "compat" and j in published:
+                    continue
                 try:
                     v = compare_requests(expected, res.request, spec, mode)
                 except Exception as exc:  # noqa: BLE001 - a scorer crash is a finding about the row
@@ -91,10 +101,46 @@ class ExecutionChecker:
                 findings[i] += self.grammar_findings(task, spec)
         return findings
 
+    def _published_verdicts(
+        self, items: list[tuple[WebApiTask, ApiSpec]], where: list[tuple[int, str]], parts: list[tuple[str, str]]
+    ) -> dict[int, tuple[Any, str]]:
+        """The published scorer's verdict on each gold program whose task it can read
+        (:func:`~callbench.tracks.webapi.upstream_scorer.applies`), by program index: the track
+        scores compat that way there, so a row it would misjudge is a finding (its mock logs the
+        URL through ``decodeURIComponent``: a percent-encoded path value compares decoded)."""
+        from callbench.tracks.webapi import upstream_scorer
+        from callbench.tracks.webapi.upstream_call import (
+            published_call,
+            published_program,
+            sandbox_script,
+            script_error,
+        )
+
+        calls: dict[int, Any] = {}
+        scripts: list[tuple[int, str]] = []
+        for j, (i, _setup) in enumerate(where):
+            task, spec = items[i]
+            if not upstream_scorer.applies(task, spec):
+                continue
+            call = published_call(published_program(*parts[j], "completion"))
+            calls[j] = call
+            if call.code is not None and script_error(call.code) is None:
+                scripts.append((j, sandbox_script(call.code)))
+        runs: dict[int, Any] = {}
+        if scripts:
+            for k, run in self._box().run_many([(code, None) for _, code in scripts], extract=False):
+                runs[scripts[k][0]] = run
+        out: dict[int, tuple[Any, str]] = {}
+        for j, call in calls.items():
+            task, spec = items[where[j][0]]
+            out[j] = upstream_scorer.compat_verdict(task.config.as_dict(), spec, call, runs.get(j))
+        return out
+
     @staticmethod
     def grammar_findings(task: WebApiTask, spec: ApiSpec) -> list[CrossFinding]:
         from callbench.constrain.check import check_invocation
-        from callbench.tracks.webapi.constraints import in_scope
+        from callbench.constrain.webapi_grammar import GrammarOptions
+        from callbench.tracks.webapi.constraints import in_scope, task_grammar_options
         from callbench.tracks.webapi.prompting import reference_completion, starter_code
 
         out: list[CrossFinding] = []
@@ -104,7 +150,8 @@ class ExecutionChecker:
             program = starter + reference_completion(task, setup)  # type: ignore[arg-type]
             try:
                 res = check_invocation(spec, program, setup=setup, method=task.config.method if setup == "args" else None,
-                                       url=task.config.url if setup == "args" else None, identifiers=idents)
+                                       url=task.config.url if setup == "args" else None, identifiers=idents,
+                                       options=task_grammar_options(task, GrammarOptions()))
             except (ImportError, MissingExtraError):
                 raise  # no llguidance: not a finding about the row
             except Exception as exc:  # noqa: BLE001 - a grammar that cannot be built is a finding
