@@ -94,6 +94,11 @@ def test_callbench_run_names_an_unknown_or_wrong_setting(tmp_path):
         callbench.run("stateful", "gold", out_dir=tmp_path, samples="x")
     with pytest.raises(ConfigError, match="unknown option 'unsafe_no_sandbox'"):  # the command line's only
         callbench.run("nested", "gold", out_dir=tmp_path, unsafe_no_sandbox=True)
+    from callbench.constrain.webapi_grammar import GrammarOptions
+
+    # two settings that both shape the grammar: refused, not one silently dropped
+    with pytest.raises(ConfigError, match="^grammar_options and cd_profile both shape the grammar"):
+        callbench.run("webapi", "gold", out_dir=tmp_path, constrained=True, grammar_options=GrammarOptions(), cd_profile="paper")
     assert not any(tmp_path.iterdir())
 
 

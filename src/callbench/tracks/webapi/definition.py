@@ -128,6 +128,9 @@ def _prepare(settings: WebApiSettings, run: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"--mode {s.mode} contradicts --model-arg mode={options['mode']}")
         options["mode"] = s.mode
     grammar = s.grammar_options
+    if grammar is not None and (s.cd_profile is not None or s.value_types is not None):
+        flag = "cd_profile" if s.cd_profile is not None else "value_types"
+        raise ConfigError(f"grammar_options and {flag} both shape the grammar: give one (set profile/value_types in the GrammarOptions)")
     if grammar is None and (s.cd_profile is not None or s.value_types is not None):  # None: the track's default
         from callbench.constrain.webapi_grammar import GrammarOptions
 
