@@ -142,6 +142,38 @@ def test_a_replica_that_comes_back_is_used_again_after_the_cooldown():
         assert replica_b.up and replica_b.answered >= 1
 
 
+def test_a_probe_left_on_a_closed_event_loop_does_not_block_the_next_one():
+    """Runs use one event loop after another (the CLI, tests): a probe still pending when its loop
+    closed never finishes, so the next loop must start its own instead of waiting on it."""
+    from callbench.models.replicas import ReplicaPool
+
+    class Down:
+        base_url = "http://127.0.0.1:9/v1"
+        probes = 0
+
+        async def is_up(self):
+            Down.probes += 1
+            return True
+
+    now = [100.0]
+    pool = ReplicaPool([Down()], cooldown=1.0, cooldown_max=1.0, clock=lambda: now[0])
+    r = pool.replicas[0]
+    old = asyncio.new_event_loop()
+    stale = r.probe = old.create_task(asyncio.sleep(3600))  # pending for ever: its loop closes unrun
+    old.set_exception_handler(lambda *_: None)  # "destroyed but pending" is this test's point
+    old.close()
+    r.down_until = 50.0  # out, its cool-down over
+
+    async def main():
+        pool.choose(set())
+        assert r.probe is not None and r.probe.get_loop() is asyncio.get_running_loop()
+        await r.probe
+
+    asyncio.run(main())
+    assert Down.probes == 1 and r.up
+    stale.get_coro().close()
+
+
 def test_5xx_after_the_replicas_own_retries_takes_it_out():
     with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
         b.fault_rate = 1.0  # every request: 503

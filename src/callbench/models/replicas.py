@@ -104,10 +104,12 @@ class ReplicaPool:
     def choose(self, tried: set[str]) -> Replica | None:
         """The replica for the next try of a request that has failed on ``tried`` (None: it has
         failed on every one). Starts the probes whose cool-down is over."""
-        now = self.clock()
+        now, loop = self.clock(), asyncio.get_running_loop()
         for r in self.replicas:
-            if not r.up and r.down_until is not None and now >= r.down_until and (r.probe is None or r.probe.done()):
-                r.probe = asyncio.get_running_loop().create_task(self._probe(r))
+            # a probe left unfinished on an earlier event loop (closed since) never finishes: start anew
+            idle = r.probe is None or r.probe.done() or r.probe.get_loop() is not loop
+            if not r.up and r.down_until is not None and now >= r.down_until and idle:
+                r.probe = loop.create_task(self._probe(r))
         fresh = [r for r in self.replicas if r.url not in tried]
         if not fresh:
             return None
