@@ -139,6 +139,47 @@ def test_a_credential_is_still_required():
     )
 
 
+ROOTS = ("token", "process", "this")  # what in_scope gives a method's starter: this, process
+
+
+@pytest.mark.parametrize(("text", "ok"), [
+    # roots of member chains only: as a whole object they send every property as an argument
+    # (Qwen2.5-Coder-0.5B under CD wrote `'headers': process`: 27 illegal headers, 3 of 92 tasks)
+    ("{ headers: process });", False),
+    ("{ headers: process.env });", False),
+    ("{ headers: this });", False),
+    ("{ params: this, headers: { Authorization: token } });", False),
+    ("{ headers: { Authorization: token }, params: process.env });", False),
+    ("{ headers: { Authorization: token }, params: { limit: process.argv } });", False),
+    ("{ headers: { Authorization: token }, params: { process } });", False),
+    # as roots they stay: a credential from the environment, the object's own fields
+    ("{ headers: { Authorization: process.env.TOKEN } });", True),
+    ("{ headers: { Authorization: 'Bearer ' + this.token }, params: { limit: this.limit } });", True),
+])
+def test_this_and_process_are_roots_of_member_chains_only(text, ok):
+    assert allowed(SECURED, f"{GIF}, {text}", identifiers=ROOTS) is ok, text
+
+
+def test_a_wapiibench_starter_cannot_send_process_as_headers(wapii_tasks, wapii_specs):
+    """End to end, as the track builds it: a top-level starter has ``process`` in scope (the
+    callbench profile), and the call it completes may not pass it whole."""
+    from callbench.constrain.check import check_invocation
+    from callbench.tracks.webapi.constraints import in_scope
+    from callbench.tracks.webapi.prompting import starter_code
+
+    from callbench.tracks.webapi.prompting import reference_completion
+
+    task = next(t for t in wapii_tasks if t.api == "slack" and t.config.method == "get")
+    starter, gold = starter_code(task, "full"), reference_completion(task, "full")
+    idents = tuple(sorted(in_scope(starter)))
+    assert "process" in idents and '"headers": {"Authorization": "Bearer <token>"}' in gold
+    spec = wapii_specs["slack"]
+    assert check_invocation(spec, starter + gold, setup="full", identifiers=idents).allowed
+    for whole in ("process", "process.env", "this"):
+        bad = gold.replace('{"Authorization": "Bearer <token>"}', whole)
+        assert not check_invocation(spec, starter + bad, setup="full", identifiers=idents).allowed, bad
+
+
 @pytest.mark.parametrize("value", ["'Bearer abc'", "token", "process.env.KEY", "'Bearer ' + token", "`Bearer ${token}`"])
 def test_paper_profile_keeps_its_credential_rule(value):
     """Paper: the credential is any string (its regex) or an identifier in scope; no member

@@ -219,6 +219,9 @@ REQUEST_FORM_MAX_OPERATIONS = STAGED_MIN_OPERATIONS
 # axios request methods the grammar offers (``trace`` has no axios shorthand).
 AXIOS_METHODS = ("get", "post", "put", "patch", "delete", "head", "options")
 _JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+# Names in scope under ``real_world`` that are roots of member chains only, never a value alone
+# (see ``_Builder.__init__``).
+_MEMBER_ROOTS = frozenset({"this", "process"})
 
 
 ValueTypes = Literal["lenient", "paper"]
@@ -914,23 +917,38 @@ class _Builder:
         self.pending: dict[str, bool] = {}  # schema rules being built -> referred to from inside
         self.key_bytes: set[int] = set()
         self.n = 0
-        self.ident_rx = "|".join(_rx(i) for i in idents)
+        # ``this`` and ``process`` (in scope under ``real_world``) are roots only, never values
+        # themselves: ``headers: process`` or ``params: process.env`` sends every property as an
+        # argument (Qwen2.5-Coder wrote ``'headers': process`` under the token budget, 3 of 92
+        # WAPIIBench tasks, each scored with 27 illegal headers), ``headers: this`` in a method
+        # the object's own fields. So ``this`` takes one member or more (``this.baseUrl``: the
+        # code's own data, like any identifier's), ``process`` only ``process.env.NAME`` (a string
+        # or undefined).
+        plain = tuple(i for i in idents if i not in _MEMBER_ROOTS)
+        roots = []
+        if "this" in idents:
+            roots.append(r"this(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
+        if "process" in idents:
+            roots.append(r"process\.env\.[A-Za-z_$][A-Za-z0-9_$]*")
+        self.ident_rx = "|".join(_rx(i) for i in plain)
         # What a value may name: the identifiers in scope, with member access under
         # ``GrammarOptions.real_world`` (``cfg.auth.token``). A credential (credential_rule
         # "callbench") may also be ``this.NAME`` or ``process.env.NAME``: one member only, which
         # reads ``undefined`` rather than throwing when absent (a call that runs sends no
         # credential or ``'Bearer undefined'``: never an illegal argument), so whatever the
         # grammar admits still executes; elsewhere an undefined value could drop a required one.
-        self.has_vars = bool(idents)
         self.var_rx = self.ident_rx
-        if options.real_world and idents:
-            self.var_rx = rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*"
+        if options.real_world and (plain or roots):
+            alts = [rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*"] if plain else []
+            self.var_rx = "|".join(alts + roots)
         # a value (not a URL) may also index an array on the way (`message.photo[0].file_id`)
         self.val_rx = self.var_rx
-        if options.real_world and idents:
-            self.val_rx = rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*|\[(?:0|[1-9][0-9]*)\])*"
+        if options.real_world and (plain or roots):
+            alts = [rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*|\[(?:0|[1-9][0-9]*)\])*"] if plain else []
+            self.val_rx = "|".join(alts + roots)
+        self.has_vars = bool(self.var_rx)  # something in scope a value may name
         self.cred_var_rx = r"(?:this|process\.env)\.[A-Za-z_$][A-Za-z0-9_$]*"
-        if idents:
+        if self.has_vars:
             self.cred_var_rx = f"{self.val_rx}|{self.cred_var_rx}"
         # Where a value is being built: the nesting level a container written here would have
         # (tracked only under ``max_nesting``) and whether it is in the request body (only under
@@ -1251,7 +1269,7 @@ class _Builder:
     def shorthand(self, name: str, desc: Any) -> bool:
         """May the key be written as a shorthand property (``{ limit }``, ``{ params }``)?
         Under ``real_world``, when the key is an identifier in scope and its value may be one."""
-        if not self.opt.real_world or name not in self.idents:
+        if not self.opt.real_world or name not in self.idents or name in _MEMBER_ROOTS:
             return False
         if isinstance(desc, CredentialValue):
             return desc.free or "" in desc.prefixes
