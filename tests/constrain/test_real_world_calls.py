@@ -165,9 +165,7 @@ def test_a_wapiibench_starter_cannot_send_process_as_headers(wapii_tasks, wapii_
     callbench profile), and the call it completes may not pass it whole."""
     from callbench.constrain.check import check_invocation
     from callbench.tracks.webapi.constraints import in_scope
-    from callbench.tracks.webapi.prompting import starter_code
-
-    from callbench.tracks.webapi.prompting import reference_completion
+    from callbench.tracks.webapi.prompting import reference_completion, starter_code
 
     task = next(t for t in wapii_tasks if t.api == "slack" and t.config.method == "get")
     starter, gold = starter_code(task, "full"), reference_completion(task, "full")
