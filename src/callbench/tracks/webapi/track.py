@@ -44,8 +44,6 @@ from callbench.tracks.webapi.upstream_call import (
     published_call,
     published_chat_program,
     published_program,
-    sandbox_script,
-    script_error,
 )
 from callbench.tracks.webapi.upstream_compare import published_error
 
@@ -487,8 +485,6 @@ class WebApiTrack(Track):
         programs: list[tuple[str, dict | None]] = []
         stats: list[dict[str, Any]] = []
         calls: dict[int, Any] = {}  # sample -> the published scorer's call (compat)
-        compat_runs: dict[int, Any] = {}
-        compat_programs: list[tuple[int, str]] = []
         for k, (sample, output) in enumerate(items):
             early, cd_stats, program = self._before_run(sample, output)
             stats.append(cd_stats)
@@ -502,13 +498,8 @@ class WebApiTrack(Track):
             # real-world starter code: when its surroundings cannot run, the call runs alone
             programs.append((program, task.definitions, call_from, bool(task.starter_code)))
             if upstream_scorer.applies(task, self._spec_for(task)):
-                call = published_call(self._published_text(task, output))
-                calls[k] = call
-                if call.code is not None and script_error(call.code) is None:
-                    compat_programs.append((k, sandbox_script(call.code)))
-        if compat_programs:
-            for j, run in self.sandbox.run_many([(code, None) for _, code in compat_programs], extract=False):
-                compat_runs[compat_programs[j][0]] = run
+                calls[k] = published_call(self._published_text(task, output))
+        compat_runs = upstream_scorer.run_calls(self.sandbox, calls) if calls else {}
         if programs:
             for j, run in self.sandbox.run_many(programs):
                 k = to_run[j]

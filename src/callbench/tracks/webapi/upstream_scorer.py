@@ -32,11 +32,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from callbench.specs import ApiSpec
-from callbench.tracks.webapi.upstream_call import PublishedCall, script_error
+from callbench.tracks.webapi.upstream_call import PublishedCall, sandbox_script, script_error
 from callbench.tracks.webapi.upstream_compare import published_error, published_spec, published_verdict
 from callbench.tracks.webapi.upstream_mock import MockError, log_size, mock_log
 
-__all__ = ["NODE_MODULES", "applies", "compat_verdict"]
+__all__ = ["NODE_MODULES", "applies", "compat_verdict", "run_calls"]
 
 # What `require` finds where the published scorer runs: Node 20's built-in modules and the
 # packages npm installs with axios and axios-mock-adapter. Any other module: "Cannot find module".
@@ -75,6 +75,16 @@ def _found(module: str) -> bool:
     else:
         name = name.split("/")[0]
     return name in NODE_MODULES
+
+
+def run_calls(sandbox: Any, calls: Mapping[Any, PublishedCall]) -> dict[Any, Any]:
+    """Run each cut call that can run (code found, no script error) as the published scorer
+    does: the cut text alone after its mock (``extract=False``), all in one batch. Keyed as
+    ``calls``; a call that cannot run has no entry (:func:`compat_verdict` takes None for it)."""
+    scripts = [(k, sandbox_script(c.code)) for k, c in calls.items() if c.code is not None and script_error(c.code) is None]
+    if not scripts:
+        return {}
+    return {scripts[j][0]: run for j, run in sandbox.run_many([(code, None) for _, code in scripts], extract=False)}
 
 
 def compat_verdict(expected: dict[str, Any], spec: ApiSpec, call: PublishedCall, run: Any) -> tuple[Any, str]:

@@ -109,27 +109,14 @@ class ExecutionChecker:
         scores compat that way there, so a row it would misjudge is a finding (its mock logs the
         URL through ``decodeURIComponent``: a percent-encoded path value compares decoded)."""
         from callbench.tracks.webapi import upstream_scorer
-        from callbench.tracks.webapi.upstream_call import (
-            published_call,
-            published_program,
-            sandbox_script,
-            script_error,
-        )
+        from callbench.tracks.webapi.upstream_call import published_call, published_program
 
-        calls: dict[int, Any] = {}
-        scripts: list[tuple[int, str]] = []
-        for j, (i, _setup) in enumerate(where):
-            task, spec = items[i]
-            if not upstream_scorer.applies(task, spec):
-                continue
-            call = published_call(published_program(*parts[j], "completion"))
-            calls[j] = call
-            if call.code is not None and script_error(call.code) is None:
-                scripts.append((j, sandbox_script(call.code)))
-        runs: dict[int, Any] = {}
-        if scripts:
-            for k, run in self._box().run_many([(code, None) for _, code in scripts], extract=False):
-                runs[scripts[k][0]] = run
+        calls = {
+            j: published_call(published_program(*parts[j], "completion"))
+            for j, (i, _setup) in enumerate(where)
+            if upstream_scorer.applies(*items[i])
+        }
+        runs = upstream_scorer.run_calls(self._box(), calls) if calls else {}
         out: dict[int, tuple[Any, str]] = {}
         for j, call in calls.items():
             task, spec = items[where[j][0]]
