@@ -937,15 +937,13 @@ class _Builder:
         # reads ``undefined`` rather than throwing when absent (a call that runs sends no
         # credential or ``'Bearer undefined'``: never an illegal argument), so whatever the
         # grammar admits still executes; elsewhere an undefined value could drop a required one.
-        self.var_rx = self.ident_rx
+        self.var_rx = self.val_rx = self.ident_rx
         if options.real_world and (plain or roots):
-            alts = [rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*"] if plain else []
-            self.var_rx = "|".join(alts + roots)
-        # a value (not a URL) may also index an array on the way (`message.photo[0].file_id`)
-        self.val_rx = self.var_rx
-        if options.real_world and (plain or roots):
-            alts = [rf"(?:{self.ident_rx})(?:\.[A-Za-z_$][A-Za-z0-9_$]*|\[(?:0|[1-9][0-9]*)\])*"] if plain else []
-            self.val_rx = "|".join(alts + roots)
+            member = r"\.[A-Za-z_$][A-Za-z0-9_$]*"
+            head = rf"(?:{self.ident_rx})" if plain else None
+            self.var_rx = "|".join(([rf"{head}(?:{member})*"] if head else []) + roots)
+            # a value (not a URL) may also index an array on the way (`message.photo[0].file_id`)
+            self.val_rx = "|".join(([rf"{head}(?:{member}|\[(?:0|[1-9][0-9]*)\])*"] if head else []) + roots)
         self.has_vars = bool(self.var_rx)  # something in scope a value may name
         self.cred_var_rx = r"(?:this|process\.env)\.[A-Za-z_$][A-Za-z0-9_$]*"
         if self.has_vars:
