@@ -75,9 +75,11 @@ def _walk(constraint, vocab, structural, rng, max_tokens=400) -> str | None:
 _PROCESS_PROPERTIES = frozenset({"argv", "argv0", "execArgv", "pid", "platform", "versions", "env", "hrtime"})
 
 
-def _check_legal(spec, program, request, expected, *, required=True):
+def _check_legal(spec, program, request, expected, *, in_scope=False):
+    """Legal, with every required argument; with names ``in_scope`` (whose values cannot be
+    known), no runtime object sent whole and legal where no name's value is read."""
     v = compare_requests(expected, request, spec, "strict")
-    if not required:
+    if in_scope:
         # never an object of the runtime sent whole (`headers: process`: every property a header)
         sent = {str(k) for loc in ("params", "headers", "data") if isinstance(request.get(loc), dict) for k in request[loc]}
         assert not sent & _PROCESS_PROPERTIES, (program, request)
@@ -85,7 +87,7 @@ def _check_legal(spec, program, request, expected, *, required=True):
             return  # a value read from a name cannot be known (`${process.env.BASE}/x`): legal or not
     bad = [a for a in v.arguments if a.verdict == "illegal"]
     assert v.url != "illegal" and v.method != "illegal" and not bad, (program, request, v.as_dict())
-    if not required:
+    if in_scope:
         return
     op = spec.match(request["method"], request["url"], real_world=True).operation  # as strict reads it
     for loc, names in spec.required_arguments(op).items():
@@ -129,7 +131,7 @@ def _run(api, setup, n_walks, wapii_tasks, wapii_specs, vocab, structural, sandb
         program = starter + text
         res = sandbox.run(program)
         assert res.status == "ok", (program, res.status, res.error)
-        _check_legal(spec, program, res.request, task.config.as_dict(), required=not in_scope)
+        _check_legal(spec, program, res.request, task.config.as_dict(), in_scope=in_scope)
     # most walks close the call within the token budget; all that do are legal
     # (names in scope give longer values: fewer walks close within the budget)
     share = 0.5 if in_scope else 0.7
